@@ -1,0 +1,7 @@
+#!/usr/bin/env node
+// TypeScript runs as is through tsx: no build step between an edit and the CLI.
+import { register } from 'tsx/esm/api';
+
+register();
+const { main } = await import('../topology/cli.ts');
+process.exitCode = await main(process.argv.slice(2));

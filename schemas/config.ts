@@ -1,0 +1,55 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+export const ProcessorConfig = z
+  .object({
+    batchSize: z.number().int().positive().default(256),
+    concurrency: z.number().int().positive().default(16).describe('records of a batch handled at once'),
+  })
+  .strict();
+
+export const Config = z
+  .object({
+    log: z
+      .string()
+      .default('file:./data')
+      .describe('file:DIR for the embedded log, or kafka://host:port[,host:port]?client=kafkajs|rdkafka'),
+    clickhouse: z
+      .string()
+      .default('chdb:./data/chdb')
+      .describe('chdb:DIR for in-process ClickHouse, or http(s)://user@host:port/database'),
+    schemaRegistry: z.string().url().optional().describe('Confluent-compatible Schema Registry URL'),
+    llm: z
+      .object({
+        baseUrl: z.string().url().optional().describe('OpenAI-compatible endpoint; unset means the local GGUF model'),
+        model: z.string().default('gpt-4o-mini'),
+        apiKeyEnv: z.string().default('OPENAI_API_KEY').describe('name of the environment variable with the key'),
+        timeoutMs: z.number().int().positive().default(120_000),
+      })
+      .strict()
+      .default({ model: 'gpt-4o-mini', apiKeyEnv: 'OPENAI_API_KEY', timeoutMs: 120_000 }),
+    taxonomy: z.string().optional().describe('path of a taxonomy JSON file replacing MeSH Biology 2024'),
+    metricsPort: z.number().int().min(0).max(65535).optional(),
+    processors: z.record(z.string(), ProcessorConfig).default({}),
+  })
+  .strict();
+export type Config = z.infer<typeof Config>;
+
+/** Reads and validates a config file; the error names the file and each bad field. */
+export function loadConfig(path?: string): Config {
+  if (!path) return Config.parse({});
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw new Error(`config ${path}: ${(e as Error).message}`);
+  }
+  const parsed = Config.safeParse(raw);
+  if (!parsed.success) throw new Error(`config ${path}: ${formatIssues(parsed.error)}`);
+  return parsed.data;
+}
+
+/** One line naming each failing field: `items.0.answer: a multiple-choice answer is one option letter`. */
+export function formatIssues(error: z.ZodError): string {
+  return error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`).join('; ');
+}

@@ -1,0 +1,17 @@
+import { z } from 'zod';
+
+/** Who made a record from what: carried by every derived record back to its article. */
+export const Provenance = z.object({
+  articleId: z.string().min(1),
+  source: z.string().min(1).describe('source reader or poller that produced the article, e.g. jats, medline'),
+  sourceUri: z.string().optional().describe('file path or URL the article came from'),
+  licence: z.string().nullable().describe('licence of the article text, as stated by the source'),
+});
+export type Provenance = z.infer<typeof Provenance>;
+
+/** The model and prompt version behind an LLM-made field; a new prompt version means new records. */
+export const ModelStamp = z.object({
+  model: z.string().min(1),
+  promptVersion: z.string().min(1),
+});
+export type ModelStamp = z.infer<typeof ModelStamp>;

@@ -1,0 +1,61 @@
+import type { z } from 'zod';
+import { type DeadLetter, RECORD_SCHEMAS, contentHash, formatIssues } from '../schemas/index.js';
+import type { LogRecord } from './records.js';
+import type { Topology } from './topology.js';
+
+/** A value that does not match its topic's schema; the message names the failing fields. */
+export class RecordValidationError extends Error {}
+
+/** Validates and (de)serialises values by the schema each topic declares. */
+export class TopicCodecs {
+  private readonly schemas = new Map<string, z.ZodType | null>();
+
+  constructor(topology: Pick<Topology, 'topics'>) {
+    for (const t of topology.topics) this.schemas.set(t.name, t.schema ? RECORD_SCHEMAS[t.schema] : null);
+  }
+
+  has(topic: string): boolean {
+    return this.schemas.has(topic);
+  }
+
+  /** Validated value (with schema defaults applied) as JSON text. */
+  encode(topic: string, value: unknown): string {
+    return JSON.stringify(this.check(topic, value));
+  }
+
+  decode(topic: string, text: string): unknown {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (e) {
+      throw new RecordValidationError(`not JSON: ${(e as Error).message}`);
+    }
+    return this.check(topic, value);
+  }
+
+  check(topic: string, value: unknown): unknown {
+    const schema = this.schemas.get(topic);
+    if (schema === undefined) throw new RecordValidationError(`unknown topic "${topic}"`);
+    if (schema === null) return value;
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) throw new RecordValidationError(`${topic}: ${formatIssues(parsed.error)}`);
+    return parsed.data;
+  }
+}
+
+const MAX_PAYLOAD = 64 * 1024;
+
+export function truncatePayload(text: string): string {
+  return text.length > MAX_PAYLOAD ? `${text.slice(0, MAX_PAYLOAD)}…[truncated ${text.length - MAX_PAYLOAD} chars]` : text;
+}
+
+/** The dead letter for a log record refused by `processor`. */
+export function deadLetterForRecord(record: LogRecord, reason: string, processor: string | null): DeadLetter {
+  return {
+    id: contentHash('record', record.topic, record.partition, record.offset, processor, reason),
+    reason,
+    processor,
+    origin: { kind: 'record', topic: record.topic, partition: record.partition, offset: String(record.offset) },
+    payload: truncatePayload(record.value),
+  };
+}

@@ -1,0 +1,69 @@
+import type { Logger } from 'pino';
+
+/** One input record handed to a processor: the value is already parsed and schema-checked. */
+export interface InputRecord<V = unknown> {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+  readonly key: string | null;
+  readonly value: V;
+  readonly timestamp: number;
+}
+
+/** A key-value store; reads inside a step see that step's own uncommitted writes. */
+export interface StateStore {
+  get<T = unknown>(key: string): T | undefined;
+  put(key: string, value: unknown): void;
+  delete(key: string): void;
+}
+
+/** What a processor may do during one step; all of it becomes visible atomically, or not at all. */
+export interface StepContext {
+  readonly processor: string;
+  readonly log: Logger;
+  /** Now, as the runtime sees it (the test driver controls it). */
+  now(): number;
+  /** Queue an output; the value is validated against the topic's schema at once. */
+  emit(topic: string, key: string | null, value: unknown): void;
+  /** Refuse an input with a reason; it goes to the dead-letter topic in the same step. */
+  deadLetter(input: InputRecord | null, reason: string): void;
+  store(name: string): StateStore;
+  /** Queue a write to an external system (ClickHouse...); it runs first at checkpoint and must be idempotent. */
+  sink(write: () => Promise<void>): void;
+}
+
+export interface Processor {
+  readonly name: string;
+  readonly description?: string;
+  readonly reads: readonly string[];
+  readonly writes: readonly string[];
+  readonly stores: readonly string[];
+  /** External systems written idempotently before the step commits (e.g. "clickhouse:qa"). */
+  readonly sinks?: readonly string[];
+  /** Declared in the topology so the graph is whole, but not run until its issue lands. */
+  readonly placeholder?: boolean;
+  /** Most records handed to one call of process(). */
+  readonly batchSize?: number;
+  /** Handles a batch; slow work inside should run concurrently (see mapConcurrent). */
+  process(batch: readonly InputRecord[], ctx: StepContext): Promise<void>;
+  /** A timer: runs in a step of its own every `everyMs`, with or without new input. */
+  readonly punctuate?: { readonly everyMs: number; run(ctx: StepContext): Promise<void> };
+}
+
+/** Runs fn over items with at most `limit` in flight; results keep input order. */
+export async function mapConcurrent<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}

@@ -1,0 +1,65 @@
+/** A record as it sits in a log: what every runtime hands to a task. */
+export interface LogRecord {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+  readonly key: string | null;
+  /** The JSON text of the value, exactly as produced. */
+  readonly value: string;
+  readonly timestamp: number;
+}
+
+/** A record to append; the runtime picks the partition from the key unless one is given. */
+export interface OutgoingRecord {
+  readonly topic: string;
+  readonly key: string | null;
+  readonly value: string;
+  readonly partition?: number;
+}
+
+/** A change to one key of a state store; null deletes the key. */
+export interface StateChange {
+  readonly store: string;
+  readonly key: string;
+  readonly value: string | null;
+}
+
+export const partitionKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+
+/**
+ * Kafka's default partitioner (murmur2 of the key bytes, positive, modulo partitions), so a key
+ * lands in the same partition on the embedded log and on Kafka.
+ */
+export function partitionForKey(key: string, partitions: number): number {
+  return (murmur2(Buffer.from(key, 'utf8')) & 0x7fffffff) % partitions;
+}
+
+function murmur2(data: Buffer): number {
+  const m = 0x5bd1e995;
+  const length = data.length;
+  let h = 0x9747b28c ^ length;
+  const words = length >> 2;
+  for (let i = 0; i < words; i++) {
+    let k = data.readInt32LE(i * 4);
+    k = Math.imul(k, m);
+    k ^= k >>> 24;
+    k = Math.imul(k, m);
+    h = Math.imul(h, m) ^ k;
+  }
+  const tail = words * 4;
+  switch (length & 3) {
+    // biome-ignore lint/suspicious/noFallthroughSwitchClause: murmur2 mixes the tail bytes by falling through
+    case 3:
+      h ^= (data[tail + 2]! & 0xff) << 16;
+    // biome-ignore lint/suspicious/noFallthroughSwitchClause: see above
+    case 2:
+      h ^= (data[tail + 1]! & 0xff) << 8;
+    case 1:
+      h ^= data[tail]! & 0xff;
+      h = Math.imul(h, m);
+  }
+  h ^= h >>> 13;
+  h = Math.imul(h, m);
+  h ^= h >>> 15;
+  return h;
+}

@@ -1,0 +1,39 @@
+import type { Logger } from 'pino';
+import { EngineMetrics } from './metrics.js';
+import type { Runtime } from './runtime/types.js';
+import { ProcessorTask } from './task.js';
+import type { Topology } from './topology.js';
+
+export interface RunOptions {
+  readonly log: Logger;
+  readonly metrics?: EngineMetrics;
+  readonly signal: AbortSignal;
+  /** Names of processors to run; default: every processor that is not a placeholder. */
+  readonly only?: readonly string[];
+  readonly batchSize?: (processor: string) => number | undefined;
+}
+
+/** Runs the topology's processors side by side in this process until the signal aborts. */
+export async function runTopology(runtime: Runtime, topology: Topology, opts: RunOptions): Promise<void> {
+  await runtime.ensureTopics(topology.topics);
+  const metrics = opts.metrics ?? new EngineMetrics();
+  const chosen = topology.processors.filter((p) => (opts.only ? opts.only.includes(p.name) : !p.placeholder));
+  for (const p of topology.processors) {
+    if (!chosen.includes(p)) opts.log.info({ processor: p.name }, p.placeholder ? 'placeholder, not started' : 'not selected');
+  }
+  const tasks = await Promise.all(
+    chosen.map((p) =>
+      new ProcessorTask(runtime, topology, p, {
+        log: opts.log.child({ processor: p.name }),
+        metrics,
+        batchSize: opts.batchSize?.(p.name),
+      }).open(),
+    ),
+  );
+  opts.log.info({ processors: chosen.map((p) => p.name), runtime: runtime.name }, 'running');
+  try {
+    await Promise.all(tasks.map((t) => t.run(opts.signal)));
+  } finally {
+    await Promise.all(tasks.map((t) => t.close()));
+  }
+}

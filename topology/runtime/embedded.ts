@@ -1,0 +1,311 @@
+import { EventEmitter } from 'node:events';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { type LogRecord, type OutgoingRecord, type StateChange, partitionForKey, partitionKey } from '../records.js';
+import type { TopicSpec } from '../topology.js';
+import { FencedError, type LogTask, type LogTransaction, type Runtime, type TaskSpec } from './types.js';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS topics (
+  name TEXT PRIMARY KEY, partitions INTEGER NOT NULL, compacted INTEGER NOT NULL, retention_ms INTEGER);
+CREATE TABLE IF NOT EXISTS partitions (
+  topic TEXT NOT NULL, partition INTEGER NOT NULL, next_offset INTEGER NOT NULL,
+  PRIMARY KEY (topic, partition)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS records (
+  topic TEXT NOT NULL, partition INTEGER NOT NULL, offset INTEGER NOT NULL,
+  key TEXT, value TEXT NOT NULL, ts INTEGER NOT NULL,
+  PRIMARY KEY (topic, partition, offset)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS group_offsets (
+  grp TEXT NOT NULL, topic TEXT NOT NULL, partition INTEGER NOT NULL, next_offset INTEGER NOT NULL,
+  PRIMARY KEY (grp, topic, partition)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS state (
+  grp TEXT NOT NULL, store TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+  PRIMARY KEY (grp, store, key)) WITHOUT ROWID;
+`;
+
+/**
+ * The zero-set-up log: topics, offsets, consumer-group positions and state stores in one SQLite
+ * file (WAL). A step is one SQLite transaction, so it is atomic across a kill -9. `:memory:`
+ * gives the same log without a file, for the test driver.
+ */
+export class EmbeddedRuntime implements Runtime {
+  readonly name = 'embedded';
+  readonly db: Database.Database;
+  /** Wakes pollers of this process at once; pollers also re-check on a short interval for other processes. */
+  private readonly appended = new EventEmitter().setMaxListeners(0);
+  private readonly nullKeyCounter = new Map<string, number>();
+  /** Prepared statements, shared with this runtime's tasks. */
+  readonly stmts;
+
+  constructor(readonly path: string) {
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    // NORMAL survives a process crash (kill -9) in WAL mode; only an OS crash can lose the last commits.
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 10000');
+    this.db.exec(SCHEMA);
+    this.stmts = {
+      topic: this.db.prepare<[string], { partitions: number; compacted: number; retention_ms: number | null }>(
+        'SELECT partitions, compacted, retention_ms FROM topics WHERE name = ?',
+      ),
+      bump: this.db.prepare<[number, string, number], { next_offset: number }>(
+        'UPDATE partitions SET next_offset = next_offset + ? WHERE topic = ? AND partition = ? RETURNING next_offset',
+      ),
+      insert: this.db.prepare('INSERT INTO records (topic, partition, offset, key, value, ts) VALUES (?, ?, ?, ?, ?, ?)'),
+      read: this.db.prepare<[string, number, number, number], { offset: number; key: string | null; value: string; ts: number }>(
+        'SELECT offset, key, value, ts FROM records WHERE topic = ? AND partition = ? AND offset >= ? ORDER BY offset LIMIT ?',
+      ),
+      ends: this.db.prepare<[string], { partition: number; next_offset: number }>(
+        'SELECT partition, next_offset FROM partitions WHERE topic = ? ORDER BY partition',
+      ),
+      groupOffset: this.db.prepare<[string, string, number], { next_offset: number }>(
+        'SELECT next_offset FROM group_offsets WHERE grp = ? AND topic = ? AND partition = ?',
+      ),
+      setGroupOffset: this.db.prepare(
+        'INSERT INTO group_offsets (grp, topic, partition, next_offset) VALUES (?, ?, ?, ?) ' +
+          'ON CONFLICT (grp, topic, partition) DO UPDATE SET next_offset = excluded.next_offset',
+      ),
+      getState: this.db.prepare<[string, string, string], { value: string }>(
+        'SELECT value FROM state WHERE grp = ? AND store = ? AND key = ?',
+      ),
+      putState: this.db.prepare(
+        'INSERT INTO state (grp, store, key, value) VALUES (?, ?, ?, ?) ON CONFLICT (grp, store, key) DO UPDATE SET value = excluded.value',
+      ),
+      deleteState: this.db.prepare('DELETE FROM state WHERE grp = ? AND store = ? AND key = ?'),
+    };
+  }
+
+  /** Opens (creating) the log under a data directory, or in memory for ':memory:'. */
+  static open(dataDir: string): EmbeddedRuntime {
+    if (dataDir === ':memory:') return new EmbeddedRuntime(':memory:');
+    mkdirSync(dataDir, { recursive: true });
+    return new EmbeddedRuntime(join(dataDir, 'log.sqlite'));
+  }
+
+  async ensureTopics(topics: readonly TopicSpec[]): Promise<void> {
+    const create = this.db.transaction(() => {
+      for (const t of topics) {
+        const existing = this.stmts.topic.get(t.name);
+        if (existing) {
+          if (existing.partitions !== t.partitions || Boolean(existing.compacted) !== t.compacted) {
+            throw new Error(
+              `topic "${t.name}" exists with ${existing.partitions} partitions${existing.compacted ? ', compacted' : ''}; ` +
+                `the topology wants ${t.partitions}${t.compacted ? ', compacted' : ''}`,
+            );
+          }
+          continue;
+        }
+        this.db
+          .prepare('INSERT INTO topics (name, partitions, compacted, retention_ms) VALUES (?, ?, ?, ?)')
+          .run(t.name, t.partitions, t.compacted ? 1 : 0, t.retentionMs);
+        const addPartition = this.db.prepare('INSERT INTO partitions (topic, partition, next_offset) VALUES (?, ?, 0)');
+        for (let p = 0; p < t.partitions; p++) addPartition.run(t.name, p);
+      }
+    });
+    create.immediate();
+  }
+
+  /** Appends inside the caller's SQLite transaction; offsets are allocated per partition. */
+  appendInTransaction(records: readonly OutgoingRecord[]): void {
+    const byPartition = new Map<string, { topic: string; partition: number; records: OutgoingRecord[] }>();
+    for (const r of records) {
+      const partition = r.partition ?? this.partitionFor(r.topic, r.key);
+      const k = partitionKey(r.topic, partition);
+      let group = byPartition.get(k);
+      if (!group) byPartition.set(k, (group = { topic: r.topic, partition, records: [] }));
+      group.records.push(r);
+    }
+    const now = Date.now();
+    for (const { topic, partition, records: rs } of byPartition.values()) {
+      const bumped = this.stmts.bump.get(rs.length, topic, partition);
+      if (!bumped) throw new Error(`unknown topic or partition ${topic}/${partition}`);
+      let offset = bumped.next_offset - rs.length;
+      for (const r of rs) this.stmts.insert.run(topic, partition, offset++, r.key, r.value, now);
+    }
+  }
+
+  private partitionFor(topic: string, key: string | null): number {
+    const spec = this.stmts.topic.get(topic);
+    if (!spec) throw new Error(`unknown topic "${topic}"`);
+    if (key !== null) return partitionForKey(key, spec.partitions);
+    const n = this.nullKeyCounter.get(topic) ?? 0;
+    this.nullKeyCounter.set(topic, n + 1);
+    return n % spec.partitions;
+  }
+
+  notify(): void {
+    this.appended.emit('append');
+  }
+
+  async append(records: readonly OutgoingRecord[]): Promise<void> {
+    this.db.transaction(() => this.appendInTransaction(records)).immediate();
+    this.notify();
+  }
+
+  async read(topic: string, partition: number, fromOffset: number, max: number): Promise<LogRecord[]> {
+    return this.stmts.read.all(topic, partition, fromOffset, max).map((r) => ({
+      topic,
+      partition,
+      offset: r.offset,
+      key: r.key,
+      value: r.value,
+      timestamp: r.ts,
+    }));
+  }
+
+  async endOffsets(topic: string): Promise<number[]> {
+    const rows = this.stmts.ends.all(topic);
+    if (rows.length === 0) throw new Error(`unknown topic "${topic}"`);
+    return rows.map((r) => r.next_offset);
+  }
+
+  /** Drops records superseded by a newer value of the same key (compacted topics) or past retention. */
+  async maintain(now = Date.now()): Promise<number> {
+    const topics = this.db.prepare<[], { name: string; compacted: number; retention_ms: number | null }>(
+      'SELECT name, compacted, retention_ms FROM topics',
+    );
+    let removed = 0;
+    this.db
+      .transaction(() => {
+        for (const t of topics.all()) {
+          if (t.compacted) {
+            removed += this.db
+              .prepare(
+                `DELETE FROM records WHERE topic = ? AND key IS NOT NULL AND offset < (
+                   SELECT MAX(r2.offset) FROM records r2
+                   WHERE r2.topic = records.topic AND r2.partition = records.partition AND r2.key = records.key)`,
+              )
+              .run(t.name).changes;
+          }
+          if (t.retention_ms) {
+            removed += this.db.prepare('DELETE FROM records WHERE topic = ? AND ts < ?').run(t.name, now - t.retention_ms).changes;
+          }
+        }
+      })
+      .immediate();
+    return removed;
+  }
+
+  async openTask(spec: TaskSpec): Promise<LogTask> {
+    const partitions: { topic: string; partition: number }[] = [];
+    for (const topic of spec.topics) {
+      const t = this.stmts.topic.get(topic);
+      if (!t) throw new Error(`unknown topic "${topic}"`);
+      for (let p = 0; p < t.partitions; p++) partitions.push({ topic, partition: p });
+    }
+    return new EmbeddedTask(this, spec.group, partitions);
+  }
+
+  waitForAppend(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      // Another process may append to the same file: re-check at least every 50 ms.
+      const timer = setTimeout(done, Math.min(ms, 50));
+      function done() {
+        clearTimeout(timer);
+        self.appended.off('append', done);
+        resolve();
+      }
+      const self = this;
+      this.appended.once('append', done);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.appended.emit('append');
+    if (this.db.open) this.db.close();
+  }
+}
+
+class EmbeddedTask implements LogTask {
+  /** Committed next offset per partition; the position of the next poll runs ahead of it. */
+  private readonly committed = new Map<string, number>();
+  private readonly position = new Map<string, number>();
+  private cursor = 0;
+
+  constructor(
+    private readonly runtime: EmbeddedRuntime,
+    private readonly group: string,
+    private readonly partitions: readonly { topic: string; partition: number }[],
+  ) {
+    this.loadCommitted();
+  }
+
+  private loadCommitted(): void {
+    for (const { topic, partition } of this.partitions) {
+      const row = this.runtime.stmts.groupOffset.get(this.group, topic, partition);
+      const k = partitionKey(topic, partition);
+      this.committed.set(k, row?.next_offset ?? 0);
+      this.position.set(k, row?.next_offset ?? 0);
+    }
+  }
+
+  async poll(max: number, waitMs: number): Promise<LogRecord[]> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const out: LogRecord[] = [];
+      // Round-robin over partitions so a busy partition cannot starve the others.
+      for (let i = 0; i < this.partitions.length && out.length < max; i++) {
+        const { topic, partition } = this.partitions[(this.cursor + i) % this.partitions.length]!;
+        const k = partitionKey(topic, partition);
+        const rows = await this.runtime.read(topic, partition, this.position.get(k)!, max - out.length);
+        if (rows.length) this.position.set(k, rows[rows.length - 1]!.offset + 1);
+        out.push(...rows);
+      }
+      this.cursor = (this.cursor + 1) % Math.max(1, this.partitions.length);
+      if (out.length || Date.now() >= deadline || !this.runtime.db.open) return out;
+      await this.runtime.waitForAppend(deadline - Date.now());
+    }
+  }
+
+  readState(store: string, key: string): string | undefined {
+    return this.runtime.stmts.getState.get(this.group, store, key)?.value;
+  }
+
+  async begin(): Promise<LogTransaction> {
+    const staged = { state: [] as StateChange[], outputs: [] as OutgoingRecord[], offsets: new Map<string, { topic: string; partition: number; offset: number }>() };
+    const { stmts } = this.runtime;
+    return {
+      writeChangelogs: async (changes) => void staged.state.push(...changes),
+      produce: async (records) => void staged.outputs.push(...records),
+      commitOffsets: async (offsets) => {
+        for (const [k, v] of offsets) staged.offsets.set(k, v);
+      },
+      commit: async () => {
+        this.runtime.db
+          .transaction(() => {
+            // Fencing: if another process committed this group's partitions since we read them, refuse.
+            for (const [k, { topic, partition }] of staged.offsets) {
+              const row = stmts.groupOffset.get(this.group, topic, partition);
+              if ((row?.next_offset ?? 0) !== this.committed.get(k)) {
+                throw new FencedError(`group ${this.group} moved on ${topic}/${partition} under us`);
+              }
+            }
+            for (const c of staged.state) {
+              if (c.value === null) stmts.deleteState.run(this.group, c.store, c.key);
+              else stmts.putState.run(this.group, c.store, c.key, c.value);
+            }
+            this.runtime.appendInTransaction(staged.outputs);
+            for (const { topic, partition, offset } of staged.offsets.values()) {
+              stmts.setGroupOffset.run(this.group, topic, partition, offset);
+            }
+          })
+          .immediate();
+        for (const [k, { offset }] of staged.offsets) this.committed.set(k, offset);
+        if (staged.outputs.length) this.runtime.notify();
+      },
+      abort: async () => {},
+    };
+  }
+
+  async flushState(): Promise<void> {
+    // State was written in the same SQLite transaction as the outputs and offsets.
+  }
+
+  async rewind(): Promise<void> {
+    this.loadCommitted();
+  }
+
+  async close(): Promise<void> {}
+}
+

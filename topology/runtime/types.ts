@@ -1,0 +1,55 @@
+import type { TopicSpec } from '../topology.js';
+import type { LogRecord, OutgoingRecord, StateChange } from '../records.js';
+
+/**
+ * Where the log lives. The embedded SQLite log, Kafka and the in-memory test log implement this;
+ * processors never see it.
+ */
+export interface Runtime {
+  readonly name: string;
+  /** Creates missing topics; an existing topic with other settings is an error. */
+  ensureTopics(topics: readonly TopicSpec[]): Promise<void>;
+  /** Appends records atomically (all or none); values are JSON text already validated. */
+  append(records: readonly OutgoingRecord[]): Promise<void>;
+  /** Reads committed records of one partition from an offset (for `consume` and tests). */
+  read(topic: string, partition: number, fromOffset: number, max: number): Promise<LogRecord[]>;
+  /** Next offset to be written, per partition. */
+  endOffsets(topic: string): Promise<number[]>;
+  /** Joins consumer group `group` for `topics`; the task owns its stores. */
+  openTask(spec: TaskSpec): Promise<LogTask>;
+  close(): Promise<void>;
+}
+
+export interface TaskSpec {
+  readonly group: string;
+  readonly topics: readonly string[];
+  readonly stores: readonly string[];
+}
+
+/** One member of a consumer group, with the state stores of its processor. */
+export interface LogTask {
+  /** Next records after what this task has already polled; waits up to waitMs when there are none. */
+  poll(max: number, waitMs: number): Promise<LogRecord[]>;
+  /** Committed value of a store key (the step layers its own writes on top). */
+  readState(store: string, key: string): string | undefined;
+  /** Starts the atomic part of a step; see topology/checkpoint.ts for the order of its calls. */
+  begin(): Promise<LogTransaction>;
+  /** Makes committed state changes visible to readState (no-op where the transaction already did). */
+  flushState(changes: readonly StateChange[]): Promise<void>;
+  /** Forgets polled-but-uncommitted records so the next poll starts from the committed offsets. */
+  rewind(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The atomic part of a step. Nothing is visible to others until commit() resolves. */
+export interface LogTransaction {
+  writeChangelogs(changes: readonly StateChange[]): Promise<void>;
+  produce(records: readonly OutgoingRecord[]): Promise<void>;
+  /** Next offset to read per partition, keyed by partitionKey(topic, partition). */
+  commitOffsets(offsets: ReadonlyMap<string, { topic: string; partition: number; offset: number }>): Promise<void>;
+  commit(): Promise<void>;
+  abort(): Promise<void>;
+}
+
+/** Another member took over the task's partitions: its step must not commit. */
+export class FencedError extends Error {}

@@ -1,0 +1,214 @@
+import type { Logger } from 'pino';
+import { checkpoint } from './checkpoint.js';
+import { RecordValidationError, TopicCodecs, deadLetterForRecord } from './codec.js';
+import type { EngineMetrics } from './metrics.js';
+import type { InputRecord, Processor, StateStore, StepContext } from './processor.js';
+import { type LogRecord, type OutgoingRecord, type StateChange, partitionKey } from './records.js';
+import { FencedError, type LogTask, type Runtime } from './runtime/types.js';
+import type { Topology } from './topology.js';
+
+/** Throw this for failures that will pass (rate limits, outages): the step is retried, never dead-lettered. */
+export class RetryableError extends Error {}
+
+export interface TaskOptions {
+  readonly log: Logger;
+  readonly metrics: EngineMetrics;
+  readonly clock?: () => number;
+  /** How long poll waits for new records before the loop checks timers and stop requests. */
+  readonly pollWaitMs?: number;
+  readonly batchSize?: number;
+  /** Attempts of a whole batch before its records are tried one by one to find the poison one. */
+  readonly maxAttempts?: number;
+  readonly backoffMs?: (attempt: number) => number;
+  /** Sleep between retries; the test driver replaces it to keep tests instant. */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+/** One step's buffered effects, seen by the processor through StepContext. */
+class Step implements StepContext {
+  readonly outputs: OutgoingRecord[] = [];
+  readonly changes = new Map<string, StateChange>();
+  readonly sinkWrites: (() => Promise<void>)[] = [];
+  deadLettered = 0;
+
+  constructor(
+    readonly processor: string,
+    readonly log: Logger,
+    private readonly task: LogTask,
+    private readonly codecs: TopicCodecs,
+    private readonly topology: Topology,
+    private readonly allowed: { writes: ReadonlySet<string>; stores: ReadonlySet<string> },
+    readonly now: () => number,
+  ) {}
+
+  emit(topic: string, key: string | null, value: unknown): void {
+    if (!this.allowed.writes.has(topic)) {
+      throw new Error(`processor "${this.processor}" does not declare topic "${topic}" in writes`);
+    }
+    this.outputs.push({ topic, key, value: this.codecs.encode(topic, value) });
+  }
+
+  deadLetter(input: InputRecord | null, reason: string): void {
+    const record: LogRecord = input
+      ? { ...input, value: JSON.stringify(input.value) }
+      : { topic: '(timer)', partition: -1, offset: -1, key: null, value: 'null', timestamp: this.now() };
+    this.deadLetterRaw(record, reason);
+  }
+
+  deadLetterRaw(record: LogRecord, reason: string): void {
+    const dl = deadLetterForRecord(record, reason, this.processor);
+    this.outputs.push({ topic: this.topology.deadLetterTopic, key: dl.id, value: this.codecs.encode(this.topology.deadLetterTopic, dl) });
+    this.deadLettered++;
+  }
+
+  sink(write: () => Promise<void>): void {
+    this.sinkWrites.push(write);
+  }
+
+  store(name: string): StateStore {
+    if (!this.allowed.stores.has(name)) throw new Error(`processor "${this.processor}" does not declare store "${name}"`);
+    const id = (key: string) => `${name}\u0000${key}`;
+    return {
+      get: <T>(key: string): T | undefined => {
+        const pending = this.changes.get(id(key));
+        const text = pending ? pending.value : this.task.readState(name, key);
+        return text == null ? undefined : (JSON.parse(text) as T);
+      },
+      put: (key, value) => this.changes.set(id(key), { store: name, key, value: JSON.stringify(value) }),
+      delete: (key) => this.changes.set(id(key), { store: name, key, value: null }),
+    };
+  }
+}
+
+/** Runs one processor on a runtime: poll a batch, process it, checkpoint; repeat. */
+export class ProcessorTask {
+  private task!: LogTask;
+  private readonly codecs: TopicCodecs;
+  private readonly clock: () => number;
+  private nextTimer = 0;
+  private readonly allowed: { writes: ReadonlySet<string>; stores: ReadonlySet<string> };
+
+  constructor(
+    private readonly runtime: Runtime,
+    private readonly topology: Topology,
+    readonly processor: Processor,
+    private readonly opts: TaskOptions,
+  ) {
+    this.codecs = new TopicCodecs(topology);
+    this.clock = opts.clock ?? Date.now;
+    this.allowed = { writes: new Set(processor.writes), stores: new Set(processor.stores) };
+  }
+
+  async open(): Promise<this> {
+    this.task = await this.runtime.openTask({
+      group: this.processor.name,
+      topics: this.processor.reads,
+      stores: this.processor.stores,
+    });
+    if (this.processor.punctuate) this.nextTimer = this.clock() + this.processor.punctuate.everyMs;
+    return this;
+  }
+
+  /** Runs until the signal aborts; the step in progress finishes and commits first. */
+  async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) await this.step();
+  }
+
+  /** One step: a due timer, or one batch of input. Returns the number of input records committed. */
+  async step(waitMs = this.opts.pollWaitMs ?? 200): Promise<number> {
+    const timer = this.processor.punctuate;
+    if (timer && this.clock() >= this.nextTimer) {
+      await this.attempt([], (ctx) => timer.run(ctx));
+      this.nextTimer = this.clock() + timer.everyMs;
+      return 0;
+    }
+    const polled = await this.task.poll(this.opts.batchSize ?? this.processor.batchSize ?? 256, waitMs);
+    if (polled.length === 0) return 0;
+    await this.attempt(polled, (ctx, inputs) => this.processor.process(inputs, ctx));
+    return polled.length;
+  }
+
+  /**
+   * Retries a failing batch with backoff. A RetryableError is retried for as long as it takes; any
+   * other error, once attempts run out, sends the batch through record by record so that only the
+   * record that fails on its own is dead-lettered with the error as its reason.
+   */
+  private async attempt(
+    polled: readonly LogRecord[],
+    body: (ctx: Step, inputs: InputRecord[]) => Promise<void>,
+  ): Promise<void> {
+    const maxAttempts = this.opts.maxAttempts ?? 3;
+    let lastError: unknown;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.runStep(polled, body);
+        return;
+      } catch (e) {
+        lastError = e;
+        await this.task.rewind();
+        this.opts.metrics.errors.inc({ processor: this.processor.name });
+        const fenced = e instanceof FencedError;
+        this.opts.log.warn({ err: e, attempt, records: polled.length, fenced }, 'step failed');
+        if (fenced) return;
+        if (!(e instanceof RetryableError) && attempt >= maxAttempts) break;
+        await (this.opts.sleep ?? sleep)(this.opts.backoffMs?.(attempt) ?? Math.min(30_000, 100 * 2 ** attempt));
+        // Rewound records come back from poll in the same order: take exactly these again.
+        polled = await this.repoll(polled.length);
+      }
+    }
+    const reason = `processor failed ${maxAttempts} times: ${(lastError as Error)?.message ?? String(lastError)}`;
+    if (polled.length <= 1) {
+      polled = await this.repoll(polled.length);
+      await this.runStep(polled, async (ctx) => {
+        if (polled.length === 0) ctx.deadLetter(null, `timer ${reason}`);
+        for (const r of polled) ctx.deadLetterRaw(r, reason);
+      });
+      return;
+    }
+    for (let i = 0; i < polled.length; i++) await this.attempt(await this.repoll(1), body);
+  }
+
+  private async repoll(n: number): Promise<LogRecord[]> {
+    const out: LogRecord[] = [];
+    while (out.length < n) out.push(...(await this.task.poll(n - out.length, 1000)));
+    return out;
+  }
+
+  private async runStep(
+    polled: readonly LogRecord[],
+    body: (ctx: Step, inputs: InputRecord[]) => Promise<void>,
+  ): Promise<void> {
+    const started = performance.now();
+    const ctx = new Step(this.processor.name, this.opts.log, this.task, this.codecs, this.topology, this.allowed, this.clock);
+    const inputs: InputRecord[] = [];
+    const offsets = new Map<string, { topic: string; partition: number; offset: number }>();
+    for (const r of polled) {
+      offsets.set(partitionKey(r.topic, r.partition), { topic: r.topic, partition: r.partition, offset: r.offset + 1 });
+      try {
+        inputs.push({ ...r, value: this.codecs.decode(r.topic, r.value) });
+      } catch (e) {
+        if (!(e instanceof RecordValidationError)) throw e;
+        ctx.deadLetterRaw(r, `invalid input: ${e.message}`);
+      }
+    }
+    if (inputs.length > 0 || polled.length === 0) await body(ctx, inputs);
+    await checkpoint(this.task, {
+      sinkWrites: ctx.sinkWrites,
+      state: [...ctx.changes.values()],
+      outputs: ctx.outputs,
+      offsets,
+    });
+    const m = this.opts.metrics;
+    const labels = { processor: this.processor.name };
+    m.recordsIn.inc(labels, polled.length);
+    for (const o of ctx.outputs) m.recordsOut.inc({ ...labels, topic: o.topic });
+    if (ctx.deadLettered) m.deadLetters.inc(labels, ctx.deadLettered);
+    m.stepSeconds.observe(labels, (performance.now() - started) / 1000);
+  }
+
+  async close(): Promise<void> {
+    await this.task?.close();
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
