@@ -21,9 +21,16 @@ export const Config = z
     schemaRegistry: z.string().url().optional().describe('Confluent-compatible Schema Registry URL'),
     llm: z
       .object({
-        baseUrl: z.string().url().optional().describe('OpenAI-compatible endpoint; unset means the local GGUF model'),
+        baseUrl: z
+          .string()
+          .url()
+          .optional()
+          .describe('OpenAI-compatible endpoint; unset means the local GGUF model'),
         model: z.string().default('gpt-4o-mini'),
-        apiKeyEnv: z.string().default('OPENAI_API_KEY').describe('name of the environment variable with the key'),
+        apiKeyEnv: z
+          .string()
+          .default('OPENAI_API_KEY')
+          .describe('name of the environment variable with the key'),
         timeoutMs: z.number().int().positive().default(120_000),
       })
       .strict()

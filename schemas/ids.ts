@@ -31,6 +31,10 @@ export function articleId(ids: {
 }): string {
   if (ids.doi) return `doi:${normaliseDoi(ids.doi)}`;
   if (ids.pmid) return `pmid:${ids.pmid.trim()}`;
-  if (ids.pmcid) return `pmcid:${ids.pmcid.trim().toUpperCase().replace(/^(PMC)?/, 'PMC')}`;
+  if (ids.pmcid)
+    return `pmcid:${ids.pmcid
+      .trim()
+      .toUpperCase()
+      .replace(/^(PMC)?/, 'PMC')}`;
   return `sha256:${ids.contentHash}`;
 }

@@ -12,7 +12,11 @@ export const MixState = z.object({
   target: Distribution.describe('p_c(α) = n_c^α / Σ n^α'),
   quotas: z.record(
     z.string(),
-    z.object({ weight: z.number().nonnegative(), quota: z.number().int().nonnegative(), upsample: z.number() }),
+    z.object({
+      weight: z.number().nonnegative(),
+      quota: z.number().int().nonnegative(),
+      upsample: z.number(),
+    }),
   ),
   metrics: z.object({
     size: z.number().int().nonnegative(),

@@ -116,8 +116,16 @@ async function run(flags: Flags): Promise<number> {
       ? null
       : createServer(async (req, res) => {
           if (req.url !== '/metrics') return void res.writeHead(404).end();
-          res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(await metrics.registry.metrics());
-        }).listen(port, '127.0.0.1');
+          res
+            .writeHead(200, { 'content-type': metrics.registry.contentType })
+            .end(await metrics.registry.metrics());
+        });
+  if (server) {
+    await new Promise<void>((resolve, reject) =>
+      server.once('error', reject).listen(port, '127.0.0.1', resolve),
+    );
+    log.info({ port }, 'metrics on /metrics');
+  }
   try {
     await runTopology(runtime, pipelineTopology(), {
       log,
@@ -190,7 +198,13 @@ async function consume(flags: Flags, topic: string | undefined): Promise<number>
           if (printed >= limit) break;
           positions[partition] = r.offset + 1;
           const line = flags['with-meta']
-            ? JSON.stringify({ partition: r.partition, offset: r.offset, key: r.key, timestamp: r.timestamp, value: JSON.parse(r.value) })
+            ? JSON.stringify({
+                partition: r.partition,
+                offset: r.offset,
+                key: r.key,
+                timestamp: r.timestamp,
+                value: JSON.parse(r.value),
+              })
             : r.value;
           process.stdout.write(`${line}\n`);
           printed++;

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { type DeadLetter, RECORD_SCHEMAS, contentHash, formatIssues } from '../schemas/index.js';
+import { contentHash, type DeadLetter, formatIssues, RECORD_SCHEMAS } from '../schemas/index.js';
 import type { LogRecord } from './records.js';
 import type { Topology } from './topology.js';
 
@@ -46,7 +46,9 @@ export class TopicCodecs {
 const MAX_PAYLOAD = 64 * 1024;
 
 export function truncatePayload(text: string): string {
-  return text.length > MAX_PAYLOAD ? `${text.slice(0, MAX_PAYLOAD)}…[truncated ${text.length - MAX_PAYLOAD} chars]` : text;
+  return text.length > MAX_PAYLOAD
+    ? `${text.slice(0, MAX_PAYLOAD)}…[truncated ${text.length - MAX_PAYLOAD} chars]`
+    : text;
 }
 
 /** The dead letter for a log record refused by `processor`. */
@@ -55,7 +57,12 @@ export function deadLetterForRecord(record: LogRecord, reason: string, processor
     id: contentHash('record', record.topic, record.partition, record.offset, processor, reason),
     reason,
     processor,
-    origin: { kind: 'record', topic: record.topic, partition: record.partition, offset: String(record.offset) },
+    origin: {
+      kind: 'record',
+      topic: record.topic,
+      partition: record.partition,
+      offset: String(record.offset),
+    },
     payload: truncatePayload(record.value),
   };
 }

@@ -9,7 +9,10 @@ export function createLogger(level = process.env.BIOALCHEMY_LOG_LEVEL ?? 'info')
     {
       level,
       base: { service: 'bioalchemy' },
-      redact: { paths: ['*.apiKey', '*.password', '*.authorization', '*.headers.authorization'], censor: '[redacted]' },
+      redact: {
+        paths: ['*.apiKey', '*.password', '*.authorization', '*.headers.authorization'],
+        censor: '[redacted]',
+      },
     },
     pino.destination(2),
   );

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Per-processor metrics, one registry per process, exposed by `bioalchemy run --metrics-port`. */
 export class EngineMetrics {

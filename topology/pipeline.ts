@@ -1,5 +1,5 @@
 import type { InputRecord, Processor } from './processor.js';
-import { type Topology, defineTopology } from './topology.js';
+import { defineTopology, type Topology } from './topology.js';
 
 /** A processor whose issue has not landed: it is part of the graph but the runner does not start it. */
 function placeholder(def: Omit<Processor, 'process' | 'placeholder'>): Processor {
@@ -17,19 +17,46 @@ export function pipelineTopology(opts: { partitions?: number } = {}): Topology {
   const partitions = opts.partitions ?? 4;
   return defineTopology({
     topics: [
-      { name: 'articles', partitions, schema: 'article', description: 'normalised articles from every source' },
-      { name: 'qa.candidates', partitions, schema: 'qa-candidate', description: 'extracted MCQ and free-form QA' },
+      {
+        name: 'articles',
+        partitions,
+        schema: 'article',
+        description: 'normalised articles from every source',
+      },
+      {
+        name: 'qa.candidates',
+        partitions,
+        schema: 'qa-candidate',
+        description: 'extracted MCQ and free-form QA',
+      },
       { name: 'qa.graded', partitions, schema: 'graded-qa', description: 'accepted by the judge and checks' },
       { name: 'qa.rejected', partitions, schema: 'graded-qa', description: 'refused, with reasons' },
       { name: 'qa.classified', partitions, schema: 'classified-qa', description: 'with MeSH Biology labels' },
-      { name: 'mix.state', partitions: 1, compacted: true, schema: 'mix-state', description: 'latest training mix' },
-      { name: 'rollout.batches', partitions, schema: 'rollout-batch', description: 'batches leased to trainers' },
-      { name: 'dlq', partitions: 1, schema: 'dead-letter', description: 'every dropped input, with a reason' },
+      {
+        name: 'mix.state',
+        partitions: 1,
+        compacted: true,
+        schema: 'mix-state',
+        description: 'latest training mix',
+      },
+      {
+        name: 'rollout.batches',
+        partitions,
+        schema: 'rollout-batch',
+        description: 'batches leased to trainers',
+      },
+      {
+        name: 'dlq',
+        partitions: 1,
+        schema: 'dead-letter',
+        description: 'every dropped input, with a reason',
+      },
     ],
     sources: [
       {
         name: 'ingest',
-        description: 'JATS, MEDLINE, JSONL, text, Markdown, PDF files; folder watch; PubMed/Europe PMC/bioRxiv pollers',
+        description:
+          'JATS, MEDLINE, JSONL, text, Markdown, PDF files; folder watch; PubMed/Europe PMC/bioRxiv pollers',
         writes: ['articles', 'dlq'],
       },
     ],
@@ -65,7 +92,8 @@ export function pipelineTopology(opts: { partitions?: number } = {}): Topology {
       }),
       placeholder({
         name: 'sampler',
-        description: 'α-smoothed target mix, per-topic quotas, TVD and yield; recomputed on new data and on a timer',
+        description:
+          'α-smoothed target mix, per-topic quotas, TVD and yield; recomputed on new data and on a timer',
         reads: ['qa.classified'],
         writes: ['mix.state'],
         stores: ['counts'],

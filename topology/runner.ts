@@ -19,7 +19,8 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
   const metrics = opts.metrics ?? new EngineMetrics();
   const chosen = topology.processors.filter((p) => (opts.only ? opts.only.includes(p.name) : !p.placeholder));
   for (const p of topology.processors) {
-    if (!chosen.includes(p)) opts.log.info({ processor: p.name }, p.placeholder ? 'placeholder, not started' : 'not selected');
+    if (!chosen.includes(p))
+      opts.log.info({ processor: p.name }, p.placeholder ? 'placeholder, not started' : 'not selected');
   }
   const tasks = await Promise.all(
     chosen.map((p) =>
@@ -32,8 +33,15 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
   );
   opts.log.info({ processors: chosen.map((p) => p.name), runtime: runtime.name }, 'running');
   try {
-    await Promise.all(tasks.map((t) => t.run(opts.signal)));
+    // With nothing to run yet (placeholders only), still serve until asked to stop.
+    await Promise.all([...tasks.map((t) => t.run(opts.signal)), untilAborted(opts.signal)]);
   } finally {
     await Promise.all(tasks.map((t) => t.close()));
   }
+}
+
+function untilAborted(signal: AbortSignal): Promise<void> {
+  return signal.aborted
+    ? Promise.resolve()
+    : new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }

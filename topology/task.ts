@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import { checkpoint } from './checkpoint.js';
-import { RecordValidationError, TopicCodecs, deadLetterForRecord } from './codec.js';
+import { deadLetterForRecord, RecordValidationError, TopicCodecs } from './codec.js';
 import type { EngineMetrics } from './metrics.js';
 import type { InputRecord, Processor, StateStore, StepContext } from './processor.js';
-import { type LogRecord, type OutgoingRecord, type StateChange, partitionKey } from './records.js';
+import { type LogRecord, type OutgoingRecord, partitionKey, type StateChange } from './records.js';
 import { FencedError, type LogTask, type Runtime } from './runtime/types.js';
 import type { Topology } from './topology.js';
 
@@ -57,7 +57,11 @@ class Step implements StepContext {
 
   deadLetterRaw(record: LogRecord, reason: string): void {
     const dl = deadLetterForRecord(record, reason, this.processor);
-    this.outputs.push({ topic: this.topology.deadLetterTopic, key: dl.id, value: this.codecs.encode(this.topology.deadLetterTopic, dl) });
+    this.outputs.push({
+      topic: this.topology.deadLetterTopic,
+      key: dl.id,
+      value: this.codecs.encode(this.topology.deadLetterTopic, dl),
+    });
     this.deadLettered++;
   }
 
@@ -66,7 +70,8 @@ class Step implements StepContext {
   }
 
   store(name: string): StateStore {
-    if (!this.allowed.stores.has(name)) throw new Error(`processor "${this.processor}" does not declare store "${name}"`);
+    if (!this.allowed.stores.has(name))
+      throw new Error(`processor "${this.processor}" does not declare store "${name}"`);
     const id = (key: string) => `${name}\u0000${key}`;
     return {
       get: <T>(key: string): T | undefined => {
@@ -151,7 +156,9 @@ export class ProcessorTask {
         this.opts.log.warn({ err: e, attempt, records: polled.length, fenced }, 'step failed');
         if (fenced) return;
         if (!(e instanceof RetryableError) && attempt >= maxAttempts) break;
-        await (this.opts.sleep ?? sleep)(this.opts.backoffMs?.(attempt) ?? Math.min(30_000, 100 * 2 ** attempt));
+        await (this.opts.sleep ?? sleep)(
+          this.opts.backoffMs?.(attempt) ?? Math.min(30_000, 100 * 2 ** attempt),
+        );
         // Rewound records come back from poll in the same order: take exactly these again.
         polled = await this.repoll(polled.length);
       }
@@ -179,11 +186,23 @@ export class ProcessorTask {
     body: (ctx: Step, inputs: InputRecord[]) => Promise<void>,
   ): Promise<void> {
     const started = performance.now();
-    const ctx = new Step(this.processor.name, this.opts.log, this.task, this.codecs, this.topology, this.allowed, this.clock);
+    const ctx = new Step(
+      this.processor.name,
+      this.opts.log,
+      this.task,
+      this.codecs,
+      this.topology,
+      this.allowed,
+      this.clock,
+    );
     const inputs: InputRecord[] = [];
     const offsets = new Map<string, { topic: string; partition: number; offset: number }>();
     for (const r of polled) {
-      offsets.set(partitionKey(r.topic, r.partition), { topic: r.topic, partition: r.partition, offset: r.offset + 1 });
+      offsets.set(partitionKey(r.topic, r.partition), {
+        topic: r.topic,
+        partition: r.partition,
+        offset: r.offset + 1,
+      });
       try {
         inputs.push({ ...r, value: this.codecs.decode(r.topic, r.value) });
       } catch (e) {

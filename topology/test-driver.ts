@@ -4,7 +4,7 @@ import { EngineMetrics } from './metrics.js';
 import type { Processor } from './processor.js';
 import { EmbeddedRuntime } from './runtime/embedded.js';
 import { ProcessorTask } from './task.js';
-import { type TopicInput, type Topology, defineTopology } from './topology.js';
+import { defineTopology, type TopicInput, type Topology } from './topology.js';
 
 /**
  * Like Kafka Streams' TopologyTestDriver: pipe records into a topology (or one processor), run it
@@ -22,7 +22,10 @@ export class TestDriver {
     this.codecs = new TopicCodecs(topology);
   }
 
-  static async create(topology: Topology, opts: { run?: readonly string[]; startTime?: number } = {}): Promise<TestDriver> {
+  static async create(
+    topology: Topology,
+    opts: { run?: readonly string[]; startTime?: number } = {},
+  ): Promise<TestDriver> {
     const driver = new TestDriver(topology);
     driver.time = opts.startTime ?? 0;
     await driver.runtime.ensureTopics(topology.topics);
@@ -77,7 +80,9 @@ export class TestDriver {
   }
 
   /** Everything on a topic, partitions in order, as parsed values. */
-  async output<T = unknown>(topic: string): Promise<{ key: string | null; value: T; partition: number; offset: number }[]> {
+  async output<T = unknown>(
+    topic: string,
+  ): Promise<{ key: string | null; value: T; partition: number; offset: number }[]> {
     const ends = await this.runtime.endOffsets(topic);
     const out = [];
     for (const [partition, end] of ends.entries()) {

@@ -51,7 +51,10 @@ export function defineTopology(def: {
   for (const [i, t] of def.topics.entries()) {
     const parsed = TopicSpec.safeParse(t);
     if (parsed.success) topics.push(parsed.data);
-    else problems.push(`topic #${i}: ${parsed.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join(', ')}`);
+    else
+      problems.push(
+        `topic #${i}: ${parsed.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join(', ')}`,
+      );
   }
   const topology: Topology = {
     topics,
@@ -72,7 +75,8 @@ export function validateTopology(t: Topology): string[] {
     if (topicNames.has(topic.name)) problems.push(`topic "${topic.name}" is declared twice`);
     topicNames.add(topic.name);
   }
-  if (!topicNames.has(t.deadLetterTopic)) problems.push(`dead-letter topic "${t.deadLetterTopic}" is not declared`);
+  if (!topicNames.has(t.deadLetterTopic))
+    problems.push(`dead-letter topic "${t.deadLetterTopic}" is not declared`);
   for (const s of t.sources) {
     for (const topic of s.writes) {
       if (!topicNames.has(topic)) problems.push(`source "${s.name}" writes unknown topic "${topic}"`);
@@ -85,7 +89,8 @@ export function validateTopology(t: Topology): string[] {
     for (const topic of [...p.reads, ...p.writes]) {
       if (!topicNames.has(topic)) problems.push(`processor "${p.name}" uses unknown topic "${topic}"`);
     }
-    if (p.reads.length === 0 && !p.punctuate) problems.push(`processor "${p.name}" reads nothing and has no timer`);
+    if (p.reads.length === 0 && !p.punctuate)
+      problems.push(`processor "${p.name}" reads nothing and has no timer`);
     if (p.writes.length === 0 && (p.sinks ?? []).length === 0) {
       problems.push(`processor "${p.name}" writes nothing: give it an output topic or an external sink`);
     }
@@ -142,7 +147,9 @@ export function describeTopology(t: Topology): string {
       topic.retentionMs ? `retention ${topic.retentionMs} ms` : null,
       topic.schema ? `schema ${topic.schema}` : 'no schema',
     ].filter(Boolean);
-    lines.push(`  ${topic.name.padEnd(width)}  ${flags.join(', ')}${topic.description ? `  — ${topic.description}` : ''}`);
+    lines.push(
+      `  ${topic.name.padEnd(width)}  ${flags.join(', ')}${topic.description ? `  — ${topic.description}` : ''}`,
+    );
   }
   if (t.sources.length) {
     lines.push('', 'Sources:');
@@ -152,7 +159,9 @@ export function describeTopology(t: Topology): string {
   for (const p of t.processors) {
     lines.push(`  ${p.name}${p.placeholder ? '  (placeholder: not implemented yet)' : ''}`);
     if (p.description) lines.push(`    ${p.description}`);
-    lines.push(`    reads:  ${p.reads.join(', ') || '—'}${p.punctuate ? `  (timer every ${p.punctuate.everyMs} ms)` : ''}`);
+    lines.push(
+      `    reads:  ${p.reads.join(', ') || '—'}${p.punctuate ? `  (timer every ${p.punctuate.everyMs} ms)` : ''}`,
+    );
     lines.push(`    writes: ${[...p.writes, t.deadLetterTopic].join(', ')}`);
     if (p.stores.length) lines.push(`    stores: ${p.stores.join(', ')}`);
     if (p.sinks?.length) lines.push(`    sinks:  ${p.sinks.join(', ')}`);

@@ -2,7 +2,13 @@ import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { type LogRecord, type OutgoingRecord, type StateChange, partitionForKey, partitionKey } from '../records.js';
+import {
+  type LogRecord,
+  type OutgoingRecord,
+  partitionForKey,
+  partitionKey,
+  type StateChange,
+} from '../records.js';
 import type { TopicSpec } from '../topology.js';
 import { FencedError, type LogTask, type LogTransaction, type Runtime, type TaskSpec } from './types.js';
 
@@ -46,14 +52,20 @@ export class EmbeddedRuntime implements Runtime {
     this.db.pragma('busy_timeout = 10000');
     this.db.exec(SCHEMA);
     this.stmts = {
-      topic: this.db.prepare<[string], { partitions: number; compacted: number; retention_ms: number | null }>(
-        'SELECT partitions, compacted, retention_ms FROM topics WHERE name = ?',
-      ),
+      topic: this.db.prepare<
+        [string],
+        { partitions: number; compacted: number; retention_ms: number | null }
+      >('SELECT partitions, compacted, retention_ms FROM topics WHERE name = ?'),
       bump: this.db.prepare<[number, string, number], { next_offset: number }>(
         'UPDATE partitions SET next_offset = next_offset + ? WHERE topic = ? AND partition = ? RETURNING next_offset',
       ),
-      insert: this.db.prepare('INSERT INTO records (topic, partition, offset, key, value, ts) VALUES (?, ?, ?, ?, ?, ?)'),
-      read: this.db.prepare<[string, number, number, number], { offset: number; key: string | null; value: string; ts: number }>(
+      insert: this.db.prepare(
+        'INSERT INTO records (topic, partition, offset, key, value, ts) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
+      read: this.db.prepare<
+        [string, number, number, number],
+        { offset: number; key: string | null; value: string; ts: number }
+      >(
         'SELECT offset, key, value, ts FROM records WHERE topic = ? AND partition = ? AND offset >= ? ORDER BY offset LIMIT ?',
       ),
       ends: this.db.prepare<[string], { partition: number; next_offset: number }>(
@@ -99,7 +111,9 @@ export class EmbeddedRuntime implements Runtime {
         this.db
           .prepare('INSERT INTO topics (name, partitions, compacted, retention_ms) VALUES (?, ?, ?, ?)')
           .run(t.name, t.partitions, t.compacted ? 1 : 0, t.retentionMs);
-        const addPartition = this.db.prepare('INSERT INTO partitions (topic, partition, next_offset) VALUES (?, ?, 0)');
+        const addPartition = this.db.prepare(
+          'INSERT INTO partitions (topic, partition, next_offset) VALUES (?, ?, 0)',
+        );
         for (let p = 0; p < t.partitions; p++) addPartition.run(t.name, p);
       }
     });
@@ -113,7 +127,10 @@ export class EmbeddedRuntime implements Runtime {
       const partition = r.partition ?? this.partitionFor(r.topic, r.key);
       const k = partitionKey(r.topic, partition);
       let group = byPartition.get(k);
-      if (!group) byPartition.set(k, (group = { topic: r.topic, partition, records: [] }));
+      if (!group) {
+        group = { topic: r.topic, partition, records: [] };
+        byPartition.set(k, group);
+      }
       group.records.push(r);
     }
     const now = Date.now();
@@ -179,7 +196,9 @@ export class EmbeddedRuntime implements Runtime {
               .run(t.name).changes;
           }
           if (t.retention_ms) {
-            removed += this.db.prepare('DELETE FROM records WHERE topic = ? AND ts < ?').run(t.name, now - t.retention_ms).changes;
+            removed += this.db
+              .prepare('DELETE FROM records WHERE topic = ? AND ts < ?')
+              .run(t.name, now - t.retention_ms).changes;
           }
         }
       })
@@ -263,7 +282,11 @@ class EmbeddedTask implements LogTask {
   }
 
   async begin(): Promise<LogTransaction> {
-    const staged = { state: [] as StateChange[], outputs: [] as OutgoingRecord[], offsets: new Map<string, { topic: string; partition: number; offset: number }>() };
+    const staged = {
+      state: [] as StateChange[],
+      outputs: [] as OutgoingRecord[],
+      offsets: new Map<string, { topic: string; partition: number; offset: number }>(),
+    };
     const { stmts } = this.runtime;
     return {
       writeChangelogs: async (changes) => void staged.state.push(...changes),
@@ -308,4 +331,3 @@ class EmbeddedTask implements LogTask {
 
   async close(): Promise<void> {}
 }
-

@@ -1,5 +1,5 @@
-import type { TopicSpec } from '../topology.js';
 import type { LogRecord, OutgoingRecord, StateChange } from '../records.js';
+import type { TopicSpec } from '../topology.js';
 
 /**
  * Where the log lives. The embedded SQLite log, Kafka and the in-memory test log implement this;
@@ -46,7 +46,9 @@ export interface LogTransaction {
   writeChangelogs(changes: readonly StateChange[]): Promise<void>;
   produce(records: readonly OutgoingRecord[]): Promise<void>;
   /** Next offset to read per partition, keyed by partitionKey(topic, partition). */
-  commitOffsets(offsets: ReadonlyMap<string, { topic: string; partition: number; offset: number }>): Promise<void>;
+  commitOffsets(
+    offsets: ReadonlyMap<string, { topic: string; partition: number; offset: number }>,
+  ): Promise<void>;
   commit(): Promise<void>;
   abort(): Promise<void>;
 }

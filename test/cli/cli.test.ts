@@ -1,0 +1,110 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { sampleArticle } from '../fixtures/records.js';
+
+const BIN = new URL('../../bin/bioalchemy.js', import.meta.url).pathname;
+
+function cli(args: string[], input?: string) {
+  const r = spawnSync(process.execPath, [BIN, ...args], { input, encoding: 'utf8' });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Resolves with everything the child wrote to stdout+stderr once `pattern` appears in it. */
+function waitFor(child: ChildProcess, pattern: RegExp, deadlineMs = 20_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    const timer = setTimeout(
+      () => reject(new Error(`no ${pattern} within ${deadlineMs} ms:\n${seen}`)),
+      deadlineMs,
+    );
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString();
+      if (pattern.test(seen)) {
+        clearTimeout(timer);
+        resolve(seen);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+  });
+}
+
+describe('bioalchemy CLI', () => {
+  const data = mkdtempSync(join(tmpdir(), 'cli-'));
+
+  it('describes the pipeline topology', () => {
+    const r = cli(['topology', 'describe']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('articles ──► extract ──► qa.candidates');
+  });
+
+  it('exports one JSON Schema per record', () => {
+    const out = join(data, 'schemas');
+    expect(cli(['schemas', 'export', out]).code).toBe(0);
+    expect(readdirSync(out)).toContain('graded-qa.schema.json');
+  });
+
+  it('refuses an invalid record with one line naming the field, and writes nothing', () => {
+    const good = JSON.stringify(sampleArticle);
+    const bad = JSON.stringify({ ...sampleArticle, published: 'last spring' });
+    const r = cli(['produce', 'articles', '--data', data], `${good}\n${bad}\n`);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^bioalchemy: line 2: articles: published: /);
+    expect(cli(['consume', 'articles', '--data', data]).stdout).toBe('');
+  });
+
+  it('produces valid records and consumes them back', () => {
+    const lines = [sampleArticle, { ...sampleArticle, id: 'pmid:2', doi: null, pmid: '2' }].map((a) =>
+      JSON.stringify(a),
+    );
+    const p = cli(['produce', 'articles', '--key', 'id', '--data', data], `${lines.join('\n')}\n`);
+    expect(p.code).toBe(0);
+    const c = cli(['consume', 'articles', '--with-meta', '--data', data]);
+    const records = c.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(records.map((r) => r.key).sort()).toEqual(['doi:10.1000/xyz', 'pmid:2']);
+    expect(records[0].value.mesh).toEqual([]);
+    expect(
+      cli(['consume', 'articles', '--limit', '1', '--data', data]).stdout.trim().split('\n'),
+    ).toHaveLength(1);
+  });
+
+  it('gives one clear line and a non-zero exit for bad flags, commands and config', () => {
+    for (const args of [
+      ['--frobnicate'],
+      ['launch'],
+      ['consume', 'nope'],
+      ['consume', 'articles', '--limit', 'many'],
+    ]) {
+      const r = cli(args);
+      expect(r.code, args.join(' ')).not.toBe(0);
+      expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+    }
+    const config = join(data, 'bad.json');
+    writeFileSync(config, JSON.stringify({ log: 'file:x', llm: { timeoutMs: -1 } }));
+    const r = cli(['run', '--config', config]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^bioalchemy: config .*bad\.json: llm\.timeoutMs: /);
+  });
+
+  it('runs until SIGINT and shuts down cleanly, serving metrics meanwhile', async () => {
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    const child = spawn(process.execPath, [BIN, 'run', '--data', data, '--metrics-port', String(port)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    await waitFor(child, /"msg":"running"/);
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toContain('bioalchemy_step_seconds');
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const stopped = waitFor(child, /"msg":"stopped"/);
+    child.kill('SIGINT');
+    await stopped;
+    expect(await exited).toBe(0);
+  });
+});

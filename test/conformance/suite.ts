@@ -1,0 +1,282 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { EngineMetrics } from '../../topology/metrics.js';
+import type { Processor } from '../../topology/processor.js';
+import { partitionForKey } from '../../topology/records.js';
+import type { Runtime } from '../../topology/runtime/types.js';
+import { ProcessorTask } from '../../topology/task.js';
+import type { Topology } from '../../topology/topology.js';
+import { conformanceTopology, doubler } from './processors.js';
+
+/** How a runtime under test is opened; each test gets fresh topic names from prefix(). */
+export interface Harness {
+  /** A log URL a child process can open (file:DIR, kafka://...). */
+  url(): string;
+  open(): Promise<Runtime>;
+  prefix(): string;
+}
+
+const silent = pino({ level: 'silent' });
+
+export async function readAll(
+  runtime: Runtime,
+  topic: string,
+): Promise<{ key: string | null; value: unknown; partition: number; offset: number }[]> {
+  const out = [];
+  for (const [partition, end] of (await runtime.endOffsets(topic)).entries()) {
+    for (let from = 0; from < end; ) {
+      const rows = await runtime.read(topic, partition, from, 1000);
+      if (!rows.length) break;
+      for (const r of rows) out.push({ key: r.key, value: JSON.parse(r.value), partition, offset: r.offset });
+      from = rows[rows.length - 1]!.offset + 1;
+    }
+  }
+  return out;
+}
+
+export async function task(
+  runtime: Runtime,
+  topology: Topology,
+  p: Processor,
+  batchSize = 64,
+): Promise<ProcessorTask> {
+  return new ProcessorTask(runtime, topology, p, {
+    log: silent,
+    metrics: new EngineMetrics(),
+    batchSize,
+    backoffMs: () => 1,
+  }).open();
+}
+
+/** Steps the task until it has committed `n` input records. */
+export async function stepUntil(t: ProcessorTask, n: number, deadlineMs = 30_000): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  let done = 0;
+  while (done < n) {
+    if (Date.now() > deadline) throw new Error(`only ${done} of ${n} records processed before the deadline`);
+    done += await t.step(100);
+  }
+}
+
+const numbers = (topic: string, from: number, to: number) =>
+  Array.from({ length: to - from }, (_, i) => ({
+    topic,
+    key: String(from + i),
+    value: JSON.stringify({ n: from + i }),
+  }));
+
+/** The runtime conformance suite: every runtime must pass it unchanged. */
+export function runtimeConformance(label: string, harness: Harness): void {
+  describe(`runtime conformance: ${label}`, () => {
+    let runtime: Runtime;
+    let prefix: string;
+    beforeEach(async () => {
+      runtime = await harness.open();
+      prefix = harness.prefix();
+    });
+    afterEach(async () => {
+      await runtime.close();
+    });
+
+    it('keeps order within a partition and places keys by murmur2 hash', async () => {
+      const topology = conformanceTopology(prefix, () => []);
+      await runtime.ensureTopics(topology.topics);
+      const input = `${prefix}.in`;
+      const records = Array.from({ length: 120 }, (_, i) => ({
+        topic: input,
+        key: `k${i % 10}`,
+        value: JSON.stringify({ i }),
+      }));
+      await runtime.append(records.slice(0, 60));
+      await runtime.append(records.slice(60));
+      const all = await readAll(runtime, input);
+      expect(all).toHaveLength(120);
+      for (const r of all) expect(r.partition).toBe(partitionForKey(r.key!, 3));
+      for (let k = 0; k < 10; k++) {
+        const seq = all.filter((r) => r.key === `k${k}`).map((r) => (r.value as { i: number }).i);
+        expect(seq).toEqual([...seq].sort((a, b) => a - b));
+        expect(seq).toHaveLength(12);
+      }
+      const ends = await runtime.endOffsets(input);
+      expect(ends.reduce((a, b) => a + b, 0)).toBe(120);
+    });
+
+    it('resumes a consumer group from its committed offsets', async () => {
+      const topology = conformanceTopology(prefix, (t) => [doubler(t)]);
+      const p = topology.processors[0]!;
+      await runtime.ensureTopics(topology.topics);
+      await runtime.append(numbers(`${prefix}.in`, 0, 100));
+      const first = await task(runtime, topology, p, 10);
+      await stepUntil(first, 40);
+      await first.close();
+      await runtime.append(numbers(`${prefix}.in`, 100, 150));
+      const second = await task(runtime, topology, p, 10);
+      await stepUntil(second, 110);
+      await second.close();
+      const out = await readAll(runtime, `${prefix}.out`);
+      const seen = out.map((r) => `${(r.value as { n: number }).n}/${(r.value as { copy: number }).copy}`);
+      expect(new Set(seen).size).toBe(300);
+      expect(seen).toHaveLength(300);
+      const check = await task(runtime, topology, p);
+      expect(await check.step(50)).toBe(0);
+      await check.close();
+    });
+
+    it('makes a step atomic: a failed step leaves no output, no state and no offset behind', async () => {
+      let failures = 2;
+      const base = (t: { input: string; output: string }) => doubler(t);
+      const topology = conformanceTopology(prefix, (t) => {
+        const inner = base(t);
+        return [
+          {
+            ...inner,
+            async process(batch, ctx) {
+              await inner.process(batch, ctx);
+              if (failures-- > 0) throw new Error('crash after emitting');
+            },
+          },
+        ];
+      });
+      const p = topology.processors[0]!;
+      await runtime.ensureTopics(topology.topics);
+      await runtime.append(numbers(`${prefix}.in`, 0, 30));
+      const t = await task(runtime, topology, p, 100);
+      await stepUntil(t, 30);
+      await t.close();
+      const out = await readAll(runtime, `${prefix}.out`);
+      expect(out).toHaveLength(60);
+      const again = await task(runtime, topology, p);
+      expect(await again.step(50)).toBe(0);
+      await again.close();
+      const state = await runtime.openTask({ group: p.name, topics: p.reads, stores: p.stores });
+      expect(state.readState('count', 'total')).toBe('30');
+      await state.close();
+    });
+
+    it('sends invalid and poison records to the dead-letter topic with a reason, and goes on', async () => {
+      const input = `${prefix}.in`;
+      const topology = conformanceTopology(prefix, (t) => {
+        const inner = doubler(t);
+        return [
+          {
+            ...inner,
+            async process(batch, ctx) {
+              for (const r of batch) {
+                const n = (r.value as { n: number }).n;
+                if (n === 13) throw new Error('thirteen is poison');
+                if (n === 7) ctx.deadLetter(r, 'seven is refused');
+              }
+              await inner.process(
+                batch.filter((r) => (r.value as { n: number }).n !== 7),
+                ctx,
+              );
+            },
+          },
+        ];
+      });
+      const p = topology.processors[0]!;
+      await runtime.ensureTopics(topology.topics);
+      await runtime.append(numbers(input, 0, 20));
+      const t = await task(runtime, topology, p, 20);
+      await stepUntil(t, 20);
+      await t.close();
+      const dlq = await readAll(runtime, `${prefix}.dlq`);
+      const reasons = dlq.map((r) => (r.value as { reason: string }).reason).sort();
+      expect(reasons).toEqual(['processor failed 3 times: thirteen is poison', 'seven is refused']);
+      const origin = dlq.find((r) => (r.value as { reason: string }).reason.startsWith('processor'))!
+        .value as {
+        origin: { topic: string; offset: string };
+        payload: string;
+      };
+      expect(origin.origin.topic).toBe(input);
+      expect(JSON.parse(origin.payload)).toEqual({ n: 13 });
+      const outs = (await readAll(runtime, `${prefix}.out`)).map((r) => (r.value as { n: number }).n);
+      expect(new Set(outs)).toEqual(new Set([...Array(20).keys()].filter((n) => n !== 7 && n !== 13)));
+      expect(outs).toHaveLength(36);
+    });
+
+    it('restores state stores after a restart', async () => {
+      const topology = conformanceTopology(prefix, (t) => [doubler(t)]);
+      const p = topology.processors[0]!;
+      await runtime.ensureTopics(topology.topics);
+      await runtime.append(numbers(`${prefix}.in`, 0, 25));
+      const first = await task(runtime, topology, p, 10);
+      await stepUntil(first, 25);
+      await first.close();
+      await runtime.close();
+      runtime = await harness.open();
+      await runtime.append(numbers(`${prefix}.in`, 25, 40));
+      const second = await task(runtime, topology, p, 10);
+      await stepUntil(second, 15);
+      await second.close();
+      const state = await runtime.openTask({ group: p.name, topics: p.reads, stores: p.stores });
+      expect(state.readState('count', 'total')).toBe('40');
+      await state.close();
+    });
+
+    it('writes every output exactly once across repeated kill -9 of the processing process', async () => {
+      const kills = Number(process.env.BIOALCHEMY_KILLS ?? 20);
+      const total = 30_000;
+      const topology = conformanceTopology(prefix, (t) => [doubler(t)]);
+      await runtime.ensureTopics(topology.topics);
+      await runtime.append(numbers(`${prefix}.in`, 0, total));
+      let killed = 0;
+      for (; killed < kills; killed++) {
+        const finished = await runChild(harness.url(), prefix, total, {
+          killAfterMs: 150 + Math.random() * 450,
+        });
+        if (finished) break;
+      }
+      expect(killed).toBe(kills);
+      expect(await runChild(harness.url(), prefix, total, {})).toBe(true);
+      const out = await readAll(runtime, `${prefix}.out`);
+      const ids = out.map((r) => `${(r.value as { n: number }).n}/${(r.value as { copy: number }).copy}`);
+      expect(new Set(ids).size).toBe(2 * total);
+      expect(ids).toHaveLength(2 * total);
+      const p = topology.processors[0]!;
+      const state = await runtime.openTask({ group: p.name, topics: p.reads, stores: p.stores });
+      expect(state.readState('count', 'total')).toBe(String(total));
+      await state.close();
+    }, 300_000);
+  });
+}
+
+const CHILD = fileURLToPath(new URL('./child.ts', import.meta.url));
+
+/**
+ * Runs the doubler in a child process. With killAfterMs, SIGKILLs it that long after it reports its
+ * first commit and resolves false; otherwise waits for it to finish all input and resolves true.
+ */
+function runChild(
+  url: string,
+  prefix: string,
+  total: number,
+  opts: { killAfterMs?: number },
+): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', CHILD, url, prefix, String(total), opts.killAfterMs ? 'slow' : 'fast'],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (opts.killAfterMs && out.includes('committing')) {
+        out = '';
+        setTimeout(() => child.kill('SIGKILL'), opts.killAfterMs).unref();
+        opts.killAfterMs = undefined;
+      }
+    });
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      if (signal === 'SIGKILL') resolve(false);
+      else if (code === 0) resolve(true);
+      else reject(new Error(`child exited with ${code ?? signal}`));
+    });
+  });
+}
