@@ -198,17 +198,25 @@ export class ProcessorTask {
     const inputs: InputRecord[] = [];
     const offsets = new Map<string, { topic: string; partition: number; offset: number }>();
     for (const r of polled) {
-      offsets.set(partitionKey(r.topic, r.partition), {
-        topic: r.topic,
-        partition: r.partition,
-        offset: r.offset + 1,
-      });
       try {
-        inputs.push({ ...r, value: this.codecs.decode(r.topic, r.value) });
+        inputs.push({
+          topic: r.topic,
+          partition: r.partition,
+          offset: r.offset,
+          key: r.key,
+          timestamp: r.timestamp,
+          value: this.codecs.decode(r.topic, r.value),
+        });
       } catch (e) {
         if (!(e instanceof RecordValidationError)) throw e;
         ctx.deadLetterRaw(r, `invalid input: ${e.message}`);
       }
+    }
+    // Within a partition polled records are in offset order: the last one gives the next offset.
+    for (let i = polled.length - 1; i >= 0; i--) {
+      const r = polled[i]!;
+      const k = partitionKey(r.topic, r.partition);
+      if (!offsets.has(k)) offsets.set(k, { topic: r.topic, partition: r.partition, offset: r.offset + 1 });
     }
     if (inputs.length > 0 || polled.length === 0) await body(ctx, inputs);
     await checkpoint(this.task, {
@@ -220,7 +228,9 @@ export class ProcessorTask {
     const m = this.opts.metrics;
     const labels = { processor: this.processor.name };
     m.recordsIn.inc(labels, polled.length);
-    for (const o of ctx.outputs) m.recordsOut.inc({ ...labels, topic: o.topic });
+    const perTopic = new Map<string, number>();
+    for (const o of ctx.outputs) perTopic.set(o.topic, (perTopic.get(o.topic) ?? 0) + 1);
+    for (const [topic, n] of perTopic) m.recordsOut.inc({ ...labels, topic }, n);
     if (ctx.deadLettered) m.deadLetters.inc(labels, ctx.deadLettered);
     m.stepSeconds.observe(labels, (performance.now() - started) / 1000);
   }

@@ -41,6 +41,8 @@ export class EmbeddedRuntime implements Runtime {
   /** Wakes pollers of this process at once; pollers also re-check on a short interval for other processes. */
   private readonly appended = new EventEmitter().setMaxListeners(0);
   private readonly nullKeyCounter = new Map<string, number>();
+  /** Topic settings never change once created, so they are read from the file once. */
+  private readonly topicCache = new Map<string, { partitions: number }>();
   /** Prepared statements, shared with this runtime's tasks. */
   readonly stmts;
 
@@ -143,12 +145,21 @@ export class EmbeddedRuntime implements Runtime {
   }
 
   private partitionFor(topic: string, key: string | null): number {
-    const spec = this.stmts.topic.get(topic);
-    if (!spec) throw new Error(`unknown topic "${topic}"`);
+    const spec = this.topicSpec(topic);
     if (key !== null) return partitionForKey(key, spec.partitions);
     const n = this.nullKeyCounter.get(topic) ?? 0;
     this.nullKeyCounter.set(topic, n + 1);
     return n % spec.partitions;
+  }
+
+  private topicSpec(topic: string): { partitions: number } {
+    let spec = this.topicCache.get(topic);
+    if (!spec) {
+      spec = this.stmts.topic.get(topic);
+      if (!spec) throw new Error(`unknown topic "${topic}"`);
+      this.topicCache.set(topic, spec);
+    }
+    return spec;
   }
 
   notify(): void {
@@ -209,8 +220,7 @@ export class EmbeddedRuntime implements Runtime {
   async openTask(spec: TaskSpec): Promise<LogTask> {
     const partitions: { topic: string; partition: number }[] = [];
     for (const topic of spec.topics) {
-      const t = this.stmts.topic.get(topic);
-      if (!t) throw new Error(`unknown topic "${topic}"`);
+      const t = this.topicSpec(topic);
       for (let p = 0; p < t.partitions; p++) partitions.push({ topic, partition: p });
     }
     return new EmbeddedTask(this, spec.group, partitions);
