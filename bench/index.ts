@@ -1,6 +1,7 @@
 // `npm run bench`: each module measures a figure next to a baseline taken in the same run.
 const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   embedded: () => import('./embedded.js'),
+  kafka: () => import('./kafka.js'),
 };
 
 const wanted = process.argv.slice(2);

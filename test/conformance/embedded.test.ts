@@ -10,5 +10,6 @@ let n = 0;
 runtimeConformance('embedded (SQLite)', {
   url: () => `file:${dir}`,
   open: async () => EmbeddedRuntime.open(dir),
+  kills: 20,
   prefix: () => `t${process.pid}x${n++}`,
 });

@@ -16,6 +16,8 @@ export interface Harness {
   url(): string;
   open(): Promise<Runtime>;
   prefix(): string;
+  /** kill -9 rounds in the exactly-once test. */
+  kills: number;
 }
 
 const silent = pino({ level: 'silent' });
@@ -217,7 +219,7 @@ export function runtimeConformance(label: string, harness: Harness): void {
     });
 
     it('writes every output exactly once across repeated kill -9 of the processing process', async () => {
-      const kills = Number(process.env.BIOALCHEMY_KILLS ?? 20);
+      const kills = Number(process.env.BIOALCHEMY_KILLS ?? harness.kills);
       const total = 30_000;
       const topology = conformanceTopology(prefix, (t) => [doubler(t)]);
       await runtime.ensureTopics(topology.topics);
@@ -239,7 +241,7 @@ export function runtimeConformance(label: string, harness: Harness): void {
       const state = await runtime.openTask({ group: p.name, topics: p.reads, stores: p.stores });
       expect(state.readState('count', 'total')).toBe(String(total));
       await state.close();
-    }, 300_000);
+    }, 600_000);
   });
 }
 

@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto';
+import kafkajs from 'kafkajs';
+import rdkafka from 'node-rdkafka';
+import pino from 'pino';
+import { EngineMetrics } from '../topology/metrics.js';
+import type { Processor } from '../topology/processor.js';
+import { KafkaRuntime } from '../topology/runtime/kafka/index.js';
+import { ProcessorTask } from '../topology/task.js';
+import { defineTopology } from '../topology/topology.js';
+import { sampleArticle } from '../test/fixtures/records.js';
+import { pairedRates, ratioLine, timed } from './harness.js';
+
+const BROKER = process.env.BIOALCHEMY_KAFKA ?? '127.0.0.1:19092';
+const N = 20_000;
+const BATCH = 2_000;
+const PARTITIONS = 3;
+
+const passThrough = (input: string, output: string): Processor => ({
+  name: `bench-${input}`,
+  reads: [input],
+  writes: [output],
+  stores: [],
+  batchSize: BATCH,
+  async process(batch, ctx) {
+    for (const r of batch) ctx.emit(output, r.key, r.value);
+  },
+});
+
+/** A fresh input topic holding N article records, and an empty output topic. */
+async function prepare(runtime: KafkaRuntime) {
+  const id = randomUUID().slice(0, 8);
+  const input = `bench-${id}-in`;
+  const output = `bench-${id}-out`;
+  const topology = defineTopology({
+    topics: [
+      { name: input, partitions: PARTITIONS, schema: 'article' },
+      { name: output, partitions: PARTITIONS, schema: 'article' },
+      { name: 'dlq', partitions: 1, schema: 'dead-letter' },
+    ],
+    processors: [passThrough(input, output)],
+  });
+  await runtime.ensureTopics(topology.topics);
+  const records = Array.from({ length: N }, (_, i) => ({
+    topic: input,
+    key: `pmid:${i}`,
+    value: JSON.stringify({ ...sampleArticle, id: `pmid:${i}`, abstract: `Abstract number ${i}. `.repeat(20) }),
+  }));
+  for (let i = 0; i < N; i += 5_000) await runtime.append(records.slice(i, i + 5_000));
+  return { topology, input, output };
+}
+
+/** Our runtime: consume, validate, process, produce and commit offsets in one transaction per batch. */
+async function throughEngine(runtime: KafkaRuntime): Promise<number> {
+  const { topology } = await prepare(runtime);
+  const task = await new ProcessorTask(runtime, topology, topology.processors[0]!, {
+    log: pino({ level: 'silent' }),
+    metrics: new EngineMetrics(),
+  }).open();
+  const ms = await timed(async () => {
+    for (let done = 0; done < N; ) done += await task.step(500);
+  });
+  await task.close();
+  return ms;
+}
+
+/** The same client with nothing of ours: consume and produce the same records, no transactions. */
+async function rawKafkajs(runtime: KafkaRuntime): Promise<number> {
+  const { input, output } = await prepare(runtime);
+  const kafka = new kafkajs.Kafka({ brokers: [BROKER], logLevel: kafkajs.logLevel.NOTHING });
+  const producer = kafka.producer({ idempotent: true });
+  const consumer = kafka.consumer({ groupId: `raw-${input}`, maxWaitTimeInMs: 100 });
+  await producer.connect();
+  await consumer.connect();
+  await consumer.subscribe({ topics: [input], fromBeginning: true });
+  let moved = 0;
+  let started = 0;
+  const done = new Promise<number>((resolve) => {
+    void consumer.run({
+      partitionsConsumedConcurrently: PARTITIONS,
+      eachBatch: async ({ batch }) => {
+        if (!started) started = performance.now();
+        await producer.send({
+          topic: output,
+          messages: batch.messages.map((m) => ({ key: m.key, value: m.value, partition: batch.partition })),
+        });
+        moved += batch.messages.length;
+        if (moved >= N) resolve(performance.now() - started);
+      },
+    });
+  });
+  const ms = await done;
+  await consumer.disconnect();
+  await producer.disconnect();
+  return ms;
+}
+
+async function rawRdkafka(runtime: KafkaRuntime): Promise<number> {
+  const { input, output } = await prepare(runtime);
+  const producer = new rdkafka.Producer({ 'metadata.broker.list': BROKER, 'enable.idempotence': true, 'linger.ms': 5 });
+  const consumer = new rdkafka.KafkaConsumer(
+    { 'group.id': `raw-${input}`, 'metadata.broker.list': BROKER, 'enable.auto.commit': true, 'fetch.wait.max.ms': 50 },
+    { 'auto.offset.reset': 'earliest' },
+  );
+  await new Promise((r) => producer.connect({}, r));
+  await new Promise((r) => consumer.connect({}, r));
+  consumer.subscribe([input]);
+  consumer.setDefaultConsumeTimeout(500);
+  let moved = 0;
+  let started = 0;
+  while (moved < N) {
+    const messages = await new Promise<rdkafka.Message[]>((resolve, reject) =>
+      consumer.consume(BATCH, (err, m) => (err ? reject(err) : resolve(m))),
+    );
+    if (messages.length && !started) started = performance.now();
+    for (const m of messages) producer.produce(output, m.partition, m.value, m.key);
+    moved += messages.length;
+  }
+  await new Promise((r) => producer.flush(30_000, r));
+  const ms = performance.now() - started;
+  await new Promise((r) => consumer.disconnect(r));
+  await new Promise((r) => producer.disconnect(r));
+  return ms;
+}
+
+export async function run(): Promise<string[]> {
+  const lines: string[] = [];
+  for (const client of ['kafkajs', 'rdkafka'] as const) {
+    const runtime = await KafkaRuntime.open(`kafka://${BROKER}?client=${client}`);
+    try {
+      const rates = await pairedRates(
+        N,
+        () => throughEngine(runtime),
+        () => (client === 'kafkajs' ? rawKafkajs(runtime) : rawRdkafka(runtime)),
+        3,
+      );
+      lines.push(
+        ratioLine(
+          `kafka/${client}, one processor, exactly-once, batch ${BATCH}`,
+          rates.figure,
+          `raw ${client} consume+produce`,
+          rates.baseline,
+        ),
+      );
+    } finally {
+      await runtime.close();
+    }
+  }
+  return lines;
+}

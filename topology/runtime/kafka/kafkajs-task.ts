@@ -1,0 +1,207 @@
+import type kafkajs from 'kafkajs';
+import { type LogRecord, type OutgoingRecord, type StateChange, partitionKey } from '../../records.js';
+import { FencedError, type LogTask, type LogTransaction, type TaskSpec } from '../types.js';
+import type { KafkaRuntime } from './index.js';
+import type { ChangelogState } from './state.js';
+
+/** A fetched batch of one partition, held open (so kafkajs fetches no further) until committed. */
+interface OpenBatch {
+  readonly topic: string;
+  readonly partition: number;
+  readonly lastOffset: number;
+  readonly resolveOffset: (offset: string) => void;
+  readonly release: () => void;
+}
+
+/**
+ * kafkajs pushes batches to a callback; the engine pulls. Each batch is queued and its callback
+ * held until the transaction that commits its offsets succeeds, which keeps kafkajs from fetching
+ * past what is committed. A rewind seeks back to the committed offsets and lets the batch go, so
+ * kafkajs fetches the same records again. kafkajs's transactions carry no consumer-group metadata
+ * (KIP-447), so the transactional id is the group's: one member per group, restarts fence zombies.
+ */
+export class KafkajsTask implements LogTask {
+  private readonly queue: LogRecord[] = [];
+  private readonly open: OpenBatch[] = [];
+  private readonly committed = new Map<string, number>();
+  private wake: (() => void) | null = null;
+  private failure: Error | null = null;
+
+  private constructor(
+    private readonly runtime: KafkaRuntime,
+    private readonly spec: TaskSpec,
+    private readonly state: ChangelogState,
+    private readonly consumer: kafkajs.Consumer,
+    private readonly producer: kafkajs.Producer,
+  ) {}
+
+  static async open(runtime: KafkaRuntime, spec: TaskSpec, state: ChangelogState): Promise<KafkajsTask> {
+    const producer = runtime.kafka.producer({
+      transactionalId: `bioalchemy-${spec.group}`,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      transactionTimeout: 10_000,
+    });
+    await producer.connect();
+    await state.restore();
+    let partitions = 0;
+    for (const topic of spec.topics) partitions += await runtime.partitionsOf(topic);
+    const consumer = runtime.kafka.consumer({
+      groupId: spec.group,
+      readUncommitted: false,
+      maxWaitTimeInMs: 100,
+      // A killed member holds its partitions until its session expires, and kafkajs has no static
+      // membership: keep the session at the broker's minimum so a restart resumes within seconds.
+      sessionTimeout: 6_000,
+      rebalanceTimeout: 10_000,
+      heartbeatInterval: 1_000,
+    });
+    const task = new KafkajsTask(runtime, spec, state, consumer, producer);
+    for (const [k, v] of await runtime.committedOffsets(spec.group, spec.topics)) task.committed.set(k, v);
+    await consumer.connect();
+    await consumer.subscribe({ topics: [...spec.topics], fromBeginning: true });
+    consumer.on(consumer.events.CRASH, (e) => {
+      task.failure = e.payload.error;
+      task.wake?.();
+    });
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: Math.max(1, partitions),
+      eachBatch: (payload) => task.onBatch(payload),
+    });
+    return task;
+  }
+
+  private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: kafkajs.EachBatchPayload): Promise<void> {
+    const { topic, partition } = batch;
+    const k = partitionKey(topic, partition);
+    const from = this.committed.get(k) ?? 0;
+    const messages = batch.messages.filter((m) => Number(m.offset) >= from);
+    if (messages.length === 0) {
+      resolveOffset(batch.lastOffset());
+      return;
+    }
+    for (const m of messages) {
+      this.queue.push({
+        topic,
+        partition,
+        offset: Number(m.offset),
+        key: m.key?.toString() ?? null,
+        value: await this.runtime.wire.decode(topic, m.value ?? Buffer.alloc(0)),
+        timestamp: Number(m.timestamp),
+      });
+    }
+    this.wake?.();
+    await new Promise<void>((release) => {
+      const beat = setInterval(() => {
+        if (!isRunning() || isStale()) done();
+        else heartbeat().catch(() => {});
+      }, 1_000);
+      const done = () => {
+        clearInterval(beat);
+        const i = this.open.indexOf(entry);
+        if (i >= 0) this.open.splice(i, 1);
+        release();
+      };
+      const entry: OpenBatch = { topic, partition, lastOffset: Number(messages[messages.length - 1]!.offset), resolveOffset, release: done };
+      this.open.push(entry);
+    });
+  }
+
+  async poll(max: number, waitMs: number): Promise<LogRecord[]> {
+    const deadline = Date.now() + waitMs;
+    while (this.queue.length === 0 && Date.now() < deadline) {
+      if (this.failure) throw this.failure;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, deadline - Date.now());
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = null;
+    }
+    return this.queue.splice(0, max);
+  }
+
+  readState(store: string, key: string): string | undefined {
+    return this.state.get(store, key);
+  }
+
+  async begin(): Promise<LogTransaction> {
+    const tx = await this.producer.transaction();
+    const outgoing: OutgoingRecord[] = [];
+    let offsets: { topic: string; partition: number; offset: number }[] = [];
+    return {
+      writeChangelogs: async (changes) => void outgoing.push(...this.state.changelogRecords(changes)),
+      produce: async (records) => void outgoing.push(...records),
+      commitOffsets: async (o) => {
+        offsets = [...o.values()];
+      },
+      commit: async () => {
+        try {
+          const byTopic = await this.runtime.toMessages(outgoing);
+          if (byTopic.size) await tx.sendBatch({ topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+          if (offsets.length) {
+            await tx.sendOffsets({
+              consumerGroupId: this.spec.group,
+              topics: groupByTopic(offsets),
+            });
+          }
+          await tx.commit();
+        } catch (e) {
+          throw isFenced(e) ? new FencedError(String((e as Error).message)) : e;
+        }
+        for (const { topic, partition, offset } of offsets) this.committed.set(partitionKey(topic, partition), offset);
+        this.releaseCommitted();
+      },
+      abort: async () => {
+        if (tx.isActive()) await tx.abort();
+      },
+    };
+  }
+
+  /** Lets kafkajs move on from batches whose every record is now committed. */
+  private releaseCommitted(): void {
+    for (const b of [...this.open]) {
+      if ((this.committed.get(partitionKey(b.topic, b.partition)) ?? 0) > b.lastOffset) {
+        b.resolveOffset(String(b.lastOffset));
+        b.release();
+      }
+    }
+  }
+
+  async flushState(changes: readonly StateChange[]): Promise<void> {
+    this.state.apply(changes);
+  }
+
+  async rewind(): Promise<void> {
+    this.queue.length = 0;
+    const partitions = new Set(this.open.map((b) => partitionKey(b.topic, b.partition)));
+    for (const b of [...this.open]) {
+      if (partitions.delete(partitionKey(b.topic, b.partition))) {
+        this.consumer.seek({ topic: b.topic, partition: b.partition, offset: String(this.committed.get(partitionKey(b.topic, b.partition)) ?? 0) });
+      }
+      b.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.runtime.forget(this);
+    for (const b of [...this.open]) b.release();
+    await this.consumer.disconnect();
+    await this.producer.disconnect();
+  }
+}
+
+function groupByTopic(offsets: readonly { topic: string; partition: number; offset: number }[]) {
+  const topics = new Map<string, { partition: number; offset: string }[]>();
+  for (const o of offsets) topics.set(o.topic, [...(topics.get(o.topic) ?? []), { partition: o.partition, offset: String(o.offset) }]);
+  return [...topics].map(([topic, partitions]) => ({ topic, partitions }));
+}
+
+function isFenced(e: unknown): boolean {
+  const text = `${(e as Error)?.name} ${(e as { type?: string })?.type} ${(e as Error)?.message}`;
+  return /INVALID_PRODUCER_EPOCH|PRODUCER_FENCED|fenced/i.test(text);
+}

@@ -1,0 +1,134 @@
+import rdkafka from 'node-rdkafka';
+import { type LogRecord, type OutgoingRecord, type StateChange, partitionKey } from '../../records.js';
+import { FencedError, type LogTask, type LogTransaction, type TaskSpec } from '../types.js';
+import type { KafkaRuntime } from './index.js';
+import type { ChangelogState } from './state.js';
+
+const call = <T = void>(fn: (cb: (err: rdkafka.LibrdKafkaError | null | undefined, value?: T) => void) => void): Promise<T> =>
+  new Promise((resolve, reject) => fn((err, value) => (err ? reject(err) : resolve(value as T))));
+
+/**
+ * The throughput path: librdkafka's pull consumer (`consume(n)`) and its transactional producer.
+ * The transactional id is the group's, so a restarted process fences its killed predecessor at
+ * once instead of leaving its open transaction to block read_committed readers until it times out.
+ */
+export class RdkafkaTask implements LogTask {
+  private readonly committed = new Map<string, number>();
+
+  private constructor(
+    private readonly runtime: KafkaRuntime,
+    private readonly spec: TaskSpec,
+    private readonly state: ChangelogState,
+    private readonly consumer: rdkafka.KafkaConsumer,
+    private readonly producer: rdkafka.Producer,
+  ) {}
+
+  static async open(runtime: KafkaRuntime, spec: TaskSpec, state: ChangelogState): Promise<RdkafkaTask> {
+    const brokers = runtime.url.brokers.join(',');
+    const producer = new rdkafka.Producer({
+      'metadata.broker.list': brokers,
+      'transactional.id': `bioalchemy-${spec.group}`,
+      'transaction.timeout.ms': 10_000,
+      'enable.idempotence': true,
+      'linger.ms': 5,
+    });
+    await call((cb) => producer.connect({}, (err) => cb(err)));
+    await call((cb) => producer.initTransactions(30_000, cb));
+    await state.restore();
+    const consumer = new rdkafka.KafkaConsumer(
+      {
+        'group.id': spec.group,
+        // Static membership: a restarted process takes over its killed predecessor's partitions
+        // at once, without waiting for that session to expire.
+        'group.instance.id': `${spec.group}-0`,
+        'session.timeout.ms': 6_000,
+        'metadata.broker.list': brokers,
+        'enable.auto.commit': false,
+        'enable.auto.offset.store': false,
+        'isolation.level': 'read_committed',
+        'fetch.wait.max.ms': 50,
+      },
+      { 'auto.offset.reset': 'earliest' },
+    );
+    await call((cb) => consumer.connect({}, (err) => cb(err)));
+    const task = new RdkafkaTask(runtime, spec, state, consumer, producer);
+    for (const [k, v] of await runtime.committedOffsets(spec.group, spec.topics)) task.committed.set(k, v);
+    consumer.subscribe([...spec.topics]);
+    return task;
+  }
+
+  async poll(max: number, waitMs: number): Promise<LogRecord[]> {
+    this.consumer.setDefaultConsumeTimeout(Math.max(1, waitMs));
+    const messages = await call<rdkafka.Message[]>((cb) => this.consumer.consume(max, cb));
+    const out: LogRecord[] = [];
+    for (const m of messages) {
+      out.push({
+        topic: m.topic,
+        partition: m.partition,
+        offset: m.offset,
+        key: m.key == null ? null : m.key.toString(),
+        value: await this.runtime.wire.decode(m.topic, m.value ?? Buffer.alloc(0)),
+        timestamp: m.timestamp ?? 0,
+      });
+    }
+    return out;
+  }
+
+  readState(store: string, key: string): string | undefined {
+    return this.state.get(store, key);
+  }
+
+  async begin(): Promise<LogTransaction> {
+    await call((cb) => this.producer.beginTransaction(cb));
+    const outgoing: OutgoingRecord[] = [];
+    let offsets: { topic: string; partition: number; offset: number }[] = [];
+    return {
+      writeChangelogs: async (changes) => void outgoing.push(...this.state.changelogRecords(changes)),
+      produce: async (records) => void outgoing.push(...records),
+      commitOffsets: async (o) => {
+        offsets = [...o.values()];
+      },
+      commit: async () => {
+        try {
+          for (const r of outgoing) {
+            const partition = await this.runtime.partitionFor(r);
+            this.producer.produce(r.topic, partition, await this.runtime.wire.encode(r.topic, r.value), r.key ?? undefined);
+          }
+          if (offsets.length) {
+            await call((cb) => this.producer.sendOffsetsToTransaction(offsets, this.consumer, 30_000, cb));
+          }
+          await call((cb) => this.producer.commitTransaction(30_000, cb));
+        } catch (e) {
+          throw isFenced(e) ? new FencedError(String((e as Error).message)) : e;
+        }
+        for (const { topic, partition, offset } of offsets) this.committed.set(partitionKey(topic, partition), offset);
+      },
+      abort: async () => {
+        await call((cb) => this.producer.abortTransaction(30_000, cb)).catch(() => {});
+      },
+    };
+  }
+
+  async flushState(changes: readonly StateChange[]): Promise<void> {
+    this.state.apply(changes);
+  }
+
+  /** Seeks every assigned partition back to its committed offset. */
+  async rewind(): Promise<void> {
+    for (const a of this.consumer.assignments()) {
+      const offset = this.committed.get(partitionKey(a.topic, a.partition)) ?? 0;
+      await call((cb) => this.consumer.seek({ topic: a.topic, partition: a.partition, offset }, 10_000, cb));
+    }
+  }
+
+  async close(): Promise<void> {
+    this.runtime.forget(this);
+    await new Promise<void>((resolve) => this.consumer.disconnect(() => resolve()));
+    await new Promise<void>((resolve) => this.producer.disconnect(() => resolve()));
+  }
+}
+
+function isFenced(e: unknown): boolean {
+  const code = (e as { code?: number })?.code;
+  return code === rdkafka.CODES.ERRORS.ERR__FENCED || /fenced/i.test(String((e as Error)?.message));
+}
