@@ -1,12 +1,34 @@
 import { defineConfig } from 'vitest/config';
 
+const shared = {
+  pool: 'forks' as const,
+  testTimeout: 60_000,
+  hookTimeout: 300_000,
+};
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    pool: 'forks',
     // Two cores here: more workers only make the broker-backed suites slower.
     maxWorkers: 2,
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
+    projects: [
+      {
+        test: {
+          ...shared,
+          name: 'unit',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/services/**', 'test/conformance/kafka.test.ts', 'test/analytics/http.test.ts'],
+        },
+      },
+      {
+        // Needs real services; its global setup starts them through deploy/services.sh.
+        test: {
+          ...shared,
+          name: 'services',
+          include: ['test/services/**/*.test.ts', 'test/conformance/kafka.test.ts', 'test/analytics/http.test.ts'],
+          globalSetup: ['test/global-setup.ts'],
+          fileParallelism: false,
+        },
+      },
+    ],
   },
 });

@@ -2,6 +2,7 @@
 const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   embedded: () => import('./embedded.js'),
   kafka: () => import('./kafka.js'),
+  medline: () => import('./medline.js'),
 };
 
 const wanted = process.argv.slice(2);

@@ -82,10 +82,14 @@ function finish(records: number, started: number, heapPeak: number): Measure {
 /** Runs one measurement in a new Node process (with the tsx loader this module was started with). */
 function inChild(mode: 'reader' | 'sax', path: string): Promise<Measure> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url)], {
-      env: { ...process.env, [CHILD]: JSON.stringify({ mode, path }) },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url)],
+      {
+        env: { ...process.env, [CHILD]: JSON.stringify({ mode, path }) },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     let out = '';
     child.stdout.on('data', (d) => {
       out += d;
@@ -115,10 +119,17 @@ export async function run(opts: MedlineBenchOptions = {}): Promise<string[]> {
       const sax = await inChild('sax', path);
       const reader = await inChild('reader', path);
       rmSync(path);
-      if (reader.records !== n || sax.records !== n) throw new Error(`read ${reader.records} / ${sax.records} of ${n} records`);
+      if (reader.records !== n || sax.records !== n)
+        throw new Error(`read ${reader.records} / ${sax.records} of ${n} records`);
       results.push({ n, reader, sax });
       lines.push(
-        ratioLine(`medline reader, ${fmt(n)} records (${mb.toFixed(0)} MB)`, n / reader.seconds, 'saxes alone', n / sax.seconds, 'records/s'),
+        ratioLine(
+          `medline reader, ${fmt(n)} records (${mb.toFixed(0)} MB)`,
+          n / reader.seconds,
+          'saxes alone',
+          n / sax.seconds,
+          'records/s',
+        ),
         `  ${(mb / reader.seconds).toFixed(1)} MB/s vs ${(mb / sax.seconds).toFixed(1)} MB/s; peak RSS ${reader.maxRssMB.toFixed(0)} MB (saxes alone ${sax.maxRssMB.toFixed(0)} MB), peak heap ${reader.heapPeakMB.toFixed(0)} MB, retained after GC ${reader.retainedMB.toFixed(1)} MB`,
       );
     }

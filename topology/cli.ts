@@ -2,13 +2,16 @@ import { createReadStream } from 'node:fs';
 import { createServer } from 'node:http';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
+import { addCounts, expandPaths, ingestFile, ingestProcessor, noCounts, watchFolder } from '../processors/ingest.js';
 import { type Config, exportJsonSchemas, loadConfig } from '../schemas/index.js';
 import { TopicCodecs } from './codec.js';
 import { createLogger } from './log.js';
 import { EngineMetrics } from './metrics.js';
 import { pipelineTopology } from './pipeline.js';
+import { Progress } from './progress.js';
 import { runTopology } from './runner.js';
 import { openRuntime } from './runtime/open.js';
+import { ProcessorTask } from './task.js';
 import { describeTopology, topicOf } from './topology.js';
 
 /** A mistake of the user's: printed as one line, exit status 2, no stack trace. */
@@ -20,6 +23,8 @@ commands:
   run                       run the pipeline until Ctrl-C
   topology describe         print topics, sources and processors
   schemas export DIR        write one JSON Schema per record
+  ingest PATH...            read articles from files, folders or globs (JATS, MEDLINE, JSONL,
+                            text, Markdown, PDF, .gz) into "articles"; --watch keeps a folder watched
   produce TOPIC [--file F]  validate JSON lines (stdin or F) and append them to TOPIC
   consume TOPIC             print records of TOPIC as JSON lines
 
@@ -27,6 +32,9 @@ options:
   --config FILE      config file (JSON); see schemas/config.ts
   --data DIR         embedded log directory (same as log "file:DIR"), default ./data
   --metrics-port N   (run) serve Prometheus metrics on 127.0.0.1:N
+  --watch            (ingest) keep watching the folder for new, complete files until Ctrl-C
+  --format F         (ingest) jats, medline, jsonl, text, markdown or pdf instead of detecting
+  --jsonl-mapping M  (ingest) auto, s2orc or generic
   --key FIELD        (produce) take each record's key from this field of the value
   --limit N          (consume) stop after N records
   --follow           (consume) keep waiting for new records
@@ -40,6 +48,9 @@ const OPTIONS = {
   key: { type: 'string' },
   limit: { type: 'string' },
   follow: { type: 'boolean' },
+  watch: { type: 'boolean' },
+  format: { type: 'string' },
+  'jsonl-mapping': { type: 'string' },
   'with-meta': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -85,6 +96,8 @@ export async function main(argv: string[]): Promise<number> {
         for (const file of exportJsonSchemas(rest[1])) process.stdout.write(`${file}\n`);
         return 0;
       }
+      case 'ingest':
+        return await ingest(flags, rest);
       case 'produce':
         return await produce(flags, rest[0]);
       case 'consume':
@@ -138,6 +151,71 @@ async function run(flags: Flags): Promise<number> {
     await runtime.close();
   }
   log.info('stopped');
+  return 0;
+}
+
+const FORMATS = ['jats', 'medline', 'jsonl', 'text', 'markdown', 'pdf'] as const;
+const JSONL_MAPPINGS = ['auto', 's2orc', 'generic'] as const;
+
+function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], name: string): T | undefined {
+  if (value === undefined) return undefined;
+  if (!allowed.includes(value as T)) throw new UsageError(`--${name} must be one of ${allowed.join(', ')}, got "${value}"`);
+  return value as T;
+}
+
+async function ingest(flags: Flags, paths: string[]): Promise<number> {
+  if (paths.length === 0) throw new UsageError('expected "ingest PATH..." (files, folders or globs)');
+  const format = oneOf(flags.format, FORMATS, 'format');
+  const jsonl = oneOf(flags['jsonl-mapping'], JSONL_MAPPINGS, 'jsonl-mapping');
+  const read = { ...(format ? { format } : {}), ...(jsonl ? { jsonl } : {}) };
+  const log = createLogger();
+  const topology = pipelineTopology();
+  const runtime = await openRuntime(configOf(flags).log);
+  const stop = new AbortController();
+  process.once('SIGINT', () => stop.abort());
+  const totals = noCounts();
+  try {
+    await runtime.ensureTopics(topology.topics);
+    const task = await new ProcessorTask(runtime, topology, ingestProcessor, {
+      log: log.child({ processor: 'ingest' }),
+      metrics: new EngineMetrics(),
+    }).open();
+    try {
+      if (flags.watch) {
+        if (paths.length !== 1) throw new UsageError('--watch takes one folder');
+        log.info({ folder: paths[0] }, 'watching');
+        await watchFolder(task, paths[0]!, {
+          signal: stop.signal,
+          read,
+          onFile: (path, counts) => {
+            addCounts(totals, counts);
+            log.info({ path, ...counts }, 'ingested');
+          },
+        });
+      } else {
+        const files = await expandPaths(paths);
+        const progress = new Progress('ingest', files.length, 'files');
+        let unchanged = 0;
+        for (const file of files) {
+          if (stop.signal.aborted) break;
+          const { status, counts } = await ingestFile(task, file, { read, onItems: (n) => progress.items(n) });
+          if (status === 'unchanged') unchanged++;
+          addCounts(totals, counts);
+          progress.tick();
+        }
+        progress.done();
+        process.stderr.write(
+          `ingested ${files.length - unchanged} file(s) (${unchanged} unchanged since last time): ` +
+            `${totals.articles} new article(s), ${totals.updated} updated by another source, ` +
+            `${totals.duplicates} duplicate(s), ${totals.deadLetters} dead letter(s)\n`,
+        );
+      }
+    } finally {
+      await task.close();
+    }
+  } finally {
+    await runtime.close();
+  }
   return 0;
 }
 

@@ -104,6 +104,12 @@ export class ProcessorTask {
     this.allowed = { writes: new Set(processor.writes), stores: new Set(processor.stores) };
   }
 
+  /** The committed value of a key in one of this processor's stores. */
+  readState<T = unknown>(store: string, key: string): T | undefined {
+    const text = this.task.readState(store, key);
+    return text === undefined ? undefined : (JSON.parse(text) as T);
+  }
+
   async open(): Promise<this> {
     this.task = await this.runtime.openTask({
       group: this.processor.name,
@@ -114,9 +120,24 @@ export class ProcessorTask {
     return this;
   }
 
-  /** Runs until the signal aborts; the step in progress finishes and commits first. */
+  /**
+   * Runs until the signal aborts; the step in progress finishes and commits first. A step that
+   * fails outside the processor (the broker restarting, say) is logged and tried again: the
+   * uncommitted records come back after the rewind.
+   */
   async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) await this.step();
+    for (let failures = 0; !signal.aborted; ) {
+      try {
+        await this.step();
+        failures = 0;
+      } catch (e) {
+        failures++;
+        this.opts.metrics.errors.inc({ processor: this.processor.name });
+        this.opts.log.error({ err: e, failures }, 'step failed outside the processor; retrying');
+        await this.task.rewind().catch(() => {});
+        await (this.opts.sleep ?? sleep)(Math.min(10_000, 100 * 2 ** failures));
+      }
+    }
   }
 
   /** One step: a due timer, or one batch of input. Returns the number of input records committed. */
@@ -131,6 +152,14 @@ export class ProcessorTask {
     if (polled.length === 0) return 0;
     await this.attempt(polled, (ctx, inputs) => this.processor.process(inputs, ctx));
     return polled.length;
+  }
+
+  /**
+   * One step whose input comes from outside the log (a file, an API page): body's emits and state
+   * changes commit atomically, with the same retries as any step.
+   */
+  async stepWith(body: (ctx: StepContext) => Promise<void>): Promise<void> {
+    await this.attempt([], (ctx) => body(ctx));
   }
 
   /**

@@ -61,6 +61,8 @@ export class KafkajsTask implements LogTask {
     await consumer.connect();
     await consumer.subscribe({ topics: [...spec.topics], fromBeginning: true });
     consumer.on(consumer.events.CRASH, (e) => {
+      // kafkajs restarts itself after retriable crashes (a broker restart); only the rest are fatal.
+      if (e.payload.restart) return;
       task.failure = e.payload.error;
       task.wake?.();
     });

@@ -1,0 +1,80 @@
+# Shared helpers for deploy/*/*.sh. Sourced, not executed.
+# shellcheck shell=bash
+
+DEPLOY_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "$DEPLOY_DIR/.." && pwd)"
+# Runtime state (downloads, builds, data dirs, logs, pid files). Override with
+# BIOALCHEMY_DEPLOY_STATE to keep a second, independent set (e.g. a cold-install test).
+STATE_ROOT="${BIOALCHEMY_DEPLOY_STATE:-$REPO_ROOT/.deploy}"
+
+log() { printf '[%s] %s\n' "${LOG_TAG:-deploy}" "$*"; }
+die() { printf '[%s] ERROR: %s\n' "${LOG_TAG:-deploy}" "$*" >&2; exit 1; }
+
+now_ms() { date +%s%3N; }
+
+# port_open PORT -> 0 when something accepts TCP connections on 127.0.0.1:PORT
+port_open() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# pid_alive PIDFILE [CMDLINE_PATTERN] -> 0 when the pid in PIDFILE runs (and its
+# command line contains PATTERN, which guards against a recycled pid)
+pid_alive() {
+  local pidfile="$1" pattern="${2:-}" pid
+  [[ -f "$pidfile" ]] || return 1
+  pid="$(cat "$pidfile" 2>/dev/null || true)"
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  kill -0 "$pid" 2>/dev/null || return 1
+  if [[ -n "$pattern" ]]; then
+    grep -qF -- "$pattern" < <(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  fi
+  return 0
+}
+
+# stop_pidfile PIDFILE PATTERN NAME [TIMEOUT_S]: SIGTERM, wait, then SIGKILL.
+stop_pidfile() {
+  local pidfile="$1" pattern="$2" name="$3" timeout="${4:-60}" pid deadline
+  if ! pid_alive "$pidfile" "$pattern"; then
+    log "$name is not running"
+    rm -f "$pidfile"
+    return 0
+  fi
+  pid="$(cat "$pidfile")"
+  log "stopping $name (pid $pid, SIGTERM)"
+  kill -TERM "$pid" 2>/dev/null || true
+  deadline=$(( $(date +%s) + timeout ))
+  while kill -0 "$pid" 2>/dev/null; do
+    if (( $(date +%s) >= deadline )); then
+      log "$name did not exit within ${timeout}s, sending SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      sleep 0.5
+      break
+    fi
+    sleep 0.2
+  done
+  rm -f "$pidfile"
+  log "$name stopped"
+}
+
+# pick_java: sets JAVA to a java binary of version >= $1 (default 17).
+pick_java() {
+  local need="${1:-17}" cand v
+  for cand in ${JAVA_HOME:+"$JAVA_HOME/bin/java"} "$(command -v java || true)" \
+              /usr/lib/jvm/java-17-openjdk-amd64/bin/java /usr/lib/jvm/temurin-25-jdk-amd64/bin/java; do
+    [[ -n "$cand" && -x "$cand" ]] || continue
+    v="$("$cand" -XshowSettings:properties -version 2>&1 | awk -F' = ' '/java.specification.version/{print $2}')"
+    v="${v%%.*}"
+    if [[ "$v" =~ ^[0-9]+$ ]] && (( v >= need )); then JAVA="$cand"; return 0; fi
+  done
+  die "no Java >= $need found (set JAVA_HOME)"
+}
+
+# path_in_use PATH -> 0 when a running process has PATH in its command line
+# (install scripts use it to avoid replacing jars under a running server).
+path_in_use() {
+  local f
+  for f in /proc/[0-9]*/cmdline; do
+    grep -qF -- "$1" < <(tr '\0' ' ' <"$f" 2>/dev/null) && return 0
+  done
+  return 1
+}

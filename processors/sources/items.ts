@@ -1,0 +1,76 @@
+import type { Article } from '../../schemas/article.js';
+import { DeadLetter } from '../../schemas/dead-letter.js';
+import { contentHash } from '../../schemas/ids.js';
+
+/** What every reader yields: an article, or the reason something in the input could not become one. */
+export type SourceItem =
+  | { kind: 'article'; article: Article; position: string | null }
+  | { kind: 'dead-letter'; deadLetter: DeadLetter };
+
+export const MAX_PAYLOAD_BYTES = 64 * 1024;
+
+/** Size limit for whatever is held whole: a text/Markdown/PDF file, one XML record, one JSONL line. */
+export const DEFAULT_MAX_BYTES = 50 * 1024 * 1024;
+
+/** The file name dead letters and articles cite: the path given, else the path read, else '<stream>'. */
+export const labelOf = (src: string | AsyncIterable<Uint8Array>, path?: string) =>
+  path ?? (typeof src === 'string' ? src : '<stream>');
+
+/**
+ * A problem with the input itself (not a bug): readers throw it from deep inside a stream and the
+ * layer that knows the file turns it into exactly one dead letter.
+ */
+export class SourceError extends Error {
+  constructor(
+    readonly reason: string,
+    readonly position: string | null = null,
+    readonly payload = '',
+  ) {
+    super(position ? `${reason} (${position})` : reason);
+    this.name = 'SourceError';
+  }
+}
+
+/** Joins position parts from the outer layer (record, line) to the inner one (byte). */
+export function joinPosition(...parts: (string | null | undefined)[]): string | null {
+  const kept = parts.filter((p): p is string => !!p);
+  return kept.length ? kept.join(', ') : null;
+}
+
+/** Cuts a payload to 64 KiB of UTF-8 without splitting a character. */
+export function truncatePayload(payload: string, maxBytes = MAX_PAYLOAD_BYTES): string {
+  // A UTF-16 code unit is at most 3 bytes of UTF-8, so short strings need no measuring.
+  if (payload.length * 3 <= maxBytes || Buffer.byteLength(payload) <= maxBytes) return payload;
+  const bytes = Buffer.from(payload).subarray(0, maxBytes);
+  // A cut in the middle of a multi-byte character decodes to U+FFFD at the end: drop it.
+  return bytes.toString('utf8').replace(/\uFFFD$/, '');
+}
+
+export function deadLetter(opts: {
+  path: string;
+  position: string | null;
+  reason: string;
+  processor: string;
+  payload?: string;
+}): SourceItem {
+  const dl: DeadLetter = {
+    // Where and why, not the payload: the same failure replayed gets the same id.
+    id: contentHash('dead-letter', opts.processor, opts.path, opts.position, opts.reason),
+    reason: opts.reason,
+    processor: opts.processor,
+    origin: { kind: 'file', path: opts.path, position: opts.position },
+    payload: truncatePayload(opts.payload ?? ''),
+  };
+  return { kind: 'dead-letter', deadLetter: DeadLetter.parse(dl) };
+}
+
+export function articleItem(article: Article, position: string | null): SourceItem {
+  return { kind: 'article', article, position };
+}
+
+/** Anything thrown while reading, as the reason a dead letter gives. */
+export function reasonOf(e: unknown): { reason: string; position: string | null; payload: string } {
+  if (e instanceof SourceError) return { reason: e.reason, position: e.position, payload: e.payload };
+  const message = e instanceof Error ? e.message : String(e);
+  return { reason: `unexpected error: ${message}`, position: null, payload: '' };
+}

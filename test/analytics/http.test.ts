@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import { createClient } from '@clickhouse/client';
+import { afterAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { majorVersion, openClickHouse } from '../../topology/analytics/clickhouse.js';
+import { readMigrations } from '../../topology/analytics/migrations.js';
+import { parseClickHouseUrl } from '../../topology/analytics/url.js';
+import { onlyWhen, storeSuite } from './store-suite.js';
+
+// The server CI starts with deploy/clickhouse/start.sh (default port). Absent server = failure,
+// never a skip: this file is the only proof the HTTP backend works.
+const SERVER_URL = process.env.BIOALCHEMY_CLICKHOUSE_URL ?? 'http://127.0.0.1:18123';
+const server = parseClickHouseUrl(SERVER_URL);
+if (server.backend !== 'http')
+  throw new Error(`BIOALCHEMY_CLICKHOUSE_URL=${SERVER_URL}: expected http(s)://`);
+const { origin, username } = server;
+const admin = createClient({ url: origin, username, password: process.env.CLICKHOUSE_PASSWORD ?? '' });
+
+async function serverVersion(): Promise<string> {
+  try {
+    const rs = await admin.query({ query: 'SELECT version() AS v', format: 'JSONEachRow' });
+    const [row] = z.array(z.object({ v: z.string() })).parse(await rs.json());
+    if (!row) throw new Error('no version');
+    return row.v;
+  } catch (e) {
+    throw new Error(
+      `no ClickHouse server at ${origin} (${(e as Error).message}); start one with ` +
+        '`bash deploy/clickhouse/start.sh` or point BIOALCHEMY_CLICKHOUSE_URL at one',
+    );
+  }
+}
+// Top-level await: which tests apply depends on the server, and must be known at collection.
+const version = await serverVersion();
+const queryParams = majorVersion(version) >= 19;
+
+afterAll(() => admin.close());
+
+// Each test gets its own database, so the suite never sees another test's (or engineer's) rows.
+storeSuite({
+  name: `ClickHouse ${version} over HTTP`,
+  backend: 'http',
+  queryParams,
+  async fresh() {
+    const db = `bioalchemy_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+    await admin.command({ query: `CREATE DATABASE ${db}` });
+    return {
+      url: `${origin.replace('://', `://${encodeURIComponent(username)}@`)}/${db}`,
+      dispose: async () => {
+        await admin.command({ query: `DROP DATABASE IF EXISTS ${db}` });
+      },
+    };
+  },
+});
+
+describe(`ClickHouse ${version} over HTTP, server specifics`, () => {
+  it('agrees with start.sh: migrations it recorded are not applied again', async () => {
+    const Ledger = z.array(z.object({ version: z.string() }));
+    const ledger = async () => {
+      const rs = await admin.query({
+        query: 'SELECT version FROM default.schema_migrations ORDER BY version',
+        format: 'JSONEachRow',
+      });
+      return Ledger.parse(await rs.json()).map((r) => r.version);
+    };
+    const byScript = await ledger();
+    expect(byScript.length).toBeGreaterThan(0); // start.sh ran and migrated `default`
+    const a = await openClickHouse(`${origin}/default`);
+    try {
+      const files = (await readMigrations()).map((m) => m.version);
+      expect(a.migrationsApplied).toEqual(files.filter((v) => !byScript.includes(v)));
+      expect(await ledger()).toEqual(files);
+    } finally {
+      await a.close();
+    }
+  });
+
+  onlyWhen(!queryParams)(
+    'the server itself rejects {name:Type} parameters (why some functions refuse it)',
+    async () => {
+      await expect(
+        admin.query({ query: 'SELECT {x:String} AS x', query_params: { x: 'a' }, format: 'JSONEachRow' }),
+      ).rejects.toThrow(/param_x|Syntax error/);
+    },
+  );
+
+  it('sends CLICKHOUSE_PASSWORD, and never repeats it in errors', async () => {
+    const saved = process.env.CLICKHOUSE_PASSWORD;
+    const secret = `not-the-password-${randomBytes(4).toString('hex')}`;
+    process.env.CLICKHOUSE_PASSWORD = `${saved ?? ''}${secret}`;
+    try {
+      const err = await openClickHouse(SERVER_URL).catch((e: unknown) => e as Error);
+      expect(err).toBeInstanceOf(Error);
+      expect((err as Error).message).toMatch(/password/i);
+      expect((err as Error).message).not.toContain(secret);
+    } finally {
+      if (saved === undefined) delete process.env.CLICKHOUSE_PASSWORD;
+      else process.env.CLICKHOUSE_PASSWORD = saved;
+    }
+  });
+
+  it('fails with the server named when nothing listens there', async () => {
+    await expect(openClickHouse('http://127.0.0.1:1/default')).rejects.toThrow(
+      /127\.0\.0\.1:1.*does not answer/,
+    );
+  });
+});

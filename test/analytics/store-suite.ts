@@ -1,0 +1,204 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  type Analytics,
+  openClickHouse,
+  UnsupportedByServerError,
+} from '../../topology/analytics/clickhouse.js';
+import { readMigrations } from '../../topology/analytics/migrations.js';
+import {
+  insertQa,
+  recordRewards,
+  rewardsByTopic,
+  snapshotTopicCounts,
+  topicCountHistory,
+  topicCounts,
+} from '../../topology/analytics/qa-store.js';
+import { NASTY, qa } from './rows.js';
+
+/**
+ * A test that applies to one kind of backend only is not registered on the other (rather than
+ * shown as skipped): each backend runs exactly the tests that can pass or fail on it.
+ */
+export const onlyWhen = (applies: boolean) => (applies ? it : (_name: string, _fn: () => Promise<void>) => undefined);
+
+/** A place no other test uses: its URL, and how to remove it afterwards. */
+export interface FreshTarget {
+  readonly url: string;
+  dispose(): Promise<void>;
+}
+
+export interface Backend {
+  readonly name: string;
+  readonly backend: 'chdb' | 'http';
+  /** Known before the tests are collected, so each test either runs or is visibly skipped. */
+  readonly queryParams: boolean;
+  fresh(): Promise<FreshTarget>;
+}
+
+const CountRow = z.object({ n: z.coerce.number() });
+
+async function count(a: Analytics, query: string): Promise<number> {
+  const rs = await a.client.query({ query, format: 'JSONEachRow' });
+  const [row] = z.array(CountRow).parse(await rs.json());
+  return row?.n ?? Number.NaN;
+}
+
+/** The analytics store suite, written once, run on every backend. */
+export function storeSuite(b: Backend): void {
+  describe(`analytics store on ${b.name}`, () => {
+    let target: FreshTarget;
+    let a: Analytics;
+
+    beforeEach(async () => {
+      target = await b.fresh();
+      a = await openClickHouse(target.url);
+    });
+    afterEach(async () => {
+      await a?.close();
+      await target?.dispose();
+    });
+
+    it('opens the right backend and applies every migration once', async () => {
+      expect(a.backend).toBe(b.backend);
+      expect(a.serverVersion).toMatch(/^\d+\.\d+/);
+      expect(a.features.queryParams).toBe(b.queryParams);
+      const files = (await readMigrations()).map((m) => m.version);
+      expect(a.migrationsApplied).toEqual(files);
+      await a.close();
+      a = await openClickHouse(target.url);
+      expect(a.migrationsApplied).toEqual([]);
+      expect(await count(a, 'SELECT count() AS n FROM schema_migrations')).toBe(files.length);
+    });
+
+    it('counts accepted QA per category (multi-label), ignoring rejected ones', async () => {
+      await insertQa(a, [
+        qa('q1', ['genetics', 'microbiology']),
+        qa('q2', ['genetics']),
+        qa('q3', ['ecology'], { verdict: 'reject' }),
+        qa('q4', ['ecology', 'ecology']),
+      ]);
+      expect(await topicCounts(a)).toEqual([
+        { category: 'ecology', n: 1 },
+        { category: 'genetics', n: 2 },
+        { category: 'microbiology', n: 1 },
+      ]);
+    });
+
+    it('a replay of the same QA ids does not double count', async () => {
+      const rows = [qa('q1', ['genetics', 'microbiology']), qa('q2', ['genetics'])];
+      await insertQa(a, rows);
+      const before = await topicCounts(a);
+      await insertQa(a, rows);
+      await insertQa(a, rows.slice(1));
+      expect(await topicCounts(a)).toEqual(before);
+      expect(await count(a, 'SELECT count() AS n FROM qa FINAL')).toBe(2);
+      // The duplicates are really there, unmerged: FINAL is what hides them.
+      expect(await count(a, 'SELECT count() AS n FROM qa')).toBe(5);
+    });
+
+    it('a re-written QA (same id) replaces the earlier row', async () => {
+      await insertQa(a, [qa('q1', ['genetics'])]);
+      // inserted_at has second resolution; equal versions keep the last inserted row.
+      await insertQa(a, [qa('q1', ['ecology'], { verdict: 'reject' })]);
+      expect(await topicCounts(a)).toEqual([]);
+    });
+
+    it('stores quotes, backslashes and SQL in strings verbatim (no injection)', async () => {
+      await insertQa(a, [qa('evil', [NASTY], { question: NASTY, answer: NASTY })]);
+      const rs = await a.client.query({
+        query: 'SELECT question, answer FROM qa FINAL',
+        format: 'JSONEachRow',
+      });
+      expect(await rs.json()).toEqual([{ question: NASTY, answer: NASTY }]);
+      expect(await topicCounts(a)).toEqual([{ category: NASTY, n: 1 }]);
+    });
+
+    it('rejects an invalid row before writing anything', async () => {
+      const bad = { ...qa('q1', ['genetics']), quality: 2 };
+      await expect(insertQa(a, [qa('q0', ['genetics']), bad])).rejects.toThrow(/quality/);
+      expect(await count(a, 'SELECT count() AS n FROM qa')).toBe(0);
+    });
+
+    it('empty batches are no-ops', async () => {
+      await insertQa(a, []);
+      await recordRewards(a, []);
+      expect(await snapshotTopicCounts(a, new Date())).toEqual([]);
+      expect(await topicCounts(a)).toEqual([]);
+      expect(await topicCountHistory(a)).toEqual([]);
+    });
+
+    it('recordRewards is idempotent by (run, QA id, step)', async () => {
+      const acks = [
+        { qaId: 'q1', run: 'r1', step: 1, reward: 1 },
+        { qaId: 'q2', run: 'r1', step: 1, reward: 0 },
+        { qaId: 'q1', run: 'r1', step: 2, reward: 1 },
+        { qaId: 'q1', run: 'r2', step: 1, reward: 0.5 },
+      ];
+      await recordRewards(a, acks);
+      await recordRewards(a, acks);
+      expect(await count(a, 'SELECT count() AS n FROM rewards FINAL')).toBe(4);
+    });
+
+    onlyWhen(b.queryParams)(
+      'rewardsByTopic: mean reward and count per category, replays not counted',
+      async () => {
+        await insertQa(a, [
+          qa('q1', ['genetics', 'microbiology']),
+          qa('q2', ['genetics']),
+          qa('q3', ['ecology']),
+        ]);
+        const acks = [
+          { qaId: 'q1', run: 'r1', step: 1, reward: 1 },
+          { qaId: 'q2', run: 'r1', step: 1, reward: 0 },
+          { qaId: 'q1', run: 'r1', step: 2, reward: 0.5 },
+          { qaId: 'q3', run: 'r2', step: 1, reward: 1 },
+        ];
+        await recordRewards(a, acks);
+        await recordRewards(a, acks.slice(0, 2)); // a redelivered ack
+        expect(await rewardsByTopic(a, 'r1')).toEqual([
+          { category: 'genetics', meanReward: 0.5, n: 3 },
+          { category: 'microbiology', meanReward: 0.75, n: 2 },
+        ]);
+        expect(await rewardsByTopic(a, 'r2')).toEqual([{ category: 'ecology', meanReward: 1, n: 1 }]);
+        expect(await rewardsByTopic(a, 'no such run')).toEqual([]);
+      },
+    );
+
+    onlyWhen(b.queryParams)('rewardsByTopic binds the run name as a parameter (no injection)', async () => {
+      await insertQa(a, [qa('q1', ['genetics'])]);
+      await recordRewards(a, [
+        { qaId: 'q1', run: NASTY, step: 1, reward: 0.25 },
+        { qaId: 'q1', run: 'r1', step: 1, reward: 1 },
+      ]);
+      expect(await rewardsByTopic(a, NASTY)).toEqual([{ category: 'genetics', meanReward: 0.25, n: 1 }]);
+      expect(await rewardsByTopic(a, "r1' OR 1=1 --")).toEqual([]);
+      expect(await count(a, 'SELECT count() AS n FROM qa FINAL')).toBe(1);
+    });
+
+    onlyWhen(!b.queryParams)(
+      'rewardsByTopic fails clearly on a server without query parameters',
+      async () => {
+        const err = await rewardsByTopic(a, 'r1').catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(UnsupportedByServerError);
+        expect((err as Error).message).toMatch(/query parameters.*ClickHouse \d+\.\d+.*19\.x/);
+      },
+    );
+
+    it('snapshots topic counts into a history; the same snapshot twice is one snapshot', async () => {
+      const t1 = new Date('2025-01-01T00:00:00Z');
+      const t2 = new Date('2025-01-02T00:00:00.750Z');
+      await insertQa(a, [qa('q1', ['genetics'])]);
+      expect(await snapshotTopicCounts(a, t1)).toEqual([{ category: 'genetics', n: 1 }]);
+      await insertQa(a, [qa('q2', ['genetics', 'ecology'])]);
+      await snapshotTopicCounts(a, t2);
+      await snapshotTopicCounts(a, t2);
+      const t2s = new Date('2025-01-02T00:00:00Z');
+      expect(await topicCountHistory(a)).toEqual([
+        { at: t1, category: 'genetics', n: 1 },
+        { at: t2s, category: 'ecology', n: 1 },
+        { at: t2s, category: 'genetics', n: 2 },
+      ]);
+    });
+  });
+}

@@ -1,0 +1,156 @@
+import { mkdirSync } from 'node:fs';
+import { type ClickHouseClient, createClient } from '@clickhouse/client';
+import { z } from 'zod';
+import { applyMigrations } from './migrations.js';
+import { type ClickHouseTarget, parseClickHouseUrl } from './url.js';
+
+/** One ClickHouse, whichever backend: the pipeline only ever talks to `client`. */
+export interface Analytics {
+  readonly client: ClickHouseClient;
+  readonly backend: 'chdb' | 'http';
+  /** `SELECT version()`, e.g. 18.16.1 (Debian's server) or 26.7.2.1 (chdb 3.4's engine). */
+  readonly serverVersion: string;
+  readonly features: Features;
+  /** Migrations this open applied; empty when start.sh or an earlier open already had. */
+  readonly migrationsApplied: readonly string[];
+  /** Printable: backend and place, never a credential. */
+  readonly target: string;
+  close(): Promise<void>;
+}
+
+export interface Features {
+  /** Server-side `{name:Type}` query parameters (HTTP `param_*`). Absent before the 19.x series. */
+  readonly queryParams: boolean;
+}
+
+export interface OpenOptions {
+  /** Defaults to deploy/clickhouse/migrations. */
+  readonly migrationsDir?: string;
+  /** Per-request timeout for the HTTP backend. */
+  readonly requestTimeoutMs?: number;
+}
+
+/** A store function needs something this server lacks; thrown before any SQL is sent. */
+export class UnsupportedByServerError extends Error {
+  override readonly name = 'UnsupportedByServerError';
+}
+
+/**
+ * Opens `chdb:DIR` in this process or `http(s)://user@host:port/database` (password from
+ * CLICKHOUSE_PASSWORD), checks it answers, and brings its schema up to date.
+ */
+export async function openClickHouse(url: string, opts: OpenOptions = {}): Promise<Analytics> {
+  const target = parseClickHouseUrl(url);
+  const { client, release } =
+    target.backend === 'chdb' ? await openChdb(target.path) : openHttp(target, opts.requestTimeoutMs);
+  const where =
+    target.backend === 'chdb'
+      ? `chdb:${target.path}`
+      : `${target.origin}/${target.database} as ${target.username}`;
+  try {
+    const serverVersion = await version(client, where);
+    const migrationsApplied = await applyMigrations(client, where, opts.migrationsDir);
+    let closed = false;
+    return {
+      client,
+      backend: target.backend,
+      serverVersion,
+      features: { queryParams: target.backend === 'chdb' || majorVersion(serverVersion) >= 19 },
+      migrationsApplied,
+      target: where,
+      async close() {
+        if (closed) return;
+        closed = true;
+        await client.close();
+        await release();
+      },
+    };
+  } catch (e) {
+    await client.close().catch(() => undefined);
+    await release().catch(() => undefined);
+    throw e;
+  }
+}
+
+/** Fails with UnsupportedByServerError unless the server binds `{name:Type}` parameters. */
+export function requireQueryParams(a: Analytics, fn: string): void {
+  if (a.features.queryParams) return;
+  throw new UnsupportedByServerError(
+    `${fn} needs query parameters ({name:Type}), which ClickHouse ${a.serverVersion} at ${a.target} lacks ` +
+      '(they arrived in the 19.x series); use chdb or a newer server',
+  );
+}
+
+export function majorVersion(v: string): number {
+  const major = Number.parseInt(v, 10);
+  return Number.isFinite(major) ? major : 0;
+}
+
+const VersionRow = z.object({ v: z.string() });
+
+async function version(client: ClickHouseClient, where: string): Promise<string> {
+  try {
+    // Not the connection's own serverVersion: chdb 3.4 answers "unknown" there.
+    const rs = await client.query({ query: 'SELECT version() AS v', format: 'JSONEachRow' });
+    const [row] = z.array(VersionRow).parse(await rs.json());
+    if (!row) throw new Error('no row from SELECT version()');
+    return row.v;
+  } catch (e) {
+    throw new Error(`ClickHouse at ${where} does not answer: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+type ClientConnection = NonNullable<NonNullable<Parameters<typeof createClient>[0]>['connection']>;
+
+interface Opened {
+  readonly client: ClickHouseClient;
+  /** Frees what the backend holds beyond the client (chdb's per-process data directory). */
+  readonly release: () => Promise<void>;
+}
+
+function openHttp(t: Extract<ClickHouseTarget, { backend: 'http' }>, requestTimeoutMs?: number): Opened {
+  const client = createClient({
+    url: t.origin,
+    username: t.username,
+    password: process.env.CLICKHOUSE_PASSWORD ?? '',
+    database: t.database,
+    application: 'bioalchemy-stream',
+    ...(requestTimeoutMs ? { request_timeout: requestTimeoutMs } : {}),
+  });
+  return { client, release: async () => undefined };
+}
+
+// libchdb binds one data directory per process; several Analytics on the same one coexist.
+const chdbOpen = new Map<string, number>();
+
+async function openChdb(path: string): Promise<Opened> {
+  const other = [...chdbOpen.keys()].find((p) => p !== path);
+  if (other) {
+    throw new Error(
+      `chdb:${path}: this process already has chdb:${other} open, and chdb binds one data directory per process; close it first`,
+    );
+  }
+  // Loaded on demand: the HTTP backend never pays for libchdb.
+  const { createChdbConnection } = await import('chdb/connection');
+  if (path !== ':memory:') mkdirSync(path, { recursive: true });
+  const connection = createChdbConnection({ path });
+  chdbOpen.set(path, (chdbOpen.get(path) ?? 0) + 1);
+  return {
+    // The cast is types only: chdb 3.4 declares its Connection against @clickhouse/client-common
+    // 1.23.0 while @clickhouse/client 1.23.1 bundles its own copy, and the two ClickHouseSettings
+    // types do not unify. At run time the client drives it as documented.
+    client: createClient({ connection: connection as unknown as ClientConnection }),
+    release: async () => {
+      const n = (chdbOpen.get(path) ?? 1) - 1;
+      if (n > 0) {
+        chdbOpen.set(path, n);
+        return;
+      }
+      chdbOpen.delete(path);
+      // close() returns before the engine lets go of the directory; until drainPending settles,
+      // opening another directory in this process is refused.
+      const { drainPending } = await import('chdb');
+      await drainPending();
+    },
+  };
+}
