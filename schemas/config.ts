@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { PollerConfig } from '../processors/sources/pollers/config.js';
 
 export const ProcessorConfig = z
   .object({
@@ -38,6 +39,7 @@ export const Config = z
     taxonomy: z.string().optional().describe('path of a taxonomy JSON file replacing MeSH Biology 2024'),
     metricsPort: z.number().int().min(0).max(65535).optional(),
     processors: z.record(z.string(), ProcessorConfig).default({}),
+    sources: z.array(PollerConfig).default([]).describe('literature pollers run by `run` and `poll`'),
   })
   .strict();
 export type Config = z.infer<typeof Config>;

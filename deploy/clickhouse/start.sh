@@ -5,7 +5,7 @@
 # <repo>/.deploy/clickhouse/data); the database files in DIR/db/. The system
 # instance (/etc/clickhouse-server, /var/lib/clickhouse) is not used or touched.
 # Then every deploy/clickhouse/migrations/*.sql not yet in default.schema_migrations
-# is applied in name order (one file may hold several statements separated by ';').
+# is applied in name order (several statements per file, each ending with ';' at end of line).
 set -euo pipefail
 LOG_TAG=clickhouse
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib.sh"
@@ -22,7 +22,7 @@ while (( $# )); do
     --http-port=*) HTTP_PORT="${1#*=}"; shift ;;
     --tcp-port) TCP_PORT="$2"; shift 2 ;;
     --tcp-port=*) TCP_PORT="${1#*=}"; shift ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) die "unknown argument: $1" ;;
   esac
 done

@@ -18,7 +18,7 @@ while (( $# )); do
     --data-dir=*) DATA_DIR="${1#*=}"; shift ;;
     --port) PORT="$2"; shift 2 ;;
     --port=*) PORT="${1#*=}"; shift ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
     *) die "unknown argument: $1" ;;
   esac
 done

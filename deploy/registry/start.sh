@@ -20,7 +20,7 @@ while (( $# )); do
     --data-dir) DATA_DIR="$2"; shift 2 ;;
     --data-dir=*) DATA_DIR="${1#*=}"; shift ;;
     --in-memory) IN_MEMORY=1; shift ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
     *) die "unknown argument: $1" ;;
   esac
 done

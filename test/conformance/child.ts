@@ -16,11 +16,6 @@ const task = await new ProcessorTask(runtime, topology, processor, {
   log: pino({ level: 'silent' }),
   metrics: new EngineMetrics(),
 }).open();
-const probe = await runtime.openTask({
-  group: processor.name,
-  topics: processor.reads,
-  stores: processor.stores,
-});
 let reported = false;
 for (;;) {
   const n = await task.step(100);
@@ -28,8 +23,7 @@ for (;;) {
     process.stdout.write('committing\n');
     reported = true;
   }
-  if (n === 0 && Number(probe.readState('count', 'total') ?? 0) >= total) break;
+  if (n === 0 && Number(task.readState('count', 'total') ?? 0) >= total) break;
 }
 await task.close();
-await probe.close();
 await runtime.close();

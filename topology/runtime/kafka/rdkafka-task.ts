@@ -14,6 +14,7 @@ const call = <T = void>(fn: (cb: (err: rdkafka.LibrdKafkaError | null | undefine
  */
 export class RdkafkaTask implements LogTask {
   private readonly committed = new Map<string, number>();
+  private fatal: Error | null = null;
 
   private constructor(
     private readonly runtime: KafkaRuntime,
@@ -52,12 +53,19 @@ export class RdkafkaTask implements LogTask {
     );
     await call((cb) => consumer.connect({}, (err) => cb(err)));
     const task = new RdkafkaTask(runtime, spec, state, consumer, producer);
+    // librdkafka reports broker outages as error events and recovers by itself; only fatal ones end the task.
+    for (const client of [producer, consumer] as rdkafka.Client<string>[]) {
+      client.on('event.error', (err: rdkafka.LibrdKafkaError) => {
+        if (err.isFatal) task.fatal = err;
+      });
+    }
     for (const [k, v] of await runtime.committedOffsets(spec.group, spec.topics)) task.committed.set(k, v);
     consumer.subscribe([...spec.topics]);
     return task;
   }
 
   async poll(max: number, waitMs: number): Promise<LogRecord[]> {
+    if (this.fatal) throw this.fatal;
     this.consumer.setDefaultConsumeTimeout(Math.max(1, waitMs));
     const messages = await call<rdkafka.Message[]>((cb) => this.consumer.consume(max, cb));
     const out: LogRecord[] = [];
@@ -79,7 +87,9 @@ export class RdkafkaTask implements LogTask {
   }
 
   async begin(): Promise<LogTransaction> {
-    await call((cb) => this.producer.beginTransaction(cb));
+    await call((cb) => this.producer.beginTransaction(cb)).catch((e) => {
+      throw isFenced(e) ? new FencedError(String((e as Error).message)) : e;
+    });
     const outgoing: OutgoingRecord[] = [];
     let offsets: { topic: string; partition: number; offset: number }[] = [];
     return {
