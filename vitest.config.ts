@@ -24,7 +24,11 @@ export default defineConfig({
         test: {
           ...shared,
           name: 'services',
-          include: ['test/services/**/*.test.ts', 'test/conformance/kafka.test.ts', 'test/analytics/http.test.ts'],
+          include: [
+            'test/services/**/*.test.ts',
+            'test/conformance/kafka.test.ts',
+            'test/analytics/http.test.ts',
+          ],
           globalSetup: ['test/global-setup.ts'],
           fileParallelism: false,
         },

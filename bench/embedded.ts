@@ -2,12 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
+import { sampleArticle } from '../test/fixtures/records.js';
 import { EngineMetrics } from '../topology/metrics.js';
 import type { Processor } from '../topology/processor.js';
 import { EmbeddedRuntime } from '../topology/runtime/embedded.js';
 import { ProcessorTask } from '../topology/task.js';
 import { defineTopology } from '../topology/topology.js';
-import { sampleArticle } from '../test/fixtures/records.js';
 import { pairedRates, ratioLine, timed } from './harness.js';
 
 const N = 50_000;
@@ -41,7 +41,11 @@ export async function run(): Promise<string[]> {
       processors: [passThrough],
     });
     const records = Array.from({ length: N }, (_, i) => {
-      const value = JSON.stringify({ ...sampleArticle, id: `pmid:${i}`, abstract: `Abstract number ${i}. `.repeat(20) });
+      const value = JSON.stringify({
+        ...sampleArticle,
+        id: `pmid:${i}`,
+        abstract: `Abstract number ${i}. `.repeat(20),
+      });
       return { topic: 'in', key: `pmid:${i}`, value };
     });
     let dir = '';

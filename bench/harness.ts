@@ -30,6 +30,12 @@ const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.len
 export const fmt = (x: number) => Math.round(x).toLocaleString('en-US');
 
 /** One printed line: the figure, the baseline it is measured against, and their ratio. */
-export function ratioLine(label: string, value: number, baselineLabel: string, baseline: number, unit = 'records/s'): string {
+export function ratioLine(
+  label: string,
+  value: number,
+  baselineLabel: string,
+  baseline: number,
+  unit = 'records/s',
+): string {
   return `${label}: ${fmt(value)} ${unit} vs ${baselineLabel}: ${fmt(baseline)} ${unit} = ${(value / baseline).toFixed(2)}x`;
 }

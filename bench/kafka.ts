@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import rdkafka from 'node-rdkafka';
 import pino from 'pino';
+import { sampleArticle } from '../test/fixtures/records.js';
 import { EngineMetrics } from '../topology/metrics.js';
 import type { Processor } from '../topology/processor.js';
 import { KafkaRuntime } from '../topology/runtime/kafka/index.js';
 import { ProcessorTask } from '../topology/task.js';
 import { defineTopology } from '../topology/topology.js';
-import { sampleArticle } from '../test/fixtures/records.js';
 import { pairedRates, ratioLine, timed } from './harness.js';
 
 const BROKER = process.env.BIOALCHEMY_KAFKA ?? '127.0.0.1:19092';
@@ -43,7 +43,11 @@ async function prepare(runtime: KafkaRuntime) {
   const records = Array.from({ length: N }, (_, i) => ({
     topic: input,
     key: `pmid:${i}`,
-    value: JSON.stringify({ ...sampleArticle, id: `pmid:${i}`, abstract: `Abstract number ${i}. `.repeat(20) }),
+    value: JSON.stringify({
+      ...sampleArticle,
+      id: `pmid:${i}`,
+      abstract: `Abstract number ${i}. `.repeat(20),
+    }),
   }));
   for (let i = 0; i < N; i += 5_000) await runtime.append(records.slice(i, i + 5_000));
   return { topology, input, output };
@@ -96,9 +100,18 @@ async function rawKafkajs(runtime: KafkaRuntime): Promise<number> {
 
 async function rawRdkafka(runtime: KafkaRuntime): Promise<number> {
   const { input, output } = await prepare(runtime);
-  const producer = new rdkafka.Producer({ 'metadata.broker.list': BROKER, 'enable.idempotence': true, 'linger.ms': 5 });
+  const producer = new rdkafka.Producer({
+    'metadata.broker.list': BROKER,
+    'enable.idempotence': true,
+    'linger.ms': 5,
+  });
   const consumer = new rdkafka.KafkaConsumer(
-    { 'group.id': `raw-${input}`, 'metadata.broker.list': BROKER, 'enable.auto.commit': true, 'fetch.wait.max.ms': 50 },
+    {
+      'group.id': `raw-${input}`,
+      'metadata.broker.list': BROKER,
+      'enable.auto.commit': true,
+      'fetch.wait.max.ms': 50,
+    },
     { 'auto.offset.reset': 'earliest' },
   );
   await new Promise((r) => producer.connect({}, r));

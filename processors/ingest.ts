@@ -166,7 +166,12 @@ function globToRegExp(glob: string): RegExp {
 export async function watchFolder(
   task: ProcessorTask,
   dir: string,
-  opts: { intervalMs?: number; signal: AbortSignal; read?: ReadOptions; onFile?: (path: string, counts: IngestCounts) => void },
+  opts: {
+    intervalMs?: number;
+    signal: AbortSignal;
+    read?: ReadOptions;
+    onFile?: (path: string, counts: IngestCounts) => void;
+  },
 ): Promise<void> {
   const lastSeen = new Map<string, string>();
   const events = watch(dir, { recursive: true, signal: opts.signal })[Symbol.asyncIterator]();

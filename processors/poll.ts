@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import { contentHash } from '../schemas/ids.js';
 import type { ProcessorTask } from '../topology/task.js';
-import { type IngestCounts, addCounts, emitItem, noCounts } from './ingest.js';
-import { type PollerConfig, createPoller } from './sources/pollers/config.js';
+import { addCounts, emitItem, type IngestCounts, noCounts } from './ingest.js';
+import { createPoller, type PollerConfig } from './sources/pollers/config.js';
 import type { Poller } from './sources/pollers/types.js';
 
 export interface ConfiguredPoller {
@@ -13,7 +13,10 @@ export interface ConfiguredPoller {
 
 export function configuredPollers(configs: readonly PollerConfig[], log: Logger): ConfiguredPoller[] {
   return configs.map((config) => ({
-    poller: createPoller(config, { log, ...(process.env.NCBI_API_KEY ? { apiKey: process.env.NCBI_API_KEY } : {}) }),
+    poller: createPoller(config, {
+      log,
+      ...(process.env.NCBI_API_KEY ? { apiKey: process.env.NCBI_API_KEY } : {}),
+    }),
     cursorKey: `${config.kind}:${contentHash(JSON.stringify(config))}`,
   }));
 }
@@ -22,7 +25,10 @@ export function configuredPollers(configs: readonly PollerConfig[], log: Logger)
  * One page from a poller in one step: its articles, its dead letters and the cursor after it
  * commit together, so a crash re-fetches exactly the page that was not committed.
  */
-export async function pollOnce(task: ProcessorTask, p: ConfiguredPoller): Promise<{ done: boolean; counts: IngestCounts }> {
+export async function pollOnce(
+  task: ProcessorTask,
+  p: ConfiguredPoller,
+): Promise<{ done: boolean; counts: IngestCounts }> {
   const page = await p.poller.poll(task.readState<string>('cursors', p.cursorKey) ?? null);
   let counts = noCounts();
   await task.stepWith(async (ctx) => {

@@ -24,7 +24,8 @@ export default async function setup(): Promise<() => void> {
   for (const [name, port] of Object.entries(PORTS)) if (!(await listening(port))) absent.push(name);
   if (absent.length) {
     const up = spawnSync('bash', [SERVICES, 'up', ...absent], { stdio: ['ignore', 2, 2] });
-    if (up.status !== 0) throw new Error(`deploy/services.sh up ${absent.join(' ')} failed with status ${up.status}`);
+    if (up.status !== 0)
+      throw new Error(`deploy/services.sh up ${absent.join(' ')} failed with status ${up.status}`);
   }
   return () => {
     if (absent.length) spawnSync('bash', [SERVICES, 'down', ...absent], { stdio: ['ignore', 2, 2] });

@@ -2,7 +2,16 @@ import { createReadStream } from 'node:fs';
 import { createServer } from 'node:http';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { addCounts, expandPaths, ingestFile, ingestProcessor, noCounts, watchFolder } from '../processors/ingest.js';
+import type { Logger } from 'pino';
+import {
+  addCounts,
+  expandPaths,
+  ingestFile,
+  ingestProcessor,
+  noCounts,
+  watchFolder,
+} from '../processors/ingest.js';
+import { configuredPollers, pollAll } from '../processors/poll.js';
 import { type Config, exportJsonSchemas, loadConfig } from '../schemas/index.js';
 import { TopicCodecs } from './codec.js';
 import { createLogger } from './log.js';
@@ -25,6 +34,8 @@ commands:
   schemas export DIR        write one JSON Schema per record
   ingest PATH...            read articles from files, folders or globs (JATS, MEDLINE, JSONL,
                             text, Markdown, PDF, .gz) into "articles"; --watch keeps a folder watched
+  poll [--once]             run the literature pollers of the config ("sources": PubMed, Europe PMC,
+                            bioRxiv) until Ctrl-C, or until caught up with --once
   produce TOPIC [--file F]  validate JSON lines (stdin or F) and append them to TOPIC
   consume TOPIC             print records of TOPIC as JSON lines
 
@@ -35,6 +46,7 @@ options:
   --watch            (ingest) keep watching the folder for new, complete files until Ctrl-C
   --format F         (ingest) jats, medline, jsonl, text, markdown or pdf instead of detecting
   --jsonl-mapping M  (ingest) auto, s2orc or generic
+  --once             (poll) stop once every poller is caught up
   --key FIELD        (produce) take each record's key from this field of the value
   --limit N          (consume) stop after N records
   --follow           (consume) keep waiting for new records
@@ -49,6 +61,7 @@ const OPTIONS = {
   limit: { type: 'string' },
   follow: { type: 'boolean' },
   watch: { type: 'boolean' },
+  once: { type: 'boolean' },
   format: { type: 'string' },
   'jsonl-mapping': { type: 'string' },
   'with-meta': { type: 'boolean' },
@@ -98,6 +111,8 @@ export async function main(argv: string[]): Promise<number> {
       }
       case 'ingest':
         return await ingest(flags, rest);
+      case 'poll':
+        return await poll(flags);
       case 'produce':
         return await produce(flags, rest[0]);
       case 'consume':
@@ -140,12 +155,30 @@ async function run(flags: Flags): Promise<number> {
     log.info({ port }, 'metrics on /metrics');
   }
   try {
-    await runTopology(runtime, pipelineTopology(), {
-      log,
-      metrics,
-      signal: stop.signal,
-      batchSize: (p) => config.processors[p]?.batchSize,
-    });
+    const topology = pipelineTopology();
+    await runtime.ensureTopics(topology.topics);
+    // Pollers feed "articles" through their own ingest task, next to the processors.
+    const polling = config.sources.length
+      ? new ProcessorTask(runtime, topology, ingestProcessor, {
+          log: log.child({ processor: 'ingest' }),
+          metrics,
+        })
+          .open()
+          .then(async (task) => {
+            await pollAll(task, configuredPollers(config.sources, log), { signal: stop.signal, log }).finally(
+              () => task.close(),
+            );
+          })
+      : Promise.resolve();
+    await Promise.all([
+      runTopology(runtime, topology, {
+        log,
+        metrics,
+        signal: stop.signal,
+        batchSize: (p) => config.processors[p]?.batchSize,
+      }),
+      polling,
+    ]);
   } finally {
     server?.close();
     await runtime.close();
@@ -157,23 +190,25 @@ async function run(flags: Flags): Promise<number> {
 const FORMATS = ['jats', 'medline', 'jsonl', 'text', 'markdown', 'pdf'] as const;
 const JSONL_MAPPINGS = ['auto', 's2orc', 'generic'] as const;
 
-function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], name: string): T | undefined {
+function oneOf<T extends string>(
+  value: string | undefined,
+  allowed: readonly T[],
+  name: string,
+): T | undefined {
   if (value === undefined) return undefined;
-  if (!allowed.includes(value as T)) throw new UsageError(`--${name} must be one of ${allowed.join(', ')}, got "${value}"`);
+  if (!allowed.includes(value as T))
+    throw new UsageError(`--${name} must be one of ${allowed.join(', ')}, got "${value}"`);
   return value as T;
 }
 
-async function ingest(flags: Flags, paths: string[]): Promise<number> {
-  if (paths.length === 0) throw new UsageError('expected "ingest PATH..." (files, folders or globs)');
-  const format = oneOf(flags.format, FORMATS, 'format');
-  const jsonl = oneOf(flags['jsonl-mapping'], JSONL_MAPPINGS, 'jsonl-mapping');
-  const read = { ...(format ? { format } : {}), ...(jsonl ? { jsonl } : {}) };
+/** Runs body with an open ingest task on the configured runtime, closing both after. */
+async function withIngestTask<T>(
+  flags: Flags,
+  body: (task: ProcessorTask, log: Logger) => Promise<T>,
+): Promise<T> {
   const log = createLogger();
   const topology = pipelineTopology();
   const runtime = await openRuntime(configOf(flags).log);
-  const stop = new AbortController();
-  process.once('SIGINT', () => stop.abort());
-  const totals = noCounts();
   try {
     await runtime.ensureTopics(topology.topics);
     const task = await new ProcessorTask(runtime, topology, ingestProcessor, {
@@ -181,41 +216,74 @@ async function ingest(flags: Flags, paths: string[]): Promise<number> {
       metrics: new EngineMetrics(),
     }).open();
     try {
-      if (flags.watch) {
-        if (paths.length !== 1) throw new UsageError('--watch takes one folder');
-        log.info({ folder: paths[0] }, 'watching');
-        await watchFolder(task, paths[0]!, {
-          signal: stop.signal,
-          read,
-          onFile: (path, counts) => {
-            addCounts(totals, counts);
-            log.info({ path, ...counts }, 'ingested');
-          },
-        });
-      } else {
-        const files = await expandPaths(paths);
-        const progress = new Progress('ingest', files.length, 'files');
-        let unchanged = 0;
-        for (const file of files) {
-          if (stop.signal.aborted) break;
-          const { status, counts } = await ingestFile(task, file, { read, onItems: (n) => progress.items(n) });
-          if (status === 'unchanged') unchanged++;
-          addCounts(totals, counts);
-          progress.tick();
-        }
-        progress.done();
-        process.stderr.write(
-          `ingested ${files.length - unchanged} file(s) (${unchanged} unchanged since last time): ` +
-            `${totals.articles} new article(s), ${totals.updated} updated by another source, ` +
-            `${totals.duplicates} duplicate(s), ${totals.deadLetters} dead letter(s)\n`,
-        );
-      }
+      return await body(task, log);
     } finally {
       await task.close();
     }
   } finally {
     await runtime.close();
   }
+}
+
+function stopOnSigint(): AbortSignal {
+  const stop = new AbortController();
+  process.once('SIGINT', () => stop.abort());
+  process.once('SIGTERM', () => stop.abort());
+  return stop.signal;
+}
+
+async function poll(flags: Flags): Promise<number> {
+  const config = configOf(flags);
+  if (config.sources.length === 0)
+    throw new UsageError('no pollers: add "sources" to the config file (see schemas/config.ts)');
+  const signal = stopOnSigint();
+  const totals = await withIngestTask(flags, (task, log) =>
+    pollAll(task, configuredPollers(config.sources, log), { signal, log, once: flags.once ?? false }),
+  );
+  process.stderr.write(
+    `polled: ${totals.articles} new article(s), ${totals.updated} updated, ${totals.duplicates} duplicate(s), ${totals.deadLetters} dead letter(s)\n`,
+  );
+  return 0;
+}
+
+async function ingest(flags: Flags, paths: string[]): Promise<number> {
+  if (paths.length === 0) throw new UsageError('expected "ingest PATH..." (files, folders or globs)');
+  const format = oneOf(flags.format, FORMATS, 'format');
+  const jsonl = oneOf(flags['jsonl-mapping'], JSONL_MAPPINGS, 'jsonl-mapping');
+  const read = { ...(format ? { format } : {}), ...(jsonl ? { jsonl } : {}) };
+  if (flags.watch && paths.length !== 1) throw new UsageError('--watch takes one folder');
+  const signal = stopOnSigint();
+  const totals = noCounts();
+  await withIngestTask(flags, async (task, log) => {
+    if (flags.watch) {
+      log.info({ folder: paths[0] }, 'watching');
+      await watchFolder(task, paths[0]!, {
+        signal,
+        read,
+        onFile: (path, counts) => {
+          addCounts(totals, counts);
+          log.info({ path, ...counts }, 'ingested');
+        },
+      });
+      return;
+    }
+    const files = await expandPaths(paths);
+    const progress = new Progress('ingest', files.length, 'files');
+    let unchanged = 0;
+    for (const file of files) {
+      if (signal.aborted) break;
+      const { status, counts } = await ingestFile(task, file, { read, onItems: (n) => progress.items(n) });
+      if (status === 'unchanged') unchanged++;
+      addCounts(totals, counts);
+      progress.tick();
+    }
+    progress.done();
+    process.stderr.write(
+      `ingested ${files.length - unchanged} file(s) (${unchanged} unchanged since last time): ` +
+        `${totals.articles} new article(s), ${totals.updated} updated by another source, ` +
+        `${totals.duplicates} duplicate(s), ${totals.deadLetters} dead letter(s)\n`,
+    );
+  });
   return 0;
 }
 

@@ -44,6 +44,8 @@ export class Progress {
   private maybeLine(): void {
     if (this.bar || Date.now() - this.lastLine < 2000) return;
     this.lastLine = Date.now();
-    process.stderr.write(`${this.label}: ${this.done_}/${this.total} ${this.unit}, ${this.itemCount} records\n`);
+    process.stderr.write(
+      `${this.label}: ${this.done_}/${this.total} ${this.unit}, ${this.itemCount} records\n`,
+    );
   }
 }

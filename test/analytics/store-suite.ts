@@ -20,7 +20,8 @@ import { NASTY, qa } from './rows.js';
  * A test that applies to one kind of backend only is not registered on the other (rather than
  * shown as skipped): each backend runs exactly the tests that can pass or fail on it.
  */
-export const onlyWhen = (applies: boolean) => (applies ? it : (_name: string, _fn: () => Promise<void>) => undefined);
+export const onlyWhen = (applies: boolean) =>
+  applies ? it : (_name: string, _fn: () => Promise<void>) => undefined;
 
 /** A place no other test uses: its URL, and how to remove it afterwards. */
 export interface FreshTarget {

@@ -3,7 +3,6 @@ import { KafkaRuntime } from '../../topology/runtime/kafka/index.js';
 import { KAFKA } from '../services/env.js';
 import { runtimeConformance } from './suite.js';
 
-
 for (const client of ['kafkajs', 'rdkafka'] as const) {
   const url = `kafka://${KAFKA}?client=${client}`;
   runtimeConformance(`kafka (${client})`, {

@@ -93,7 +93,9 @@ describe('ingest', () => {
     await writePubmedFile(big, total);
     const seenAtKill: number[] = [];
     for (let kill = 0; kill < 3; kill++) {
-      const child = spawn(process.execPath, [BIN, 'ingest', big, '--data', data], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(process.execPath, [BIN, 'ingest', big, '--data', data], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       children.push(child);
       const exited = new Promise((resolve) => child.on('exit', resolve));
       // Kill once the first chunks are committed: the log starts holding articles.

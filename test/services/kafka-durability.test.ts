@@ -6,9 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { EngineMetrics } from '../../topology/metrics.js';
 import { KafkaRuntime } from '../../topology/runtime/kafka/index.js';
 import { ProcessorTask } from '../../topology/task.js';
-import { KAFKA } from './env.js';
 import { conformanceTopology, doubler } from '../conformance/processors.js';
 import { readAll } from '../conformance/suite.js';
+import { KAFKA } from './env.js';
 
 const script = (name: string) => fileURLToPath(new URL(`../../deploy/kafka/${name}`, import.meta.url));
 
@@ -29,7 +29,11 @@ describe('kafka runtime across a broker restart', () => {
     let runtime = await KafkaRuntime.open(url);
     await runtime.ensureTopics(topology.topics);
     await runtime.append(
-      Array.from({ length: total }, (_, n) => ({ topic: `${prefix}.in`, key: String(n), value: JSON.stringify({ n }) })),
+      Array.from({ length: total }, (_, n) => ({
+        topic: `${prefix}.in`,
+        key: String(n),
+        value: JSON.stringify({ n }),
+      })),
     );
     await runtime.close();
 

@@ -30,12 +30,16 @@ describe('Schema Registry (Confluent-compatible, real server)', () => {
       ],
       processors: [],
     });
-    const runtime = await KafkaRuntime.open(`kafka://${KAFKA}?registry=${encodeURIComponent(SCHEMA_REGISTRY)}`);
+    const runtime = await KafkaRuntime.open(
+      `kafka://${KAFKA}?registry=${encodeURIComponent(SCHEMA_REGISTRY)}`,
+    );
     try {
       await runtime.ensureTopics(topology.topics);
       const subjects = (await (await fetch(`${SCHEMA_REGISTRY}/subjects`)).json()) as string[];
       expect(subjects).toContain(`${topic}-value`);
-      const latest = (await (await fetch(`${SCHEMA_REGISTRY}/subjects/${topic}-value/versions/latest`)).json()) as {
+      const latest = (await (
+        await fetch(`${SCHEMA_REGISTRY}/subjects/${topic}-value/versions/latest`)
+      ).json()) as {
         id: number;
         schemaType: string;
         schema: string;

@@ -11,11 +11,13 @@ export interface KafkaUrl {
 
 export function parseKafkaUrl(url: string): KafkaUrl {
   const m = /^kafka:\/\/([^/?]+)\/?(?:\?(.*))?$/.exec(url);
-  if (!m) throw new Error(`log URL "${url}": expected kafka://host:port[,host:port][?client=kafkajs|rdkafka]`);
+  if (!m)
+    throw new Error(`log URL "${url}": expected kafka://host:port[,host:port][?client=kafkajs|rdkafka]`);
   const params = new URLSearchParams(m[2] ?? '');
   const client = KafkaClientName.safeParse(params.get('client') ?? 'kafkajs');
   if (!client.success) throw new Error(`log URL "${url}": client must be kafkajs or rdkafka`);
   const brokers = m[1]!.split(',');
-  for (const b of brokers) if (!/^[^:]+:\d+$/.test(b)) throw new Error(`log URL "${url}": broker "${b}" is not host:port`);
+  for (const b of brokers)
+    if (!/^[^:]+:\d+$/.test(b)) throw new Error(`log URL "${url}": broker "${b}" is not host:port`);
   return { brokers, client: client.data, registry: params.get('registry') };
 }

@@ -8,7 +8,7 @@ import { KafkajsTask } from './kafkajs-task.js';
 import { RdkafkaTask } from './rdkafka-task.js';
 import { PartitionReader } from './reader.js';
 import { ChangelogState } from './state.js';
-import { RegistryWire, type ValueWire, plainJson } from './wire.js';
+import { plainJson, RegistryWire, type ValueWire } from './wire.js';
 
 const { Kafka, logLevel, ConfigResourceTypes } = kafkajs;
 
@@ -32,7 +32,12 @@ export class KafkaRuntime implements Runtime {
     readonly wire: ValueWire,
   ) {
     this.name = `kafka/${url.client}`;
-    this.kafka = new Kafka({ clientId: 'bioalchemy', brokers: url.brokers, logLevel: logLevel.NOTHING, retry: { retries: 10 } });
+    this.kafka = new Kafka({
+      clientId: 'bioalchemy',
+      brokers: url.brokers,
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 10 },
+    });
     this.admin = this.kafka.admin();
     this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   }
@@ -67,11 +72,16 @@ export class KafkaRuntime implements Runtime {
       const meta = await this.admin.fetchTopicMetadata({ topics: present.map((t) => t.name) });
       const configs = await this.admin.describeConfigs({
         includeSynonyms: false,
-        resources: present.map((t) => ({ type: ConfigResourceTypes.TOPIC, name: t.name, configNames: ['cleanup.policy'] })),
+        resources: present.map((t) => ({
+          type: ConfigResourceTypes.TOPIC,
+          name: t.name,
+          configNames: ['cleanup.policy'],
+        })),
       });
       for (const t of present) {
         const partitions = meta.topics.find((m) => m.name === t.name)?.partitions.length ?? 0;
-        const policy = configs.resources.find((r) => r.resourceName === t.name)?.configEntries[0]?.configValue;
+        const policy = configs.resources.find((r) => r.resourceName === t.name)?.configEntries[0]
+          ?.configValue;
         if (partitions !== t.partitions || (policy === 'compact') !== t.compacted) {
           throw new Error(
             `topic "${t.name}" exists with ${partitions} partitions, cleanup.policy=${policy}; ` +
@@ -107,7 +117,11 @@ export class KafkaRuntime implements Runtime {
     const byTopic = new Map<string, kafkajs.Message[]>();
     for (const r of records) {
       const messages = byTopic.get(r.topic) ?? [];
-      messages.push({ key: r.key, value: await this.wire.encode(r.topic, r.value), partition: await this.partitionFor(r) });
+      messages.push({
+        key: r.key,
+        value: await this.wire.encode(r.topic, r.value),
+        partition: await this.partitionFor(r),
+      });
       byTopic.set(r.topic, messages);
     }
     return byTopic;
@@ -115,7 +129,10 @@ export class KafkaRuntime implements Runtime {
 
   async append(records: readonly OutgoingRecord[]): Promise<void> {
     const byTopic = await this.toMessages(records);
-    await this.producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+    await this.producer.sendBatch({
+      acks: -1,
+      topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+    });
   }
 
   async read(topic: string, partition: number, fromOffset: number, max: number): Promise<LogRecord[]> {
@@ -132,7 +149,8 @@ export class KafkaRuntime implements Runtime {
   async committedOffsets(group: string, topics: readonly string[]): Promise<Map<string, number>> {
     const result = new Map<string, number>();
     for (const entry of await this.admin.fetchOffsets({ groupId: group, topics: [...topics] })) {
-      for (const p of entry.partitions) result.set(`${entry.topic}\u0000${p.partition}`, Math.max(0, Number(p.offset)));
+      for (const p of entry.partitions)
+        result.set(`${entry.topic}\u0000${p.partition}`, Math.max(0, Number(p.offset)));
     }
     return result;
   }
@@ -142,7 +160,9 @@ export class KafkaRuntime implements Runtime {
     const state = new ChangelogState(this, spec.group, spec.stores);
     await state.ensureTopics();
     const task =
-      this.url.client === 'kafkajs' ? await KafkajsTask.open(this, spec, state) : await RdkafkaTask.open(this, spec, state);
+      this.url.client === 'kafkajs'
+        ? await KafkajsTask.open(this, spec, state)
+        : await RdkafkaTask.open(this, spec, state);
     this.tasks.add(task);
     return task;
   }

@@ -1,5 +1,5 @@
 import type kafkajs from 'kafkajs';
-import { type LogRecord, type OutgoingRecord, type StateChange, partitionKey } from '../../records.js';
+import { type LogRecord, type OutgoingRecord, partitionKey, type StateChange } from '../../records.js';
 import { FencedError, type LogTask, type LogTransaction, type TaskSpec } from '../types.js';
 import type { KafkaRuntime } from './index.js';
 import type { ChangelogState } from './state.js';
@@ -75,7 +75,13 @@ export class KafkajsTask implements LogTask {
     return task;
   }
 
-  private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: kafkajs.EachBatchPayload): Promise<void> {
+  private async onBatch({
+    batch,
+    resolveOffset,
+    heartbeat,
+    isRunning,
+    isStale,
+  }: kafkajs.EachBatchPayload): Promise<void> {
     const { topic, partition } = batch;
     const k = partitionKey(topic, partition);
     const from = this.committed.get(k) ?? 0;
@@ -106,7 +112,13 @@ export class KafkajsTask implements LogTask {
         if (i >= 0) this.open.splice(i, 1);
         release();
       };
-      const entry: OpenBatch = { topic, partition, lastOffset: Number(messages[messages.length - 1]!.offset), resolveOffset, release: done };
+      const entry: OpenBatch = {
+        topic,
+        partition,
+        lastOffset: Number(messages[messages.length - 1]!.offset),
+        resolveOffset,
+        release: done,
+      };
       this.open.push(entry);
     });
   }
@@ -144,7 +156,10 @@ export class KafkajsTask implements LogTask {
       commit: async () => {
         try {
           const byTopic = await this.runtime.toMessages(outgoing);
-          if (byTopic.size) await tx.sendBatch({ topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+          if (byTopic.size)
+            await tx.sendBatch({
+              topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+            });
           if (offsets.length) {
             await tx.sendOffsets({
               consumerGroupId: this.spec.group,
@@ -155,7 +170,8 @@ export class KafkajsTask implements LogTask {
         } catch (e) {
           throw isFenced(e) ? new FencedError(String((e as Error).message)) : e;
         }
-        for (const { topic, partition, offset } of offsets) this.committed.set(partitionKey(topic, partition), offset);
+        for (const { topic, partition, offset } of offsets)
+          this.committed.set(partitionKey(topic, partition), offset);
         this.releaseCommitted();
       },
       abort: async () => {
@@ -183,7 +199,11 @@ export class KafkajsTask implements LogTask {
     const partitions = new Set(this.open.map((b) => partitionKey(b.topic, b.partition)));
     for (const b of [...this.open]) {
       if (partitions.delete(partitionKey(b.topic, b.partition))) {
-        this.consumer.seek({ topic: b.topic, partition: b.partition, offset: String(this.committed.get(partitionKey(b.topic, b.partition)) ?? 0) });
+        this.consumer.seek({
+          topic: b.topic,
+          partition: b.partition,
+          offset: String(this.committed.get(partitionKey(b.topic, b.partition)) ?? 0),
+        });
       }
       b.release();
     }
@@ -199,7 +219,11 @@ export class KafkajsTask implements LogTask {
 
 function groupByTopic(offsets: readonly { topic: string; partition: number; offset: number }[]) {
   const topics = new Map<string, { partition: number; offset: string }[]>();
-  for (const o of offsets) topics.set(o.topic, [...(topics.get(o.topic) ?? []), { partition: o.partition, offset: String(o.offset) }]);
+  for (const o of offsets)
+    topics.set(o.topic, [
+      ...(topics.get(o.topic) ?? []),
+      { partition: o.partition, offset: String(o.offset) },
+    ]);
   return [...topics].map(([topic, partitions]) => ({ topic, partitions }));
 }
 

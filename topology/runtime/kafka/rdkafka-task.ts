@@ -1,10 +1,12 @@
 import rdkafka from 'node-rdkafka';
-import { type LogRecord, type OutgoingRecord, type StateChange, partitionKey } from '../../records.js';
+import { type LogRecord, type OutgoingRecord, partitionKey, type StateChange } from '../../records.js';
 import { FencedError, type LogTask, type LogTransaction, type TaskSpec } from '../types.js';
 import type { KafkaRuntime } from './index.js';
 import type { ChangelogState } from './state.js';
 
-const call = <T = void>(fn: (cb: (err: rdkafka.LibrdKafkaError | null | undefined, value?: T) => void) => void): Promise<T> =>
+const call = <T = void>(
+  fn: (cb: (err: rdkafka.LibrdKafkaError | null | undefined, value?: T) => void) => void,
+): Promise<T> =>
   new Promise((resolve, reject) => fn((err, value) => (err ? reject(err) : resolve(value as T))));
 
 /**
@@ -56,7 +58,7 @@ export class RdkafkaTask implements LogTask {
     // librdkafka reports broker outages as error events and recovers by itself; only fatal ones end the task.
     for (const client of [producer, consumer] as rdkafka.Client<string>[]) {
       client.on('event.error', (err: rdkafka.LibrdKafkaError) => {
-        if (err.isFatal) task.fatal = err;
+        if (err.isFatal) task.fatal = new Error(`librdkafka: ${err.message}`);
       });
     }
     for (const [k, v] of await runtime.committedOffsets(spec.group, spec.topics)) task.committed.set(k, v);
@@ -102,7 +104,12 @@ export class RdkafkaTask implements LogTask {
         try {
           for (const r of outgoing) {
             const partition = await this.runtime.partitionFor(r);
-            this.producer.produce(r.topic, partition, await this.runtime.wire.encode(r.topic, r.value), r.key ?? undefined);
+            this.producer.produce(
+              r.topic,
+              partition,
+              await this.runtime.wire.encode(r.topic, r.value),
+              r.key ?? undefined,
+            );
           }
           if (offsets.length) {
             await call((cb) => this.producer.sendOffsetsToTransaction(offsets, this.consumer, 30_000, cb));
@@ -111,7 +118,8 @@ export class RdkafkaTask implements LogTask {
         } catch (e) {
           throw isFenced(e) ? new FencedError(String((e as Error).message)) : e;
         }
-        for (const { topic, partition, offset } of offsets) this.committed.set(partitionKey(topic, partition), offset);
+        for (const { topic, partition, offset } of offsets)
+          this.committed.set(partitionKey(topic, partition), offset);
       },
       abort: async () => {
         await call((cb) => this.producer.abortTransaction(30_000, cb)).catch(() => {});

@@ -12,7 +12,10 @@ export class PartitionReader {
   private readonly consumer: rdkafka.KafkaConsumer;
   private eof = false;
 
-  private constructor(brokers: string[], private readonly wire: ValueWire) {
+  private constructor(
+    brokers: string[],
+    private readonly wire: ValueWire,
+  ) {
     this.consumer = new rdkafka.KafkaConsumer(
       {
         'group.id': `bioalchemy-reader-${randomUUID()}`,
@@ -32,7 +35,9 @@ export class PartitionReader {
 
   static async open(brokers: string[], wire: ValueWire): Promise<PartitionReader> {
     const reader = new PartitionReader(brokers, wire);
-    await new Promise<void>((resolve, reject) => reader.consumer.connect({}, (err) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      reader.consumer.connect({}, (err) => (err ? reject(err) : resolve())),
+    );
     return reader;
   }
 
@@ -43,7 +48,8 @@ export class PartitionReader {
     const deadline = Date.now() + 30_000;
     try {
       while (out.length < max && !this.eof) {
-        if (Date.now() > deadline) throw new Error(`reading ${topic}/${partition} from ${fromOffset}: no end within 30 s`);
+        if (Date.now() > deadline)
+          throw new Error(`reading ${topic}/${partition} from ${fromOffset}: no end within 30 s`);
         const messages = await new Promise<rdkafka.Message[]>((resolve, reject) =>
           this.consumer.consume(max - out.length, (err, m) => (err ? reject(err) : resolve(m))),
         );

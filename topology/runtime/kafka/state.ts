@@ -61,7 +61,12 @@ export class ChangelogState {
 
   /** The changelog records for a step's changes: the value is the stored JSON text, or null to delete. */
   changelogRecords(changes: readonly StateChange[]) {
-    return changes.map((c) => ({ topic: this.changelogTopic(c.store), key: c.key, value: JSON.stringify(c.value), partition: 0 }));
+    return changes.map((c) => ({
+      topic: this.changelogTopic(c.store),
+      key: c.key,
+      value: JSON.stringify(c.value),
+      partition: 0,
+    }));
   }
 
   apply(changes: readonly StateChange[]): void {

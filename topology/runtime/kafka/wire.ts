@@ -1,5 +1,10 @@
-import { JsonDeserializer, JsonSerializer, SchemaRegistryClient, SerdeType } from '@confluentinc/schemaregistry';
-import { RECORD_SCHEMAS, jsonSchemaOf } from '../../../schemas/index.js';
+import {
+  JsonDeserializer,
+  JsonSerializer,
+  SchemaRegistryClient,
+  SerdeType,
+} from '@confluentinc/schemaregistry';
+import { jsonSchemaOf, RECORD_SCHEMAS } from '../../../schemas/index.js';
 import type { TopicSpec } from '../../topology.js';
 
 /**
