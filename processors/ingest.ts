@@ -152,7 +152,7 @@ function globToRegExp(glob: string): RegExp {
     else if (c === '[') {
       const end = glob.indexOf(']', i);
       re += end > i ? glob.slice(i, end + 1) : '\\[';
-      i = end > i ? end : i;
+      i = Math.max(end, i);
     } else re += c.replace(/[.+^${}()|\\]/g, '\\$&');
   }
   return new RegExp(`^${re}$`);

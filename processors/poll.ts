@@ -67,7 +67,14 @@ export async function pollAll(
     if (opts.once) break;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, opts.idleMs ?? 15 * 60_000);
-      opts.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+      opts.signal.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        { once: true },
+      );
     });
   }
   return totals;

@@ -20,7 +20,7 @@ export class RdkafkaTask implements LogTask {
 
   private constructor(
     private readonly runtime: KafkaRuntime,
-    private readonly spec: TaskSpec,
+    spec: TaskSpec,
     private readonly state: ChangelogState,
     private readonly consumer: rdkafka.KafkaConsumer,
     private readonly producer: rdkafka.Producer,
