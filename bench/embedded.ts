@@ -60,9 +60,10 @@ export async function run(): Promise<string[]> {
 
     const raw = async () => {
       await fresh();
-      return timed(async () => {
+      const ms = await timed(async () => {
         for (let i = 0; i < N; i += BATCH) await runtime!.append(records.slice(i, i + BATCH));
       });
+      return { ms, records: N };
     };
     const processed = async () => {
       await fresh();
@@ -75,9 +76,9 @@ export async function run(): Promise<string[]> {
         for (let done = 0; done < N; ) done += await task.step(0);
       });
       await task.close();
-      return ms;
+      return { ms, records: N };
     };
-    const rates = await pairedRates(N, processed, raw);
+    const rates = await pairedRates(processed, raw);
     await runtime?.close();
     rmSync(dir, { recursive: true, force: true });
     lines.push(

@@ -5,22 +5,28 @@ export async function timed(fn: () => Promise<void>): Promise<number> {
   return performance.now() - started;
 }
 
+/** One measured run: how many records it moved in how many milliseconds. */
+export interface Run {
+  ms: number;
+  records: number;
+}
+
 /**
  * Median records/s of a figure and of its baseline, their runs interleaved (a, b, a, b, ...) so
- * that drift in the machine's speed hits both alike. Each run sets up what it needs and returns
- * only the milliseconds of the part being measured.
+ * that drift in the machine's speed hits both alike. Each run sets up what it needs and reports
+ * only the part being measured.
  */
 export async function pairedRates(
-  n: number,
-  figure: () => Promise<number>,
-  baseline: () => Promise<number>,
+  figure: () => Promise<Run>,
+  baseline: () => Promise<Run>,
   repeats = 5,
 ): Promise<{ figure: number; baseline: number }> {
   const a: number[] = [];
   const b: number[] = [];
+  const rate = (r: Run) => r.records / (r.ms / 1000);
   for (let i = 0; i < repeats; i++) {
-    a.push(n / ((await figure()) / 1000));
-    b.push(n / ((await baseline()) / 1000));
+    a.push(rate(await figure()));
+    b.push(rate(await baseline()));
   }
   return { figure: median(a), baseline: median(b) };
 }

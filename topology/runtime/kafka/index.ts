@@ -112,27 +112,37 @@ export class KafkaRuntime implements Runtime {
     return record.key === null ? this.nullKeyCounter++ % n : partitionForKey(record.key, n);
   }
 
-  /** Groups records by topic as kafkajs messages, encoded for the wire. */
-  async toMessages(records: readonly OutgoingRecord[]): Promise<Map<string, kafkajs.Message[]>> {
-    const byTopic = new Map<string, kafkajs.Message[]>();
-    for (const r of records) {
-      const messages = byTopic.get(r.topic) ?? [];
-      messages.push({
-        key: r.key,
-        value: await this.wire.encode(r.topic, r.value),
-        partition: await this.partitionFor(r),
-      });
-      byTopic.set(r.topic, messages);
-    }
-    return byTopic;
+  async append(records: readonly OutgoingRecord[]): Promise<void> {
+    for (const chunk of await this.sendChunks(records))
+      await this.producer.sendBatch({ acks: -1, topicMessages: chunk });
   }
 
-  async append(records: readonly OutgoingRecord[]): Promise<void> {
-    const byTopic = await this.toMessages(records);
-    await this.producer.sendBatch({
-      acks: -1,
-      topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-    });
+  /**
+   * Records as kafkajs topic messages, cut into requests that keep each partition's share under
+   * the broker's default 1 MB record-batch limit (kafkajs sends one batch per partition a request).
+   */
+  async sendChunks(records: readonly OutgoingRecord[]): Promise<kafkajs.TopicMessages[][]> {
+    const LIMIT = 768 * 1024;
+    const chunks: kafkajs.TopicMessages[][] = [];
+    let current = new Map<string, kafkajs.Message[]>();
+    let bytes = new Map<string, number>();
+    const flush = () => {
+      if (current.size) chunks.push([...current].map(([topic, messages]) => ({ topic, messages })));
+      current = new Map();
+      bytes = new Map();
+    };
+    for (const r of records) {
+      const partition = await this.partitionFor(r);
+      const value = await this.wire.encode(r.topic, r.value);
+      const slot = `${r.topic}\u0000${partition}`;
+      if ((bytes.get(slot) ?? 0) + value.length > LIMIT) flush();
+      bytes.set(slot, (bytes.get(slot) ?? 0) + value.length);
+      const messages = current.get(r.topic) ?? [];
+      messages.push({ key: r.key, value, partition });
+      current.set(r.topic, messages);
+    }
+    flush();
+    return chunks;
   }
 
   async read(topic: string, partition: number, fromOffset: number, max: number): Promise<LogRecord[]> {

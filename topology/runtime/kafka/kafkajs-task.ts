@@ -41,6 +41,9 @@ export class KafkajsTask implements LogTask {
       idempotent: true,
       maxInFlightRequests: 1,
       transactionTimeout: 10_000,
+      // Right after a commit the coordinator answers CONCURRENT_TRANSACTIONS until its markers are
+      // written (milliseconds): kafkajs's default 300 ms first retry would cost that on every step.
+      retry: { initialRetryTime: 10, maxRetryTime: 1_000, retries: 30 },
     });
     await producer.connect();
     await state.restore();
@@ -155,11 +158,8 @@ export class KafkajsTask implements LogTask {
       },
       commit: async () => {
         try {
-          const byTopic = await this.runtime.toMessages(outgoing);
-          if (byTopic.size)
-            await tx.sendBatch({
-              topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-            });
+          for (const chunk of await this.runtime.sendChunks(outgoing))
+            await tx.sendBatch({ topicMessages: chunk });
           if (offsets.length) {
             await tx.sendOffsets({
               consumerGroupId: this.spec.group,
