@@ -1,7 +1,8 @@
 import type kafkajs from 'kafkajs';
-import { type LogRecord, type OutgoingRecord, partitionKey, type StateChange } from '../../records.js';
-import { FencedError, type LogTask, type LogTransaction, type TaskSpec } from '../types.js';
+import { type LogRecord, partitionKey, type StateChange } from '../../records.js';
+import type { LogTask, LogTransaction, TaskSpec } from '../types.js';
 import type { KafkaRuntime } from './index.js';
+import { type Offset, rethrowFenced, stagedTransaction } from './staged.js';
 import type { ChangelogState } from './state.js';
 
 /** A fetched batch of one partition, held open (so kafkajs fetches no further) until committed. */
@@ -147,29 +148,16 @@ export class KafkajsTask implements LogTask {
   }
 
   async begin(): Promise<LogTransaction> {
-    const tx = await this.producer.transaction();
-    const outgoing: OutgoingRecord[] = [];
-    let offsets: { topic: string; partition: number; offset: number }[] = [];
-    return {
-      writeChangelogs: async (changes) => void outgoing.push(...this.state.changelogRecords(changes)),
-      produce: async (records) => void outgoing.push(...records),
-      commitOffsets: async (o) => {
-        offsets = [...o.values()];
+    const tx = await this.producer.transaction().catch(rethrowFenced);
+    return stagedTransaction(this.state, {
+      send: async (outgoing, offsets) => {
+        for (const chunk of await this.runtime.sendChunks(outgoing))
+          await tx.sendBatch({ topicMessages: chunk });
+        if (offsets.length)
+          await tx.sendOffsets({ consumerGroupId: this.spec.group, topics: groupByTopic(offsets) });
+        await tx.commit();
       },
-      commit: async () => {
-        try {
-          for (const chunk of await this.runtime.sendChunks(outgoing))
-            await tx.sendBatch({ topicMessages: chunk });
-          if (offsets.length) {
-            await tx.sendOffsets({
-              consumerGroupId: this.spec.group,
-              topics: groupByTopic(offsets),
-            });
-          }
-          await tx.commit();
-        } catch (e) {
-          throw isFenced(e) ? new FencedError(String((e as Error).message)) : e;
-        }
+      committed: (offsets) => {
         for (const { topic, partition, offset } of offsets)
           this.committed.set(partitionKey(topic, partition), offset);
         this.releaseCommitted();
@@ -177,7 +165,7 @@ export class KafkajsTask implements LogTask {
       abort: async () => {
         if (tx.isActive()) await tx.abort();
       },
-    };
+    });
   }
 
   /** Lets kafkajs move on from batches whose every record is now committed. */
@@ -217,7 +205,7 @@ export class KafkajsTask implements LogTask {
   }
 }
 
-function groupByTopic(offsets: readonly { topic: string; partition: number; offset: number }[]) {
+function groupByTopic(offsets: readonly Offset[]) {
   const topics = new Map<string, { partition: number; offset: string }[]>();
   for (const o of offsets)
     topics.set(o.topic, [
@@ -225,9 +213,4 @@ function groupByTopic(offsets: readonly { topic: string; partition: number; offs
       { partition: o.partition, offset: String(o.offset) },
     ]);
   return [...topics].map(([topic, partitions]) => ({ topic, partitions }));
-}
-
-function isFenced(e: unknown): boolean {
-  const text = `${(e as Error)?.name} ${(e as { type?: string })?.type} ${(e as Error)?.message}`;
-  return /INVALID_PRODUCER_EPOCH|PRODUCER_FENCED|fenced/i.test(text);
 }

@@ -1,7 +1,8 @@
 import rdkafka from 'node-rdkafka';
-import { type LogRecord, type OutgoingRecord, partitionKey, type StateChange } from '../../records.js';
-import { FencedError, type LogTask, type LogTransaction, type TaskSpec } from '../types.js';
+import { type LogRecord, partitionKey, type StateChange } from '../../records.js';
+import type { LogTask, LogTransaction, TaskSpec } from '../types.js';
 import type { KafkaRuntime } from './index.js';
+import { rethrowFenced, stagedTransaction } from './staged.js';
 import type { ChangelogState } from './state.js';
 
 const call = <T = void>(
@@ -20,7 +21,6 @@ export class RdkafkaTask implements LogTask {
 
   private constructor(
     private readonly runtime: KafkaRuntime,
-    spec: TaskSpec,
     private readonly state: ChangelogState,
     private readonly consumer: rdkafka.KafkaConsumer,
     private readonly producer: rdkafka.Producer,
@@ -54,7 +54,7 @@ export class RdkafkaTask implements LogTask {
       { 'auto.offset.reset': 'earliest' },
     );
     await call((cb) => consumer.connect({}, (err) => cb(err)));
-    const task = new RdkafkaTask(runtime, spec, state, consumer, producer);
+    const task = new RdkafkaTask(runtime, state, consumer, producer);
     // librdkafka reports broker outages as error events and recovers by itself; only fatal ones end the task.
     for (const client of [producer, consumer] as rdkafka.Client<string>[]) {
       client.on('event.error', (err: rdkafka.LibrdKafkaError) => {
@@ -89,42 +89,26 @@ export class RdkafkaTask implements LogTask {
   }
 
   async begin(): Promise<LogTransaction> {
-    await call((cb) => this.producer.beginTransaction(cb)).catch((e) => {
-      throw isFenced(e) ? new FencedError(String((e as Error).message)) : e;
-    });
-    const outgoing: OutgoingRecord[] = [];
-    let offsets: { topic: string; partition: number; offset: number }[] = [];
-    return {
-      writeChangelogs: async (changes) => void outgoing.push(...this.state.changelogRecords(changes)),
-      produce: async (records) => void outgoing.push(...records),
-      commitOffsets: async (o) => {
-        offsets = [...o.values()];
-      },
-      commit: async () => {
-        try {
-          for (const r of outgoing) {
-            const partition = await this.runtime.partitionFor(r);
-            this.producer.produce(
-              r.topic,
-              partition,
-              await this.runtime.wire.encode(r.topic, r.value),
-              r.key ?? undefined,
-            );
-          }
-          if (offsets.length) {
-            await call((cb) => this.producer.sendOffsetsToTransaction(offsets, this.consumer, 30_000, cb));
-          }
-          await call((cb) => this.producer.commitTransaction(30_000, cb));
-        } catch (e) {
-          throw isFenced(e) ? new FencedError(String((e as Error).message)) : e;
+    await call((cb) => this.producer.beginTransaction(cb)).catch(rethrowFenced);
+    return stagedTransaction(this.state, {
+      send: async (outgoing, offsets) => {
+        for (const r of outgoing) {
+          const value = await this.runtime.wire.encode(r.topic, r.value);
+          this.producer.produce(r.topic, await this.runtime.partitionFor(r), value, r.key ?? undefined);
         }
+        if (offsets.length) {
+          await call((cb) => this.producer.sendOffsetsToTransaction([...offsets], this.consumer, 30_000, cb));
+        }
+        await call((cb) => this.producer.commitTransaction(30_000, cb));
+      },
+      committed: (offsets) => {
         for (const { topic, partition, offset } of offsets)
           this.committed.set(partitionKey(topic, partition), offset);
       },
       abort: async () => {
         await call((cb) => this.producer.abortTransaction(30_000, cb)).catch(() => {});
       },
-    };
+    });
   }
 
   async flushState(changes: readonly StateChange[]): Promise<void> {
@@ -144,9 +128,4 @@ export class RdkafkaTask implements LogTask {
     await new Promise<void>((resolve) => this.consumer.disconnect(() => resolve()));
     await new Promise<void>((resolve) => this.producer.disconnect(() => resolve()));
   }
-}
-
-function isFenced(e: unknown): boolean {
-  const code = (e as { code?: number })?.code;
-  return code === rdkafka.CODES.ERRORS.ERR__FENCED || /fenced/i.test(String((e as Error)?.message));
 }
