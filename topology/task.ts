@@ -163,9 +163,10 @@ export class ProcessorTask {
   }
 
   /**
-   * Retries a failing batch with backoff. A RetryableError is retried for as long as it takes; any
-   * other error, once attempts run out, sends the batch through record by record so that only the
-   * record that fails on its own is dead-lettered with the error as its reason.
+   * Retries a failing batch with backoff, on the same records: nothing of a failed step was
+   * committed, so the consumer need not move. A RetryableError is retried for as long as it
+   * takes; any other error, once attempts run out, sends the batch through record by record so
+   * that only the record that fails on its own is dead-lettered, with the error as its reason.
    */
   private async attempt(
     polled: readonly LogRecord[],
@@ -179,35 +180,29 @@ export class ProcessorTask {
         return;
       } catch (e) {
         lastError = e;
-        await this.task.rewind();
         this.opts.metrics.errors.inc({ processor: this.processor.name });
         const fenced = e instanceof FencedError;
         this.opts.log.warn({ err: e, attempt, records: polled.length, fenced }, 'step failed');
-        if (fenced) return;
+        if (fenced) {
+          // Another member owns these partitions now: drop the batch, read on from what is committed.
+          await this.task.rewind();
+          return;
+        }
         if (!(e instanceof RetryableError) && attempt >= maxAttempts) break;
         await (this.opts.sleep ?? sleep)(
           this.opts.backoffMs?.(attempt) ?? Math.min(30_000, 100 * 2 ** attempt),
         );
-        // Rewound records come back from poll in the same order: take exactly these again.
-        polled = await this.repoll(polled.length);
       }
     }
     const reason = `processor failed ${maxAttempts} times: ${(lastError as Error)?.message ?? String(lastError)}`;
     if (polled.length <= 1) {
-      polled = await this.repoll(polled.length);
       await this.runStep(polled, async (ctx) => {
         if (polled.length === 0) ctx.deadLetter(null, `timer ${reason}`);
         for (const r of polled) ctx.deadLetterRaw(r, reason);
       });
       return;
     }
-    for (let i = 0; i < polled.length; i++) await this.attempt(await this.repoll(1), body);
-  }
-
-  private async repoll(n: number): Promise<LogRecord[]> {
-    const out: LogRecord[] = [];
-    while (out.length < n) out.push(...(await this.task.poll(n - out.length, 1000)));
-    return out;
+    for (const record of polled) await this.attempt([record], body);
   }
 
   private async runStep(

@@ -25,6 +25,11 @@ export class KafkajsTask implements LogTask {
   private readonly queue: LogRecord[] = [];
   private readonly open: OpenBatch[] = [];
   private readonly committed = new Map<string, number>();
+  /**
+   * Next offset to queue per partition. A batch fetched before a seek can still arrive after it,
+   * and the refetch after the seek repeats its records: anything below this is such a repeat.
+   */
+  private readonly position = new Map<string, number>();
   private wake: (() => void) | null = null;
   private failure: Error | null = null;
 
@@ -88,8 +93,9 @@ export class KafkajsTask implements LogTask {
   }: kafkajs.EachBatchPayload): Promise<void> {
     const { topic, partition } = batch;
     const k = partitionKey(topic, partition);
-    const from = this.committed.get(k) ?? 0;
+    const from = this.position.get(k) ?? this.committed.get(k) ?? 0;
     const messages = batch.messages.filter((m) => Number(m.offset) >= from);
+    if (messages.length) this.position.set(k, Number(messages[messages.length - 1]!.offset) + 1);
     if (messages.length === 0) {
       resolveOffset(batch.lastOffset());
       return;
@@ -184,6 +190,7 @@ export class KafkajsTask implements LogTask {
 
   async rewind(): Promise<void> {
     this.queue.length = 0;
+    this.position.clear();
     const partitions = new Set(this.open.map((b) => partitionKey(b.topic, b.partition)));
     for (const b of [...this.open]) {
       if (partitions.delete(partitionKey(b.topic, b.partition))) {

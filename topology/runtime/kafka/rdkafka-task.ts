@@ -17,6 +17,8 @@ const call = <T = void>(
  */
 export class RdkafkaTask implements LogTask {
   private readonly committed = new Map<string, number>();
+  /** Next offset expected per partition: librdkafka can still hand out records fetched before a seek. */
+  private readonly position = new Map<string, number>();
   private fatal: Error | null = null;
 
   private constructor(
@@ -72,6 +74,9 @@ export class RdkafkaTask implements LogTask {
     const messages = await call<rdkafka.Message[]>((cb) => this.consumer.consume(max, cb));
     const out: LogRecord[] = [];
     for (const m of messages) {
+      const k = partitionKey(m.topic, m.partition);
+      if (m.offset < (this.position.get(k) ?? this.committed.get(k) ?? 0)) continue;
+      this.position.set(k, m.offset + 1);
       out.push({
         topic: m.topic,
         partition: m.partition,
@@ -117,6 +122,7 @@ export class RdkafkaTask implements LogTask {
 
   /** Seeks every assigned partition back to its committed offset. */
   async rewind(): Promise<void> {
+    this.position.clear();
     for (const a of this.consumer.assignments()) {
       const offset = this.committed.get(partitionKey(a.topic, a.partition)) ?? 0;
       await call((cb) => this.consumer.seek({ topic: a.topic, partition: a.partition, offset }, 10_000, cb));
