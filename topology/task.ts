@@ -10,6 +10,13 @@ import type { Topology } from './topology.js';
 /** Throw this for failures that will pass (rate limits, outages): the step is retried, never dead-lettered. */
 export class RetryableError extends Error {}
 
+/** The processor's own code failed on a batch (as opposed to the log or a sink failing around it). */
+class ProcessorFailure extends Error {
+  constructor(readonly original: unknown) {
+    super((original as Error)?.message ?? String(original));
+  }
+}
+
 export interface TaskOptions {
   readonly log: Logger;
   readonly metrics: EngineMetrics;
@@ -188,13 +195,16 @@ export class ProcessorTask {
           await this.task.rewind();
           return;
         }
-        if (!(e instanceof RetryableError) && attempt >= maxAttempts) break;
+        // The log or a sink failing around the processor is no fault of these records: let the
+        // caller rewind and try again later, and never dead-letter them for it.
+        if (!(e instanceof ProcessorFailure) && !(e instanceof RetryableError)) throw e;
+        if (e instanceof ProcessorFailure && attempt >= maxAttempts) break;
         await (this.opts.sleep ?? sleep)(
           this.opts.backoffMs?.(attempt) ?? Math.min(30_000, 100 * 2 ** attempt),
         );
       }
     }
-    const reason = `processor failed ${maxAttempts} times: ${(lastError as Error)?.message ?? String(lastError)}`;
+    const reason = `processor failed ${maxAttempts} times: ${(lastError as Error).message}`;
     if (polled.length <= 1) {
       await this.runStep(polled, async (ctx) => {
         if (polled.length === 0) ctx.deadLetter(null, `timer ${reason}`);
@@ -242,7 +252,13 @@ export class ProcessorTask {
       const k = partitionKey(r.topic, r.partition);
       if (!offsets.has(k)) offsets.set(k, { topic: r.topic, partition: r.partition, offset: r.offset + 1 });
     }
-    if (inputs.length > 0 || polled.length === 0) await body(ctx, inputs);
+    if (inputs.length > 0 || polled.length === 0) {
+      try {
+        await body(ctx, inputs);
+      } catch (e) {
+        throw e instanceof RetryableError ? e : new ProcessorFailure(e);
+      }
+    }
     await checkpoint(this.task, {
       sinkWrites: ctx.sinkWrites,
       state: [...ctx.changes.values()],

@@ -39,7 +39,7 @@ describe('kafka runtime across a broker restart', () => {
 
     runtime = await KafkaRuntime.open(url);
     const task = await new ProcessorTask(runtime, topology, topology.processors[0]!, {
-      log: pino({ level: 'silent' }),
+      log: pino({ level: process.env.TEST_LOG ?? 'silent' }, pino.destination(2)),
       metrics: new EngineMetrics(),
     }).open();
     const stop = new AbortController();

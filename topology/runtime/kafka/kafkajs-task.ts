@@ -38,10 +38,13 @@ export class KafkajsTask implements LogTask {
     private readonly spec: TaskSpec,
     private readonly state: ChangelogState,
     private readonly consumer: kafkajs.Consumer,
-    private readonly producer: kafkajs.Producer,
+    private producer: kafkajs.Producer,
   ) {}
 
-  static async open(runtime: KafkaRuntime, spec: TaskSpec, state: ChangelogState): Promise<KafkajsTask> {
+  private static async transactionalProducer(
+    runtime: KafkaRuntime,
+    spec: TaskSpec,
+  ): Promise<kafkajs.Producer> {
     const producer = runtime.kafka.producer({
       transactionalId: `bioalchemy-${spec.group}`,
       idempotent: true,
@@ -52,6 +55,11 @@ export class KafkajsTask implements LogTask {
       retry: { initialRetryTime: 10, maxRetryTime: 1_000, retries: 30 },
     });
     await producer.connect();
+    return producer;
+  }
+
+  static async open(runtime: KafkaRuntime, spec: TaskSpec, state: ChangelogState): Promise<KafkajsTask> {
+    const producer = await KafkajsTask.transactionalProducer(runtime, spec);
     await state.restore();
     let partitions = 0;
     for (const topic of spec.topics) partitions += await runtime.partitionsOf(topic);
@@ -169,9 +177,16 @@ export class KafkajsTask implements LogTask {
         this.releaseCommitted();
       },
       abort: async () => {
-        if (tx.isActive()) await tx.abort();
+        // An abort that fails (the broker away) leaves kafkajs's producer stuck in ABORTING for
+        // good: replace it; the new one's initialisation aborts the open transaction instead.
+        if (tx.isActive()) await tx.abort().catch(() => this.replaceProducer());
       },
     });
+  }
+
+  private async replaceProducer(): Promise<void> {
+    await this.producer.disconnect().catch(() => {});
+    this.producer = await KafkajsTask.transactionalProducer(this.runtime, this.spec);
   }
 
   /** Lets kafkajs move on from batches whose every record is now committed. */
