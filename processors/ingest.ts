@@ -160,7 +160,8 @@ function globToRegExp(glob: string): RegExp {
 
 /**
  * Watches a folder: a file is ingested once it is complete, meaning its size and modification
- * time did not change between two scans, so a file still being copied in is left alone. Scans
+ * time did not change between two scans and it has not been written to for settleMs, so a file
+ * still being copied in is left alone. Scans
  * run on file-system events and at least every intervalMs; state makes restarts resume.
  */
 export async function watchFolder(
@@ -168,6 +169,7 @@ export async function watchFolder(
   dir: string,
   opts: {
     intervalMs?: number;
+    settleMs?: number;
     signal: AbortSignal;
     read?: ReadOptions;
     onFile?: (path: string, counts: IngestCounts) => void;
@@ -181,7 +183,9 @@ export async function watchFolder(
       const info = await stat(path).catch(() => null);
       if (!info) continue;
       const fingerprint = `${info.size}:${info.mtimeMs}`;
-      if (lastSeen.get(path) === fingerprint) {
+      // Complete: unchanged since the last scan and untouched for settleMs, so two scans in quick
+      // succession (a burst of file events) cannot mistake a pause in a copy for its end.
+      if (lastSeen.get(path) === fingerprint && Date.now() - info.mtimeMs >= (opts.settleMs ?? 1000)) {
         const { status, counts } = await ingestFile(task, path, { read: opts.read });
         if (status === 'ingested') opts.onFile?.(path, counts);
       }

@@ -133,15 +133,19 @@ export class ProcessorTask {
    * uncommitted records come back after the rewind.
    */
   async run(signal: AbortSignal): Promise<void> {
+    let resync = false;
     for (let failures = 0; !signal.aborted; ) {
       try {
+        // Until a rewind succeeds the task's view of offsets and state may be stale: no step before it.
+        if (resync) await this.task.rewind();
+        resync = false;
         await this.step();
         failures = 0;
       } catch (e) {
         failures++;
+        resync = true;
         this.opts.metrics.errors.inc({ processor: this.processor.name });
         this.opts.log.error({ err: e, failures }, 'step failed outside the processor; retrying');
-        await this.task.rewind().catch(() => {});
         await (this.opts.sleep ?? sleep)(Math.min(10_000, 100 * 2 ** failures));
       }
     }

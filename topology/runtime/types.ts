@@ -36,7 +36,10 @@ export interface LogTask {
   begin(): Promise<LogTransaction>;
   /** Makes committed state changes visible to readState (no-op where the transaction already did). */
   flushState(changes: readonly StateChange[]): Promise<void>;
-  /** Forgets polled-but-uncommitted records so the next poll starts from the committed offsets. */
+  /**
+   * Forgets polled-but-uncommitted records so the next poll starts from the committed offsets.
+   * After a failed commit, whose outcome is unknown, it re-reads offsets and state from the log.
+   */
   rewind(): Promise<void>;
   close(): Promise<void>;
 }

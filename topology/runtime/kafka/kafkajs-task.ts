@@ -31,6 +31,8 @@ export class KafkajsTask implements LogTask {
    */
   private readonly position = new Map<string, number>();
   private wake: (() => void) | null = null;
+  /** A commit or abort failed: its outcome is unknown and the producer may be stuck. */
+  private unsure = false;
   private failure: Error | null = null;
 
   private constructor(
@@ -177,16 +179,10 @@ export class KafkajsTask implements LogTask {
         this.releaseCommitted();
       },
       abort: async () => {
-        // An abort that fails (the broker away) leaves kafkajs's producer stuck in ABORTING for
-        // good: replace it; the new one's initialisation aborts the open transaction instead.
-        if (tx.isActive()) await tx.abort().catch(() => this.replaceProducer());
+        this.unsure = true;
+        if (tx.isActive()) await tx.abort().catch(() => {});
       },
     });
-  }
-
-  private async replaceProducer(): Promise<void> {
-    await this.producer.disconnect().catch(() => {});
-    this.producer = await KafkajsTask.transactionalProducer(this.runtime, this.spec);
   }
 
   /** Lets kafkajs move on from batches whose every record is now committed. */
@@ -204,6 +200,17 @@ export class KafkajsTask implements LogTask {
   }
 
   async rewind(): Promise<void> {
+    if (this.unsure) {
+      // kafkajs leaves a producer whose commit or abort failed stuck in COMMITTING/ABORTING: a new
+      // one's initialisation finishes or aborts that transaction. Then take offsets and state from
+      // the log, since the failed commit may have landed after all.
+      await this.producer.disconnect().catch(() => {});
+      this.producer = await KafkajsTask.transactionalProducer(this.runtime, this.spec);
+      for (const [k, v] of await this.runtime.committedOffsets(this.spec.group, this.spec.topics))
+        this.committed.set(k, v);
+      await this.state.restore();
+      this.unsure = false;
+    }
     this.queue.length = 0;
     this.position.clear();
     const partitions = new Set(this.open.map((b) => partitionKey(b.topic, b.partition)));

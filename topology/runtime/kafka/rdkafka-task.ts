@@ -20,9 +20,13 @@ export class RdkafkaTask implements LogTask {
   /** Next offset expected per partition: librdkafka can still hand out records fetched before a seek. */
   private readonly position = new Map<string, number>();
   private fatal: Error | null = null;
+  /** A commit failed: its outcome is unknown until offsets and state are read back from the log. */
+  private unsure = false;
 
   private constructor(
     private readonly runtime: KafkaRuntime,
+    private readonly group: string,
+    private readonly topics: readonly string[],
     private readonly state: ChangelogState,
     private readonly consumer: rdkafka.KafkaConsumer,
     private readonly producer: rdkafka.Producer,
@@ -56,7 +60,7 @@ export class RdkafkaTask implements LogTask {
       { 'auto.offset.reset': 'earliest' },
     );
     await call((cb) => consumer.connect({}, (err) => cb(err)));
-    const task = new RdkafkaTask(runtime, state, consumer, producer);
+    const task = new RdkafkaTask(runtime, spec.group, spec.topics, state, consumer, producer);
     // librdkafka reports broker outages as error events and recovers by itself; only fatal ones end the task.
     for (const client of [producer, consumer] as rdkafka.Client<string>[]) {
       client.on('event.error', (err: rdkafka.LibrdKafkaError) => {
@@ -111,6 +115,7 @@ export class RdkafkaTask implements LogTask {
           this.committed.set(partitionKey(topic, partition), offset);
       },
       abort: async () => {
+        this.unsure = true;
         await call((cb) => this.producer.abortTransaction(30_000, cb)).catch(() => {});
       },
     });
@@ -122,6 +127,12 @@ export class RdkafkaTask implements LogTask {
 
   /** Seeks every assigned partition back to its committed offset. */
   async rewind(): Promise<void> {
+    if (this.unsure) {
+      for (const [k, v] of await this.runtime.committedOffsets(this.group, this.topics))
+        this.committed.set(k, v);
+      await this.state.restore();
+      this.unsure = false;
+    }
     this.position.clear();
     for (const a of this.consumer.assignments()) {
       const offset = this.committed.get(partitionKey(a.topic, a.partition)) ?? 0;
