@@ -1,4 +1,5 @@
-// `npm run bench`: each module measures a figure next to a baseline taken in the same run.
+// `npm run bench [suite...]`: each suite measures a figure next to a baseline taken in the same run.
+// The kafka suite needs a broker: `bash deploy/services.sh up kafka` first.
 const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   embedded: () => import('./embedded.js'),
   kafka: () => import('./kafka.js'),
@@ -6,8 +7,15 @@ const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
 };
 
 const wanted = process.argv.slice(2);
+let failed = false;
 for (const [name, load] of Object.entries(suites)) {
   if (wanted.length && !wanted.includes(name)) continue;
   process.stdout.write(`## ${name}\n`);
-  for (const line of await (await load()).run()) process.stdout.write(`${line}\n`);
+  try {
+    for (const line of await (await load()).run()) process.stdout.write(`${line}\n`);
+  } catch (e) {
+    failed = true;
+    process.stdout.write(`${name}: could not run: ${(e as Error).message}\n`);
+  }
 }
+process.exit(failed ? 1 : 0);
