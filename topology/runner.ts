@@ -11,6 +11,7 @@ export interface RunOptions {
   /** Names of processors to run; default: every processor that is not a placeholder. */
   readonly only?: readonly string[];
   readonly batchSize?: (processor: string) => number | undefined;
+  readonly maintainEveryMs?: number;
 }
 
 /** Runs the topology's processors side by side in this process until the signal aborts. */
@@ -32,10 +33,19 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
     ),
   );
   opts.log.info({ processors: chosen.map((p) => p.name), runtime: runtime.name }, 'running');
+  const maintenance = runtime.maintain
+    ? setInterval(() => {
+        runtime.maintain?.().then(
+          (removed) => removed && opts.log.info({ removed }, 'compaction and retention'),
+          (err) => opts.log.warn({ err }, 'compaction failed'),
+        );
+      }, opts.maintainEveryMs ?? 60_000)
+    : null;
   try {
     // With nothing to run yet (placeholders only), still serve until asked to stop.
     await Promise.all([...tasks.map((t) => t.run(opts.signal)), untilAborted(opts.signal)]);
   } finally {
+    if (maintenance) clearInterval(maintenance);
     await Promise.all(tasks.map((t) => t.close()));
   }
 }

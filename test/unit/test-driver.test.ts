@@ -103,3 +103,31 @@ describe('test driver', () => {
     await d.close();
   });
 });
+
+describe('embedded log maintenance', () => {
+  it('keeps only the latest value per key on a compacted topic, and drops records past retention', async () => {
+    const { EmbeddedRuntime } = await import('../../topology/runtime/embedded.js');
+    const runtime = EmbeddedRuntime.open(':memory:');
+    await runtime.ensureTopics([
+      { name: 'latest', partitions: 1, compacted: true, retentionMs: null, schema: null, description: '' },
+      { name: 'recent', partitions: 1, compacted: false, retentionMs: 1000, schema: null, description: '' },
+    ]);
+    await runtime.append([
+      { topic: 'latest', key: 'a', value: '1' },
+      { topic: 'latest', key: 'b', value: '2' },
+      { topic: 'latest', key: 'a', value: '3' },
+      { topic: 'recent', key: null, value: '"old"' },
+    ]);
+    expect(await runtime.maintain(Date.now() + 5000)).toBe(2);
+    const latest = await runtime.read('latest', 0, 0, 10);
+    expect(latest.map((r) => [r.key, r.value])).toEqual([
+      ['b', '2'],
+      ['a', '3'],
+    ]);
+    expect(await runtime.read('recent', 0, 0, 10)).toEqual([]);
+    // Offsets are never reused: the next record continues after the removed ones.
+    await runtime.append([{ topic: 'latest', key: 'c', value: '4' }]);
+    expect((await runtime.read('latest', 0, 3, 10))[0]?.offset).toBe(3);
+    await runtime.close();
+  });
+});

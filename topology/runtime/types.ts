@@ -15,6 +15,11 @@ export interface Runtime {
   read(topic: string, partition: number, fromOffset: number, max: number): Promise<LogRecord[]>;
   /** Next offset to be written, per partition. */
   endOffsets(topic: string): Promise<number[]>;
+  /**
+   * Applies compaction (latest value per key) and retention, where the runtime does not do it by
+   * itself as Kafka does. Returns the records removed.
+   */
+  maintain?(now?: number): Promise<number>;
   /** Joins consumer group `group` for `topics`; the task owns its stores. */
   openTask(spec: TaskSpec): Promise<LogTask>;
   close(): Promise<void>;
