@@ -22,3 +22,14 @@ export const DeadLetter = z.object({
   payload: z.string().describe('the refused input, truncated to 64 KiB'),
 });
 export type DeadLetter = z.infer<typeof DeadLetter>;
+
+export const MAX_PAYLOAD_BYTES = 64 * 1024;
+
+/** Cuts a payload to 64 KiB of UTF-8 without splitting a character. */
+export function truncatePayload(payload: string, maxBytes = MAX_PAYLOAD_BYTES): string {
+  // A UTF-16 code unit is at most 3 bytes of UTF-8, so short strings need no measuring.
+  if (payload.length * 3 <= maxBytes || Buffer.byteLength(payload) <= maxBytes) return payload;
+  const bytes = Buffer.from(payload).subarray(0, maxBytes);
+  // A cut in the middle of a multi-byte character decodes to U+FFFD at the end: drop it.
+  return bytes.toString('utf8').replace(/\uFFFD$/, '');
+}

@@ -1,5 +1,11 @@
 import type { z } from 'zod';
-import { contentHash, type DeadLetter, formatIssues, RECORD_SCHEMAS } from '../schemas/index.js';
+import {
+  contentHash,
+  type DeadLetter,
+  formatIssues,
+  RECORD_SCHEMAS,
+  truncatePayload,
+} from '../schemas/index.js';
 import type { LogRecord } from './records.js';
 import type { Topology } from './topology.js';
 
@@ -41,14 +47,6 @@ export class TopicCodecs {
     if (!parsed.success) throw new RecordValidationError(`${topic}: ${formatIssues(parsed.error)}`);
     return parsed.data;
   }
-}
-
-const MAX_PAYLOAD = 64 * 1024;
-
-export function truncatePayload(text: string): string {
-  return text.length > MAX_PAYLOAD
-    ? `${text.slice(0, MAX_PAYLOAD)}…[truncated ${text.length - MAX_PAYLOAD} chars]`
-    : text;
 }
 
 /** The dead letter for a log record refused by `processor`. */

@@ -1,5 +1,5 @@
 import type { Article } from '../../schemas/article.js';
-import { DeadLetter } from '../../schemas/dead-letter.js';
+import { DeadLetter, truncatePayload } from '../../schemas/dead-letter.js';
 import { contentHash } from '../../schemas/ids.js';
 
 /** What every reader yields: an article, or the reason something in the input could not become one. */
@@ -7,7 +7,7 @@ export type SourceItem =
   | { kind: 'article'; article: Article; position: string | null }
   | { kind: 'dead-letter'; deadLetter: DeadLetter };
 
-export const MAX_PAYLOAD_BYTES = 64 * 1024;
+export { MAX_PAYLOAD_BYTES, truncatePayload } from '../../schemas/dead-letter.js';
 
 /** Size limit for whatever is held whole: a text/Markdown/PDF file, one XML record, one JSONL line. */
 export const DEFAULT_MAX_BYTES = 50 * 1024 * 1024;
@@ -35,15 +35,6 @@ export class SourceError extends Error {
 export function joinPosition(...parts: (string | null | undefined)[]): string | null {
   const kept = parts.filter((p): p is string => !!p);
   return kept.length ? kept.join(', ') : null;
-}
-
-/** Cuts a payload to 64 KiB of UTF-8 without splitting a character. */
-export function truncatePayload(payload: string, maxBytes = MAX_PAYLOAD_BYTES): string {
-  // A UTF-16 code unit is at most 3 bytes of UTF-8, so short strings need no measuring.
-  if (payload.length * 3 <= maxBytes || Buffer.byteLength(payload) <= maxBytes) return payload;
-  const bytes = Buffer.from(payload).subarray(0, maxBytes);
-  // A cut in the middle of a multi-byte character decodes to U+FFFD at the end: drop it.
-  return bytes.toString('utf8').replace(/\uFFFD$/, '');
 }
 
 export function deadLetter(opts: {
