@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
 import { EngineMetrics } from './metrics.js';
+import type { Processor } from './processor.js';
+import { partitionKey } from './records.js';
 import type { Runtime } from './runtime/types.js';
 import { ProcessorTask } from './task.js';
 import type { Topology } from './topology.js';
@@ -12,6 +14,25 @@ export interface RunOptions {
   readonly only?: readonly string[];
   readonly batchSize?: (processor: string) => number | undefined;
   readonly maintainEveryMs?: number;
+  readonly lagEveryMs?: number;
+}
+
+/** Records each processor has not committed yet, summed over its input partitions. */
+export async function updateLag(
+  runtime: Runtime,
+  processors: readonly Processor[],
+  metrics: EngineMetrics,
+): Promise<void> {
+  for (const p of processors) {
+    const committed = await runtime.committedOffsets(p.name, p.reads);
+    let behind = 0;
+    for (const topic of p.reads) {
+      for (const [partition, end] of (await runtime.endOffsets(topic)).entries()) {
+        behind += Math.max(0, end - (committed.get(partitionKey(topic, partition)) ?? 0));
+      }
+    }
+    metrics.lag.set({ processor: p.name }, behind);
+  }
 }
 
 /** Runs the topology's processors side by side in this process until the signal aborts. */
@@ -33,6 +54,9 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
     ),
   );
   opts.log.info({ processors: chosen.map((p) => p.name), runtime: runtime.name }, 'running');
+  const lag = setInterval(() => {
+    updateLag(runtime, chosen, metrics).catch((err) => opts.log.warn({ err }, 'lag not measured'));
+  }, opts.lagEveryMs ?? 10_000);
   const maintenance = runtime.maintain
     ? setInterval(() => {
         runtime.maintain?.().then(
@@ -46,6 +70,7 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
     await Promise.all([...tasks.map((t) => t.run(opts.signal)), untilAborted(opts.signal)]);
   } finally {
     if (maintenance) clearInterval(maintenance);
+    clearInterval(lag);
     await Promise.all(tasks.map((t) => t.close()));
   }
 }

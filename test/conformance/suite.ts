@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EngineMetrics } from '../../topology/metrics.js';
 import type { Processor } from '../../topology/processor.js';
 import { partitionForKey } from '../../topology/records.js';
+import { updateLag } from '../../topology/runner.js';
 import type { Runtime } from '../../topology/runtime/types.js';
 import { ProcessorTask } from '../../topology/task.js';
 import type { Topology } from '../../topology/topology.js';
@@ -124,6 +125,28 @@ export function runtimeConformance(label: string, harness: Harness): void {
       const check = await task(runtime, topology, p);
       expect(await check.step(50)).toBe(0);
       await check.close();
+    });
+
+    it('reports how far each consumer group is behind', async () => {
+      const topology = conformanceTopology(prefix, (t) => [doubler(t)]);
+      const p = topology.processors[0]!;
+      await runtime.ensureTopics(topology.topics);
+      await runtime.append(numbers(`${prefix}.in`, 0, 30));
+      const metrics = new EngineMetrics();
+      await updateLag(runtime, [p], metrics);
+      expect((await metrics.lag.get()).values[0]?.value).toBe(30);
+      const t = await task(runtime, topology, p, 10);
+      await stepUntil(t, 10);
+      await t.close();
+      // Kafka makes transactional offset commits visible to the admin API a moment after the commit.
+      const deadline = Date.now() + 15_000;
+      let lag = 30;
+      while (lag !== 20 && Date.now() < deadline) {
+        await updateLag(runtime, [p], metrics);
+        lag = (await metrics.lag.get()).values[0]?.value ?? -1;
+        if (lag !== 20) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(lag).toBe(20);
     });
 
     it('makes a step atomic: a failed step leaves no output, no state and no offset behind', async () => {

@@ -188,6 +188,17 @@ export class EmbeddedRuntime implements Runtime {
     return rows.map((r) => r.next_offset);
   }
 
+  async committedOffsets(group: string, topics: readonly string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (const topic of topics) {
+      for (let p = 0; p < this.topicSpec(topic).partitions; p++) {
+        const row = this.stmts.groupOffset.get(group, topic, p);
+        if (row) out.set(partitionKey(topic, p), row.next_offset);
+      }
+    }
+    return out;
+  }
+
   /** Drops records superseded by a newer value of the same key (compacted topics) or past retention. */
   async maintain(now = Date.now()): Promise<number> {
     const topics = this.db.prepare<[], { name: string; compacted: number; retention_ms: number | null }>(

@@ -15,6 +15,8 @@ export interface Runtime {
   read(topic: string, partition: number, fromOffset: number, max: number): Promise<LogRecord[]>;
   /** Next offset to be written, per partition. */
   endOffsets(topic: string): Promise<number[]>;
+  /** A consumer group's committed next offsets, keyed by partitionKey(topic, partition); absent where none. */
+  committedOffsets(group: string, topics: readonly string[]): Promise<Map<string, number>>;
   /**
    * Applies compaction (latest value per key) and retention, where the runtime does not do it by
    * itself as Kafka does. Returns the records removed.
