@@ -1,4 +1,4 @@
-import { SourceError } from './items.js';
+import { joinPosition, SourceError } from './items.js';
 
 export type Line =
   | { kind: 'line'; text: string; number: number }
@@ -46,7 +46,7 @@ export async function* lines(
         r = await it.next();
       } catch (e) {
         if (e instanceof SourceError)
-          throw new SourceError(e.reason, `line ${number}${e.position ? `, ${e.position}` : ''}`, e.payload);
+          throw new SourceError(e.reason, joinPosition(`line ${number}`, e.position), e.payload);
         throw e;
       }
       if (r.done) break;

@@ -1,5 +1,5 @@
 import { SaxesParser, type SaxesTagPlain } from 'saxes';
-import { SourceError } from './items.js';
+import { joinPosition, SourceError } from './items.js';
 
 /** A small element tree: built only for one record at a time, so memory follows the record, not the file. */
 export interface XmlElement {
@@ -205,7 +205,7 @@ export async function* xmlRecords(
         // The text underneath failed (bad encoding, truncated gzip): deliver what parsed, then say where.
         yield* pending.splice(0);
         if (!(e instanceof SourceError)) throw e;
-        throw new SourceError(e.reason, `${where()}${e.position ? `, ${e.position}` : ''}`, e.payload);
+        throw new SourceError(e.reason, joinPosition(where(), e.position), e.payload);
       }
       if (r.done) break;
       if (!sawText && /\S/.test(r.value)) sawText = true;
