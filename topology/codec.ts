@@ -20,10 +20,6 @@ export class TopicCodecs {
     for (const t of topology.topics) this.schemas.set(t.name, t.schema ? RECORD_SCHEMAS[t.schema] : null);
   }
 
-  has(topic: string): boolean {
-    return this.schemas.has(topic);
-  }
-
   /** Validated value (with schema defaults applied) as JSON text. */
   encode(topic: string, value: unknown): string {
     return JSON.stringify(this.check(topic, value));
@@ -39,7 +35,7 @@ export class TopicCodecs {
     return this.check(topic, value);
   }
 
-  check(topic: string, value: unknown): unknown {
+  private check(topic: string, value: unknown): unknown {
     const schema = this.schemas.get(topic);
     if (schema === undefined) throw new RecordValidationError(`unknown topic "${topic}"`);
     if (schema === null) return value;
