@@ -10,6 +10,13 @@ import type { Topology } from './topology.js';
 /** Throw this for failures that will pass (rate limits, outages): the step is retried, never dead-lettered. */
 export class RetryableError extends Error {}
 
+/** An overlapped commit failed: what it carried is read again after a rewind. */
+class CommitFailed extends Error {
+  constructor(readonly original: unknown) {
+    super(`commit failed: ${(original as Error)?.message ?? String(original)}`, { cause: original });
+  }
+}
+
 /** The processor's own code failed on a batch (as opposed to the log or a sink failing around it). */
 class ProcessorFailure extends Error {
   constructor(readonly original: unknown) {
@@ -41,7 +48,8 @@ class Step implements StepContext {
   constructor(
     readonly processor: string,
     readonly log: Logger,
-    private readonly task: LogTask,
+    /** The value of a store key before this step: committed, or written by the commit in flight. */
+    private readonly readBefore: (id: string, store: string, key: string) => string | null | undefined,
     private readonly codecs: TopicCodecs,
     private readonly topology: Topology,
     private readonly allowed: { writes: ReadonlySet<string>; stores: ReadonlySet<string> },
@@ -79,26 +87,42 @@ class Step implements StepContext {
   store(name: string): StateStore {
     if (!this.allowed.stores.has(name))
       throw new Error(`processor "${this.processor}" does not declare store "${name}"`);
-    const id = (key: string) => `${name}\u0000${key}`;
     return {
       get: <T>(key: string): T | undefined => {
-        const pending = this.changes.get(id(key));
-        const text = pending ? pending.value : this.task.readState(name, key);
+        const id = stateId(name, key);
+        const own = this.changes.get(id);
+        const text = own ? own.value : this.readBefore(id, name, key);
         return text == null ? undefined : (JSON.parse(text) as T);
       },
-      put: (key, value) => this.changes.set(id(key), { store: name, key, value: JSON.stringify(value) }),
-      delete: (key) => this.changes.set(id(key), { store: name, key, value: null }),
+      put: (key, value) =>
+        this.changes.set(stateId(name, key), { store: name, key, value: JSON.stringify(value) }),
+      delete: (key) => this.changes.set(stateId(name, key), { store: name, key, value: null }),
     };
   }
 }
 
-/** Runs one processor on a runtime: poll a batch, process it, checkpoint; repeat. */
+const stateId = (store: string, key: string) => `${store}\u0000${key}`;
+
+/** A step whose commit is still in flight; its state changes are what the next step reads. */
+interface PendingCommit {
+  readonly done: Promise<void>;
+  readonly changes: ReadonlyMap<string, StateChange>;
+}
+
+/**
+ * Runs one processor on a runtime: poll a batch, process it, checkpoint; repeat. In run(), a
+ * step's commit overlaps the next step's poll and processing (the next commit waits for it), so
+ * the broker's round trips of one transaction cost no time on the CPU that processes the next.
+ */
 export class ProcessorTask {
   private task!: LogTask;
   private readonly codecs: TopicCodecs;
   private readonly clock: () => number;
   private nextTimer = 0;
   private readonly allowed: { writes: ReadonlySet<string>; stores: ReadonlySet<string> };
+  private pending: PendingCommit | null = null;
+  /** Input records committed since open(). */
+  committedInputs = 0;
 
   constructor(
     private readonly runtime: Runtime,
@@ -111,11 +135,16 @@ export class ProcessorTask {
     this.allowed = { writes: new Set(processor.writes), stores: new Set(processor.stores) };
   }
 
-  /** The committed value of a key in one of this processor's stores. */
+  /** A key's value in one of this processor's stores, as the last step left it. */
   readState<T = unknown>(store: string, key: string): T | undefined {
-    const text = this.task.readState(store, key);
-    return text === undefined ? undefined : (JSON.parse(text) as T);
+    const text = this.readBefore(stateId(store, key), store, key);
+    return text == null ? undefined : (JSON.parse(text) as T);
   }
+
+  private readonly readBefore = (id: string, store: string, key: string): string | null | undefined => {
+    const pending = this.pending?.changes.get(id);
+    return pending ? pending.value : this.task.readState(store, key);
+  };
 
   async open(): Promise<this> {
     this.task = await this.runtime.openTask({
@@ -137,9 +166,12 @@ export class ProcessorTask {
     for (let failures = 0; !signal.aborted; ) {
       try {
         // Until a rewind succeeds the task's view of offsets and state may be stale: no step before it.
-        if (resync) await this.task.rewind();
+        if (resync) {
+          await this.settle().catch(() => {});
+          await this.task.rewind();
+        }
         resync = false;
-        await this.step();
+        await this.advance(this.opts.pollWaitMs ?? 200, true);
         failures = 0;
       } catch (e) {
         failures++;
@@ -149,19 +181,30 @@ export class ProcessorTask {
         await (this.opts.sleep ?? sleep)(Math.min(10_000, 100 * 2 ** failures));
       }
     }
+    // The last batch's records are read again at the next start if this commit fails.
+    await this.settle().catch((err) => this.opts.log.warn({ err }, 'last commit failed at stop'));
   }
 
-  /** One step: a due timer, or one batch of input. Returns the number of input records committed. */
+  /** One step: a due timer, or one batch of input. Returns once it is committed, with its input count. */
   async step(waitMs = this.opts.pollWaitMs ?? 200): Promise<number> {
+    return this.advance(waitMs, false);
+  }
+
+  /** One step; with `overlap` its commit may still be in flight when this returns. */
+  private async advance(waitMs: number, overlap: boolean): Promise<number> {
     const timer = this.processor.punctuate;
     if (timer && this.clock() >= this.nextTimer) {
-      await this.attempt([], (ctx) => timer.run(ctx));
+      await this.attempt([], (ctx) => timer.run(ctx), overlap);
       this.nextTimer = this.clock() + timer.everyMs;
       return 0;
     }
     const polled = await this.task.poll(this.opts.batchSize ?? this.processor.batchSize ?? 256, waitMs);
-    if (polled.length === 0) return 0;
-    await this.attempt(polled, (ctx, inputs) => this.processor.process(inputs, ctx));
+    if (polled.length === 0) {
+      // Idle: surface a failed commit now rather than at the next record.
+      await this.settle();
+      return 0;
+    }
+    await this.attempt(polled, (ctx, inputs) => this.processor.process(inputs, ctx), overlap);
     return polled.length;
   }
 
@@ -170,7 +213,21 @@ export class ProcessorTask {
    * changes commit atomically, with the same retries as any step.
    */
   async stepWith(body: (ctx: StepContext) => Promise<void>): Promise<void> {
-    await this.attempt([], (ctx) => body(ctx));
+    await this.attempt([], (ctx) => body(ctx), false);
+  }
+
+  /** Waits for the commit in flight, if any, and rethrows its failure. */
+  private async settle(): Promise<void> {
+    const pending = this.pending;
+    if (!pending) return;
+    try {
+      await pending.done;
+    } catch (e) {
+      // Its records must be read again: a retry of a later step must never commit past them.
+      throw e instanceof FencedError ? e : new CommitFailed(e);
+    } finally {
+      if (this.pending === pending) this.pending = null;
+    }
   }
 
   /**
@@ -182,12 +239,13 @@ export class ProcessorTask {
   private async attempt(
     polled: readonly LogRecord[],
     body: (ctx: Step, inputs: InputRecord[]) => Promise<void>,
+    overlap: boolean,
   ): Promise<void> {
     const maxAttempts = this.opts.maxAttempts ?? 3;
     let lastError: unknown;
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.runStep(polled, body);
+        await this.runStep(polled, body, overlap);
         return;
       } catch (e) {
         lastError = e;
@@ -210,24 +268,29 @@ export class ProcessorTask {
     }
     const reason = `processor failed ${maxAttempts} times: ${(lastError as Error).message}`;
     if (polled.length <= 1) {
-      await this.runStep(polled, async (ctx) => {
-        if (polled.length === 0) ctx.deadLetter(null, `timer ${reason}`);
-        for (const r of polled) ctx.deadLetterRaw(r, reason);
-      });
+      await this.runStep(
+        polled,
+        async (ctx) => {
+          if (polled.length === 0) ctx.deadLetter(null, `timer ${reason}`);
+          for (const r of polled) ctx.deadLetterRaw(r, reason);
+        },
+        overlap,
+      );
       return;
     }
-    for (const record of polled) await this.attempt([record], body);
+    for (const record of polled) await this.attempt([record], body, overlap);
   }
 
   private async runStep(
     polled: readonly LogRecord[],
     body: (ctx: Step, inputs: InputRecord[]) => Promise<void>,
+    overlap: boolean,
   ): Promise<void> {
     const started = performance.now();
     const ctx = new Step(
       this.processor.name,
       this.opts.log,
-      this.task,
+      this.readBefore,
       this.codecs,
       this.topology,
       this.allowed,
@@ -263,15 +326,25 @@ export class ProcessorTask {
         throw e instanceof RetryableError ? e : new ProcessorFailure(e);
       }
     }
-    await checkpoint(this.task, {
+    // One transaction at a time: the previous step's commit lands before this one begins.
+    await this.settle();
+    const done = checkpoint(this.task, {
       sinkWrites: ctx.sinkWrites,
       state: [...ctx.changes.values()],
       outputs: ctx.outputs,
       offsets,
-    });
+    }).then(() => this.committed(ctx, polled.length, started));
+    if (!overlap) return done;
+    // Observed by settle(); until then a failure must not count as unhandled.
+    done.catch(() => {});
+    this.pending = { done, changes: ctx.changes };
+  }
+
+  private committed(ctx: Step, inputs: number, started: number): void {
+    this.committedInputs += inputs;
     const m = this.opts.metrics;
     const labels = { processor: this.processor.name };
-    m.recordsIn.inc(labels, polled.length);
+    m.recordsIn.inc(labels, inputs);
     const perTopic = new Map<string, number>();
     for (const o of ctx.outputs) perTopic.set(o.topic, (perTopic.get(o.topic) ?? 0) + 1);
     for (const [topic, n] of perTopic) m.recordsOut.inc({ ...labels, topic }, n);
@@ -280,6 +353,7 @@ export class ProcessorTask {
   }
 
   async close(): Promise<void> {
+    await this.settle().catch(() => {});
     await this.task?.close();
   }
 }

@@ -138,15 +138,18 @@ export function runtimeConformance(label: string, harness: Harness): void {
       const t = await task(runtime, topology, p, 10);
       await stepUntil(t, 10);
       await t.close();
+      // A poll returns what has arrived, so the steps may have taken a few more than 10.
+      const behind = 30 - t.committedInputs;
+      expect(behind).toBeLessThanOrEqual(20);
       // Kafka makes transactional offset commits visible to the admin API a moment after the commit.
       const deadline = Date.now() + 15_000;
       let lag = 30;
-      while (lag !== 20 && Date.now() < deadline) {
+      while (lag !== behind && Date.now() < deadline) {
         await updateLag(runtime, [p], metrics);
         lag = (await metrics.lag.get()).values[0]?.value ?? -1;
-        if (lag !== 20) await new Promise((r) => setTimeout(r, 100));
+        if (lag !== behind) await new Promise((r) => setTimeout(r, 100));
       }
-      expect(lag).toBe(20);
+      expect(lag).toBe(behind);
     });
 
     it('makes a step atomic: a failed step leaves no output, no state and no offset behind', async () => {

@@ -166,7 +166,11 @@ describe('ingest', () => {
     await new Promise((r) => setTimeout(r, 300));
     appendFileSync(file, pubmedRecord(2) + pubmedRecord(3) + PUBMED_TAIL);
     await until(async () => (await articles()) === 3, 'three articles from the completed file');
-    expect(first.log()).toContain('"articles":3,"updated":0,"duplicates":0,"deadLetters":0');
+    // The summary line follows the commit that made the articles visible.
+    await until(
+      () => first.log().includes('"articles":3,"updated":0,"duplicates":0,"deadLetters":0'),
+      'the file summarised once',
+    );
     first.child.kill('SIGINT');
     await new Promise((resolve) => first.child.on('exit', resolve));
 

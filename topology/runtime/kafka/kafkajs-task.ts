@@ -5,31 +5,30 @@ import type { KafkaRuntime } from './index.js';
 import { type Offset, rethrowFenced, stagedTransaction } from './staged.js';
 import type { ChangelogState } from './state.js';
 
-/** A fetched batch of one partition, held open (so kafkajs fetches no further) until committed. */
-interface OpenBatch {
-  readonly topic: string;
-  readonly partition: number;
-  readonly lastOffset: number;
-  readonly resolveOffset: (offset: string) => void;
+/** A fetched batch of one partition, held (so kafkajs fetches no further) until its records are polled. */
+interface HeldBatch {
   readonly release: () => void;
 }
 
 /**
- * kafkajs pushes batches to a callback; the engine pulls. Each batch is queued and its callback
- * held until the transaction that commits its offsets succeeds, which keeps kafkajs from fetching
- * past what is committed. A rewind seeks back to the committed offsets and lets the batch go, so
- * kafkajs fetches the same records again. kafkajs's transactions carry no consumer-group metadata
- * (KIP-447), so the transactional id is the group's: one member per group, restarts fence zombies.
+ * kafkajs pushes batches to a callback; the engine pulls. Each batch's records are queued, its
+ * offsets resolved (kafkajs never commits: autoCommit is off) and its callback held until the
+ * queue runs low, so kafkajs fetches the next batch while this one is processed and committed,
+ * and never runs far ahead. A rewind seeks back to the committed offsets and empties the queue.
+ * kafkajs's transactions carry no consumer-group metadata (KIP-447), so the transactional id is
+ * the group's: one member per group, restarts fence zombies.
  */
 export class KafkajsTask implements LogTask {
   private readonly queue: LogRecord[] = [];
-  private readonly open: OpenBatch[] = [];
+  private readonly held = new Set<HeldBatch>();
+  /** Records the last poll asked for: held batches are let go once fewer than this are queued. */
+  private wanted = 1;
   private readonly committed = new Map<string, number>();
   /**
    * Next offset to queue per partition. A batch fetched before a seek can still arrive after it,
    * and the refetch after the seek repeats its records: anything below this is such a repeat.
    */
-  private readonly position = new Map<string, number>();
+  private readonly position = new Map<string, { topic: string; partition: number; next: number }>();
   private wake: (() => void) | null = null;
   /** A commit or abort failed: its outcome is unknown and the producer may be stuck. */
   private unsure = false;
@@ -102,16 +101,9 @@ export class KafkajsTask implements LogTask {
     isStale,
   }: kafkajs.EachBatchPayload): Promise<void> {
     const { topic, partition } = batch;
-    const k = partitionKey(topic, partition);
-    const from = this.position.get(k) ?? this.committed.get(k) ?? 0;
-    const messages = batch.messages.filter((m) => Number(m.offset) >= from);
-    if (messages.length) this.position.set(k, Number(messages[messages.length - 1]!.offset) + 1);
-    if (messages.length === 0) {
-      resolveOffset(batch.lastOffset());
-      return;
-    }
-    for (const m of messages) {
-      this.queue.push({
+    const decoded: LogRecord[] = [];
+    for (const m of batch.messages) {
+      decoded.push({
         topic,
         partition,
         offset: Number(m.offset),
@@ -120,30 +112,36 @@ export class KafkajsTask implements LogTask {
         timestamp: Number(m.timestamp),
       });
     }
+    // A rewind while this batch was decoded: the seek refetches it.
+    if (isStale()) return;
+    resolveOffset(batch.lastOffset());
+    // Read only now: a rewind during the decoding may have moved the committed offset.
+    const k = partitionKey(topic, partition);
+    const from = this.position.get(k)?.next ?? this.committed.get(k) ?? 0;
+    const records = decoded.filter((r) => r.offset >= from);
+    if (records.length === 0) return;
+    this.position.set(k, { topic, partition, next: records[records.length - 1]!.offset + 1 });
+    for (const r of records) this.queue.push(r);
     this.wake?.();
+    if (this.queue.length < this.wanted) return;
     await new Promise<void>((release) => {
       const beat = setInterval(() => {
-        if (!isRunning() || isStale()) done();
+        if (!isRunning() || isStale()) entry.release();
         else heartbeat().catch(() => {});
       }, 1_000);
-      const done = () => {
-        clearInterval(beat);
-        const i = this.open.indexOf(entry);
-        if (i >= 0) this.open.splice(i, 1);
-        release();
+      const entry: HeldBatch = {
+        release: () => {
+          clearInterval(beat);
+          this.held.delete(entry);
+          release();
+        },
       };
-      const entry: OpenBatch = {
-        topic,
-        partition,
-        lastOffset: Number(messages[messages.length - 1]!.offset),
-        resolveOffset,
-        release: done,
-      };
-      this.open.push(entry);
+      this.held.add(entry);
     });
   }
 
   async poll(max: number, waitMs: number): Promise<LogRecord[]> {
+    this.wanted = max;
     const deadline = Date.now() + waitMs;
     while (this.queue.length === 0 && Date.now() < deadline) {
       if (this.failure) throw this.failure;
@@ -156,7 +154,9 @@ export class KafkajsTask implements LogTask {
       });
       this.wake = null;
     }
-    return this.queue.splice(0, max);
+    const out = this.queue.splice(0, max);
+    if (this.queue.length < max) for (const b of [...this.held]) b.release();
+    return out;
   }
 
   readState(store: string, key: string): string | undefined {
@@ -176,23 +176,12 @@ export class KafkajsTask implements LogTask {
       committed: (offsets) => {
         for (const { topic, partition, offset } of offsets)
           this.committed.set(partitionKey(topic, partition), offset);
-        this.releaseCommitted();
       },
       abort: async () => {
         this.unsure = true;
         if (tx.isActive()) await tx.abort().catch(() => {});
       },
     });
-  }
-
-  /** Lets kafkajs move on from batches whose every record is now committed. */
-  private releaseCommitted(): void {
-    for (const b of [...this.open]) {
-      if ((this.committed.get(partitionKey(b.topic, b.partition)) ?? 0) > b.lastOffset) {
-        b.resolveOffset(String(b.lastOffset));
-        b.release();
-      }
-    }
   }
 
   async flushState(changes: readonly StateChange[]): Promise<void> {
@@ -212,23 +201,17 @@ export class KafkajsTask implements LogTask {
       this.unsure = false;
     }
     this.queue.length = 0;
-    this.position.clear();
-    const partitions = new Set(this.open.map((b) => partitionKey(b.topic, b.partition)));
-    for (const b of [...this.open]) {
-      if (partitions.delete(partitionKey(b.topic, b.partition))) {
-        this.consumer.seek({
-          topic: b.topic,
-          partition: b.partition,
-          offset: String(this.committed.get(partitionKey(b.topic, b.partition)) ?? 0),
-        });
-      }
-      b.release();
+    for (const { topic, partition } of this.position.values()) {
+      const offset = this.committed.get(partitionKey(topic, partition)) ?? 0;
+      this.consumer.seek({ topic, partition, offset: String(offset) });
     }
+    this.position.clear();
+    for (const b of [...this.held]) b.release();
   }
 
   async close(): Promise<void> {
     this.runtime.forget(this);
-    for (const b of [...this.open]) b.release();
+    for (const b of [...this.held]) b.release();
     await this.consumer.disconnect();
     await this.producer.disconnect();
   }
