@@ -3,6 +3,7 @@ import {
   contentHash,
   type DeadLetter,
   formatIssues,
+  jsonSchemaOf,
   RECORD_SCHEMAS,
   truncatePayload,
 } from '../schemas/index.js';
@@ -12,12 +13,37 @@ import type { Topology } from './topology.js';
 /** A value that does not match its topic's schema; the message names the failing fields. */
 export class RecordValidationError extends Error {}
 
-/** Validates and (de)serialises values by the schema each topic declares. */
+/**
+ * Validates and (de)serialises values by the schema each topic declares. A value this validated
+ * travels with its topic's stamp (a fingerprint of the schema), so a reader with the same schema
+ * need not validate it again: the way a Confluent schema id says which schema wrote a record.
+ */
 export class TopicCodecs {
   private readonly schemas = new Map<string, z.ZodType | null>();
+  private readonly stamps = new Map<string, string>();
 
   constructor(topology: Pick<Topology, 'topics'>) {
-    for (const t of topology.topics) this.schemas.set(t.name, t.schema ? RECORD_SCHEMAS[t.schema] : null);
+    for (const t of topology.topics) {
+      const schema = t.schema ? RECORD_SCHEMAS[t.schema] : null;
+      this.schemas.set(t.name, schema);
+      // Schema-less topics still promise well-formed JSON.
+      this.stamps.set(
+        t.name,
+        schema ? contentHash('schema', t.schema, JSON.stringify(jsonSchemaOf(schema))) : 'json',
+      );
+    }
+  }
+
+  /** The stamp of values validated for `topic`. */
+  stampOf(topic: string): string {
+    const stamp = this.stamps.get(topic);
+    if (stamp === undefined) throw new RecordValidationError(`unknown topic "${topic}"`);
+    return stamp;
+  }
+
+  /** Whether the record's writer validated its value against this topic's schema as it is now. */
+  trusts(record: LogRecord): boolean {
+    return record.validatedAs !== undefined && record.validatedAs === this.stamps.get(record.topic);
   }
 
   /** Validated value (with schema defaults applied) as JSON text. */

@@ -1,6 +1,9 @@
 import type { Logger } from 'pino';
 
-/** One input record handed to a processor: the value is already parsed and schema-checked. */
+/**
+ * One input record handed to a processor: the value is schema-checked. It is parsed when first
+ * read, so a processor that only forwards records never pays for parsing them.
+ */
 export interface InputRecord<V = unknown> {
   readonly topic: string;
   readonly partition: number;
@@ -25,6 +28,12 @@ export interface StepContext {
   now(): number;
   /** Queue an output; the value is validated against the topic's schema at once. */
   emit(topic: string, key: string | null, value: unknown): void;
+  /**
+   * Queue an input record's value, unchanged, as an output (by default with the input's key).
+   * Where the writer validated it for the same schema the output topic has, its bytes are reused
+   * as they are; otherwise this is emit().
+   */
+  forward(input: InputRecord, topic: string, key?: string | null): void;
   /** Refuse an input with a reason; it goes to the dead-letter topic in the same step. */
   deadLetter(input: InputRecord | null, reason: string): void;
   store(name: string): StateStore;

@@ -7,6 +7,8 @@ export interface LogRecord {
   /** The JSON text of the value, exactly as produced. */
   readonly value: string;
   readonly timestamp: number;
+  /** The writer's stamp: the schema fingerprint the engine validated the value against; absent from other writers. */
+  readonly validatedAs?: string;
 }
 
 /** A record to append; the runtime picks the partition from the key unless one is given. */
@@ -15,6 +17,8 @@ export interface OutgoingRecord {
   readonly key: string | null;
   readonly value: string;
   readonly partition?: number;
+  /** See LogRecord.validatedAs: set when the engine validated the value for this topic. */
+  readonly validatedAs?: string;
 }
 
 /** A change to one key of a state store; null deletes the key. */

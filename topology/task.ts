@@ -38,6 +38,40 @@ export interface TaskOptions {
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
+const UNPARSED = Symbol('unparsed');
+
+/**
+ * An input whose writer validated it against this topic's schema: nothing to check, and the
+ * value is parsed only if the processor reads it. forward() reuses its bytes.
+ */
+class TrustedInput implements InputRecord {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+  readonly key: string | null;
+  readonly timestamp: number;
+  private parsed: unknown = UNPARSED;
+
+  constructor(readonly record: LogRecord) {
+    this.topic = record.topic;
+    this.partition = record.partition;
+    this.offset = record.offset;
+    this.key = record.key;
+    this.timestamp = record.timestamp;
+  }
+
+  get value(): unknown {
+    if (this.parsed === UNPARSED) this.parsed = JSON.parse(this.record.value);
+    return this.parsed;
+  }
+
+  /** Serialised, an input is the plain record it stands for. */
+  toJSON(): InputRecord {
+    const { topic, partition, offset, key, timestamp, value } = this;
+    return { topic, partition, offset, key, timestamp, value };
+  }
+}
+
 /** One step's buffered effects, seen by the processor through StepContext. */
 class Step implements StepContext {
   readonly outputs: OutgoingRecord[] = [];
@@ -60,23 +94,45 @@ class Step implements StepContext {
     if (!this.allowed.writes.has(topic)) {
       throw new Error(`processor "${this.processor}" does not declare topic "${topic}" in writes`);
     }
-    this.outputs.push({ topic, key, value: this.codecs.encode(topic, value) });
+    this.push(topic, key, value);
+  }
+
+  forward(input: InputRecord, topic: string, key: string | null = input.key): void {
+    const stamp = this.codecs.stampOf(topic);
+    if (
+      !(input instanceof TrustedInput) ||
+      input.record.validatedAs !== stamp ||
+      !this.allowed.writes.has(topic)
+    ) {
+      this.emit(topic, key, input.value);
+      return;
+    }
+    this.outputs.push({ topic, key, value: input.record.value, validatedAs: stamp });
+  }
+
+  /** Validates and stamps an output. */
+  private push(topic: string, key: string | null, value: unknown): void {
+    this.outputs.push({
+      topic,
+      key,
+      value: this.codecs.encode(topic, value),
+      validatedAs: this.codecs.stampOf(topic),
+    });
   }
 
   deadLetter(input: InputRecord | null, reason: string): void {
-    const record: LogRecord = input
-      ? { ...input, value: JSON.stringify(input.value) }
-      : { topic: '(timer)', partition: -1, offset: -1, key: null, value: 'null', timestamp: this.now() };
+    const record: LogRecord =
+      input instanceof TrustedInput
+        ? input.record
+        : input
+          ? { ...input, value: JSON.stringify(input.value) }
+          : { topic: '(timer)', partition: -1, offset: -1, key: null, value: 'null', timestamp: this.now() };
     this.deadLetterRaw(record, reason);
   }
 
   deadLetterRaw(record: LogRecord, reason: string): void {
     const dl = deadLetterForRecord(record, reason, this.processor);
-    this.outputs.push({
-      topic: this.topology.deadLetterTopic,
-      key: dl.id,
-      value: this.codecs.encode(this.topology.deadLetterTopic, dl),
-    });
+    this.push(this.topology.deadLetterTopic, dl.id, dl);
     this.deadLettered++;
   }
 
@@ -300,14 +356,18 @@ export class ProcessorTask {
     const offsets = new Map<string, { topic: string; partition: number; offset: number }>();
     for (const r of polled) {
       try {
-        inputs.push({
-          topic: r.topic,
-          partition: r.partition,
-          offset: r.offset,
-          key: r.key,
-          timestamp: r.timestamp,
-          value: this.codecs.decode(r.topic, r.value),
-        });
+        inputs.push(
+          this.codecs.trusts(r)
+            ? new TrustedInput(r)
+            : {
+                topic: r.topic,
+                partition: r.partition,
+                offset: r.offset,
+                key: r.key,
+                timestamp: r.timestamp,
+                value: this.codecs.decode(r.topic, r.value),
+              },
+        );
       } catch (e) {
         if (!(e instanceof RecordValidationError)) throw e;
         ctx.deadLetterRaw(r, `invalid input: ${e.message}`);

@@ -20,7 +20,7 @@ CREATE TABLE IF NOT EXISTS partitions (
   PRIMARY KEY (topic, partition)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS records (
   topic TEXT NOT NULL, partition INTEGER NOT NULL, offset INTEGER NOT NULL,
-  key TEXT, value TEXT NOT NULL, ts INTEGER NOT NULL,
+  key TEXT, value TEXT NOT NULL, ts INTEGER NOT NULL, validated_as TEXT,
   PRIMARY KEY (topic, partition, offset)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS group_offsets (
   grp TEXT NOT NULL, topic TEXT NOT NULL, partition INTEGER NOT NULL, next_offset INTEGER NOT NULL,
@@ -53,6 +53,10 @@ export class EmbeddedRuntime implements Runtime {
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 10000');
     this.db.exec(SCHEMA);
+    // Logs written before records carried the writer's stamp: their records are validated on read.
+    const columns = this.db.prepare<[], { name: string }>('PRAGMA table_info(records)').all();
+    if (!columns.some((c) => c.name === 'validated_as'))
+      this.db.exec('ALTER TABLE records ADD COLUMN validated_as TEXT');
     this.stmts = {
       topic: this.db.prepare<
         [string],
@@ -62,13 +66,13 @@ export class EmbeddedRuntime implements Runtime {
         'UPDATE partitions SET next_offset = next_offset + ? WHERE topic = ? AND partition = ? RETURNING next_offset',
       ),
       insert: this.db.prepare(
-        'INSERT INTO records (topic, partition, offset, key, value, ts) VALUES (?, ?, ?, ?, ?, ?)',
+        'INSERT INTO records (topic, partition, offset, key, value, ts, validated_as) VALUES (?, ?, ?, ?, ?, ?, ?)',
       ),
       read: this.db.prepare<
         [string, number, number, number],
-        { offset: number; key: string | null; value: string; ts: number }
+        { offset: number; key: string | null; value: string; ts: number; validated_as: string | null }
       >(
-        'SELECT offset, key, value, ts FROM records WHERE topic = ? AND partition = ? AND offset >= ? ORDER BY offset LIMIT ?',
+        'SELECT offset, key, value, ts, validated_as FROM records WHERE topic = ? AND partition = ? AND offset >= ? ORDER BY offset LIMIT ?',
       ),
       ends: this.db.prepare<[string], { partition: number; next_offset: number }>(
         'SELECT partition, next_offset FROM partitions WHERE topic = ? ORDER BY partition',
@@ -140,7 +144,8 @@ export class EmbeddedRuntime implements Runtime {
       const bumped = this.stmts.bump.get(rs.length, topic, partition);
       if (!bumped) throw new Error(`unknown topic or partition ${topic}/${partition}`);
       let offset = bumped.next_offset - rs.length;
-      for (const r of rs) this.stmts.insert.run(topic, partition, offset++, r.key, r.value, now);
+      for (const r of rs)
+        this.stmts.insert.run(topic, partition, offset++, r.key, r.value, now, r.validatedAs ?? null);
     }
   }
 
@@ -179,6 +184,7 @@ export class EmbeddedRuntime implements Runtime {
       key: r.key,
       value: r.value,
       timestamp: r.ts,
+      ...(r.validated_as === null ? {} : { validatedAs: r.validated_as }),
     }));
   }
 

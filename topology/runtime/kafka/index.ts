@@ -8,7 +8,7 @@ import { KafkajsTask } from './kafkajs-task.js';
 import { RdkafkaTask } from './rdkafka-task.js';
 import { PartitionReader } from './reader.js';
 import { ChangelogState } from './state.js';
-import { plainJson, RegistryWire, type ValueWire } from './wire.js';
+import { plainJson, RegistryWire, VALIDATED_AS_HEADER, type ValueWire } from './wire.js';
 
 const { Kafka, logLevel, ConfigResourceTypes } = kafkajs;
 
@@ -105,11 +105,15 @@ export class KafkaRuntime implements Runtime {
     return n;
   }
 
-  /** Same placement as the embedded log: murmur2 of the key; null keys round-robin. */
-  async partitionFor(record: OutgoingRecord): Promise<number> {
-    if (record.partition !== undefined) return record.partition;
-    const n = await this.partitionsOf(record.topic);
-    return record.key === null ? this.nullKeyCounter++ % n : partitionForKey(record.key, n);
+  /** Each record's partition, with the embedded log's placement: murmur2 of the key; null keys round-robin. */
+  async partitionsFor(records: readonly OutgoingRecord[]): Promise<number[]> {
+    const counts = new Map<string, number>();
+    for (const r of records) if (!counts.has(r.topic)) counts.set(r.topic, await this.partitionsOf(r.topic));
+    return records.map((r) => {
+      if (r.partition !== undefined) return r.partition;
+      const n = counts.get(r.topic)!;
+      return r.key === null ? this.nullKeyCounter++ % n : partitionForKey(r.key, n);
+    });
   }
 
   async append(records: readonly OutgoingRecord[]): Promise<void> {
@@ -131,14 +135,17 @@ export class KafkaRuntime implements Runtime {
       current = new Map();
       bytes = new Map();
     };
-    for (const r of records) {
-      const partition = await this.partitionFor(r);
-      const value = await this.wire.encode(r.topic, r.value);
+    const partitions = await this.partitionsFor(records);
+    const values = await this.wire.encode(records);
+    for (const [i, r] of records.entries()) {
+      const partition = partitions[i]!;
+      const value = values[i]!;
       const slot = `${r.topic}\u0000${partition}`;
       if ((bytes.get(slot) ?? 0) + value.length > LIMIT) flush();
       bytes.set(slot, (bytes.get(slot) ?? 0) + value.length);
       const messages = current.get(r.topic) ?? [];
-      messages.push({ key: r.key, value, partition });
+      const headers = r.validatedAs ? { [VALIDATED_AS_HEADER]: r.validatedAs } : undefined;
+      messages.push({ key: r.key, value, partition, headers });
       current.set(r.topic, messages);
     }
     flush();

@@ -4,6 +4,7 @@ import type { LogTask, LogTransaction, TaskSpec } from '../types.js';
 import type { KafkaRuntime } from './index.js';
 import { type Offset, rethrowFenced, stagedTransaction } from './staged.js';
 import type { ChangelogState } from './state.js';
+import { headerText, VALIDATED_AS_HEADER } from './wire.js';
 
 /** A fetched batch of one partition, held (so kafkajs fetches no further) until its records are polled. */
 interface HeldBatch {
@@ -101,17 +102,19 @@ export class KafkajsTask implements LogTask {
     isStale,
   }: kafkajs.EachBatchPayload): Promise<void> {
     const { topic, partition } = batch;
-    const decoded: LogRecord[] = [];
-    for (const m of batch.messages) {
-      decoded.push({
+    const values = await this.runtime.wire.decode(batch.messages.map((m) => ({ topic, value: m.value })));
+    const decoded: LogRecord[] = batch.messages.map((m, i) => {
+      const validatedAs = headerText(m.headers?.[VALIDATED_AS_HEADER]);
+      return {
         topic,
         partition,
         offset: Number(m.offset),
         key: m.key?.toString() ?? null,
-        value: await this.runtime.wire.decode(topic, m.value ?? Buffer.alloc(0)),
+        value: values[i]!,
         timestamp: Number(m.timestamp),
-      });
-    }
+        ...(validatedAs ? { validatedAs } : {}),
+      };
+    });
     // A rewind while this batch was decoded: the seek refetches it.
     if (isStale()) return;
     resolveOffset(batch.lastOffset());

@@ -4,6 +4,22 @@ import type { LogTask, LogTransaction, TaskSpec } from '../types.js';
 import type { KafkaRuntime } from './index.js';
 import { rethrowFenced, stagedTransaction } from './staged.js';
 import type { ChangelogState } from './state.js';
+import { headerText, VALIDATED_AS_HEADER } from './wire.js';
+
+/** A consumed message as a log record, with the value's JSON text already taken off the wire. */
+export function rdkafkaRecord(m: rdkafka.Message, value: string): LogRecord {
+  const header = m.headers?.find((h) => VALIDATED_AS_HEADER in h);
+  const validatedAs = header && headerText(header[VALIDATED_AS_HEADER]);
+  return {
+    topic: m.topic,
+    partition: m.partition,
+    offset: m.offset,
+    key: m.key == null ? null : m.key.toString(),
+    value,
+    timestamp: m.timestamp ?? 0,
+    ...(validatedAs ? { validatedAs } : {}),
+  };
+}
 
 const call = <T = void>(
   fn: (cb: (err: rdkafka.LibrdKafkaError | null | undefined, value?: T) => void) => void,
@@ -75,22 +91,15 @@ export class RdkafkaTask implements LogTask {
   async poll(max: number, waitMs: number): Promise<LogRecord[]> {
     if (this.fatal) throw this.fatal;
     this.consumer.setDefaultConsumeTimeout(Math.max(1, waitMs));
-    const messages = await call<rdkafka.Message[]>((cb) => this.consumer.consume(max, cb));
-    const out: LogRecord[] = [];
-    for (const m of messages) {
+    const fetched = await call<rdkafka.Message[]>((cb) => this.consumer.consume(max, cb));
+    const messages = fetched.filter((m) => {
       const k = partitionKey(m.topic, m.partition);
-      if (m.offset < (this.position.get(k) ?? this.committed.get(k) ?? 0)) continue;
+      if (m.offset < (this.position.get(k) ?? this.committed.get(k) ?? 0)) return false;
       this.position.set(k, m.offset + 1);
-      out.push({
-        topic: m.topic,
-        partition: m.partition,
-        offset: m.offset,
-        key: m.key == null ? null : m.key.toString(),
-        value: await this.runtime.wire.decode(m.topic, m.value ?? Buffer.alloc(0)),
-        timestamp: m.timestamp ?? 0,
-      });
-    }
-    return out;
+      return true;
+    });
+    const values = await this.runtime.wire.decode(messages);
+    return messages.map((m, i) => rdkafkaRecord(m, values[i]!));
   }
 
   readState(store: string, key: string): string | undefined {
@@ -101,9 +110,19 @@ export class RdkafkaTask implements LogTask {
     await call((cb) => this.producer.beginTransaction(cb)).catch(rethrowFenced);
     return stagedTransaction(this.state, {
       send: async (outgoing, offsets) => {
-        for (const r of outgoing) {
-          const value = await this.runtime.wire.encode(r.topic, r.value);
-          this.producer.produce(r.topic, await this.runtime.partitionFor(r), value, r.key ?? undefined);
+        const partitions = await this.runtime.partitionsFor(outgoing);
+        const values = await this.runtime.wire.encode(outgoing);
+        for (const [i, r] of outgoing.entries()) {
+          const headers = r.validatedAs ? [{ [VALIDATED_AS_HEADER]: r.validatedAs }] : undefined;
+          this.producer.produce(
+            r.topic,
+            partitions[i],
+            values[i]!,
+            r.key ?? undefined,
+            undefined,
+            undefined,
+            headers,
+          );
         }
         if (offsets.length) {
           await call((cb) => this.producer.sendOffsetsToTransaction([...offsets], this.consumer, 30_000, cb));

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import rdkafka from 'node-rdkafka';
 import type { LogRecord } from '../../records.js';
+import { rdkafkaRecord } from './rdkafka-task.js';
 import type { ValueWire } from './wire.js';
 
 /**
@@ -53,17 +54,9 @@ export class PartitionReader {
         const messages = await new Promise<rdkafka.Message[]>((resolve, reject) =>
           this.consumer.consume(max - out.length, (err, m) => (err ? reject(err) : resolve(m))),
         );
-        for (const m of messages) {
-          if (m.offset < fromOffset) continue;
-          out.push({
-            topic,
-            partition,
-            offset: m.offset,
-            key: m.key == null ? null : m.key.toString(),
-            value: await this.wire.decode(topic, m.value ?? Buffer.alloc(0)),
-            timestamp: m.timestamp ?? 0,
-          });
-        }
+        const fresh = messages.filter((m) => m.offset >= fromOffset);
+        const values = await this.wire.decode(fresh);
+        for (const [i, m] of fresh.entries()) out.push(rdkafkaRecord(m, values[i]!));
       }
     } finally {
       this.consumer.unassign();

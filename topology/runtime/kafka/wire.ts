@@ -14,17 +14,32 @@ import type { TopicSpec } from '../../topology.js';
  */
 export interface ValueWire {
   register(topics: readonly TopicSpec[]): Promise<void>;
-  encode(topic: string, json: string): Promise<Buffer>;
-  decode(topic: string, bytes: Buffer): Promise<string>;
+  /** The bytes on the wire of each record's value, in order; a batch at a time. */
+  encode(records: readonly { topic: string; value: string }[]): Promise<Buffer[]>;
+  /** The JSON text of each message's value, in order; a batch at a time. */
+  decode(messages: readonly { topic: string; value: Buffer | null }[]): Promise<string[]>;
 }
+
+/** The Kafka header carrying LogRecord.validatedAs. */
+export const VALIDATED_AS_HEADER = 'bioalchemy-validated-as';
+
+/** A header value as kafkajs or node-rdkafka hands it over, as text. */
+export function headerText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (Buffer.isBuffer(value)) return value.toString('utf8');
+  return undefined;
+}
+
+const plainBytes = (json: string) => Buffer.from(json, 'utf8');
+const plainText = (bytes: Buffer | null) => (bytes ? bytes.toString('utf8') : '');
 
 export const plainJson: ValueWire = {
   async register() {},
-  async encode(_topic, json) {
-    return Buffer.from(json, 'utf8');
+  async encode(records) {
+    return records.map((r) => plainBytes(r.value));
   },
-  async decode(_topic, bytes) {
-    return bytes.toString('utf8');
+  async decode(messages) {
+    return messages.map((m) => plainText(m.value));
   },
 };
 
@@ -50,13 +65,27 @@ export class RegistryWire implements ValueWire {
     }
   }
 
-  async encode(topic: string, json: string): Promise<Buffer> {
-    if (!this.registered.has(topic)) return plainJson.encode(topic, json);
-    return this.serializer.serialize(topic, JSON.parse(json));
+  async encode(records: readonly { topic: string; value: string }[]): Promise<Buffer[]> {
+    const out: Buffer[] = [];
+    for (const r of records) {
+      out.push(
+        this.registered.has(r.topic)
+          ? await this.serializer.serialize(r.topic, JSON.parse(r.value))
+          : plainBytes(r.value),
+      );
+    }
+    return out;
   }
 
-  async decode(topic: string, bytes: Buffer): Promise<string> {
-    if (!this.registered.has(topic) || bytes[0] !== 0) return plainJson.decode(topic, bytes);
-    return JSON.stringify(await this.deserializer.deserialize(topic, bytes));
+  async decode(messages: readonly { topic: string; value: Buffer | null }[]): Promise<string[]> {
+    const out: string[] = [];
+    for (const { topic, value } of messages) {
+      out.push(
+        value && value[0] === 0 && this.registered.has(topic)
+          ? JSON.stringify(await this.deserializer.deserialize(topic, value))
+          : plainText(value),
+      );
+    }
+    return out;
   }
 }
