@@ -12,7 +12,7 @@ import { defineTopology } from '../topology/topology.js';
 import { pairedRates, ratioLine, timed } from './harness.js';
 
 const BROKER = process.env.BIOALCHEMY_KAFKA ?? '127.0.0.1:19092';
-const N = 40_000;
+const N = 100_000;
 /** Records per step: one transaction each, like a Kafka Streams commit interval. */
 const BATCH = 5_000;
 const PARTITIONS = 3;

@@ -30,6 +30,9 @@ export interface StateChange {
 
 export const partitionKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
+/** One key of one state store, as a map key. */
+export const stateKey = (store: string, key: string) => `${store}\u0000${key}`;
+
 /**
  * Kafka's default partitioner (murmur2 of the key bytes, positive, modulo partitions), so a key
  * lands in the same partition on the embedded log and on Kafka.

@@ -1,16 +1,17 @@
 import type { Logger } from 'pino';
-import { checkpoint } from './checkpoint.js';
-import { deadLetterForRecord, RecordValidationError, TopicCodecs } from './codec.js';
+import { Checkpoint, type Offset } from './checkpoint.js';
+import { RecordValidationError, TopicCodecs } from './codec.js';
 import type { EngineMetrics } from './metrics.js';
-import type { InputRecord, Processor, StateStore, StepContext } from './processor.js';
-import { type LogRecord, type OutgoingRecord, partitionKey, type StateChange } from './records.js';
+import type { InputRecord, Processor, StepContext } from './processor.js';
+import { type LogRecord, partitionKey, type StateChange, stateKey } from './records.js';
 import { FencedError, type LogTask, type Runtime } from './runtime/types.js';
+import { Step, TrustedInput } from './step.js';
 import type { Topology } from './topology.js';
 
 /** Throw this for failures that will pass (rate limits, outages): the step is retried, never dead-lettered. */
 export class RetryableError extends Error {}
 
-/** An overlapped commit failed: what it carried is read again after a rewind. */
+/** A transaction failed after steps went into it: all of them are read again after a rewind. */
 class CommitFailed extends Error {
   constructor(readonly original: unknown) {
     super(`commit failed: ${(original as Error)?.message ?? String(original)}`, { cause: original });
@@ -36,139 +37,33 @@ export interface TaskOptions {
   readonly backoffMs?: (attempt: number) => number;
   /** Sleep between retries; the test driver replaces it to keep tests instant. */
   readonly sleep?: (ms: number) => Promise<void>;
+  /**
+   * In run(), how long one transaction keeps taking steps before it commits: Kafka Streams'
+   * commit.interval.ms, 100 ms as under its exactly-once. A transaction also commits whenever
+   * the input runs dry. step() and stepWith() always commit before they return.
+   */
+  readonly commitIntervalMs?: number;
 }
 
-const UNPARSED = Symbol('unparsed');
-
-/**
- * An input whose writer validated it against this topic's schema: nothing to check, and the
- * value is parsed only if the processor reads it. forward() reuses its bytes.
- */
-class TrustedInput implements InputRecord {
-  readonly topic: string;
-  readonly partition: number;
-  readonly offset: number;
-  readonly key: string | null;
-  readonly timestamp: number;
-  private parsed: unknown = UNPARSED;
-
-  constructor(readonly record: LogRecord) {
-    this.topic = record.topic;
-    this.partition = record.partition;
-    this.offset = record.offset;
-    this.key = record.key;
-    this.timestamp = record.timestamp;
-  }
-
-  get value(): unknown {
-    if (this.parsed === UNPARSED) this.parsed = JSON.parse(this.record.value);
-    return this.parsed;
-  }
-
-  /** Serialised, an input is the plain record it stands for. */
-  toJSON(): InputRecord {
-    const { topic, partition, offset, key, timestamp, value } = this;
-    return { topic, partition, offset, key, timestamp, value };
-  }
-}
-
-/** One step's buffered effects, seen by the processor through StepContext. */
-class Step implements StepContext {
-  readonly outputs: OutgoingRecord[] = [];
-  readonly changes = new Map<string, StateChange>();
-  readonly sinkWrites: (() => Promise<void>)[] = [];
-  deadLettered = 0;
-
-  constructor(
-    readonly processor: string,
-    readonly log: Logger,
-    /** The value of a store key before this step: committed, or written by the commit in flight. */
-    private readonly readBefore: (id: string, store: string, key: string) => string | null | undefined,
-    private readonly codecs: TopicCodecs,
-    private readonly topology: Topology,
-    private readonly allowed: { writes: ReadonlySet<string>; stores: ReadonlySet<string> },
-    readonly now: () => number,
-  ) {}
-
-  emit(topic: string, key: string | null, value: unknown): void {
-    if (!this.allowed.writes.has(topic)) {
-      throw new Error(`processor "${this.processor}" does not declare topic "${topic}" in writes`);
-    }
-    this.push(topic, key, value);
-  }
-
-  forward(input: InputRecord, topic: string, key: string | null = input.key): void {
-    const stamp = this.codecs.stampOf(topic);
-    if (
-      !(input instanceof TrustedInput) ||
-      input.record.validatedAs !== stamp ||
-      !this.allowed.writes.has(topic)
-    ) {
-      this.emit(topic, key, input.value);
-      return;
-    }
-    this.outputs.push({ topic, key, value: input.record.value, validatedAs: stamp });
-  }
-
-  /** Validates and stamps an output. */
-  private push(topic: string, key: string | null, value: unknown): void {
-    this.outputs.push({
-      topic,
-      key,
-      value: this.codecs.encode(topic, value),
-      validatedAs: this.codecs.stampOf(topic),
-    });
-  }
-
-  deadLetter(input: InputRecord | null, reason: string): void {
-    const record: LogRecord =
-      input instanceof TrustedInput
-        ? input.record
-        : input
-          ? { ...input, value: JSON.stringify(input.value) }
-          : { topic: '(timer)', partition: -1, offset: -1, key: null, value: 'null', timestamp: this.now() };
-    this.deadLetterRaw(record, reason);
-  }
-
-  deadLetterRaw(record: LogRecord, reason: string): void {
-    const dl = deadLetterForRecord(record, reason, this.processor);
-    this.push(this.topology.deadLetterTopic, dl.id, dl);
-    this.deadLettered++;
-  }
-
-  sink(write: () => Promise<void>): void {
-    this.sinkWrites.push(write);
-  }
-
-  store(name: string): StateStore {
-    if (!this.allowed.stores.has(name))
-      throw new Error(`processor "${this.processor}" does not declare store "${name}"`);
-    return {
-      get: <T>(key: string): T | undefined => {
-        const id = stateId(name, key);
-        const own = this.changes.get(id);
-        const text = own ? own.value : this.readBefore(id, name, key);
-        return text == null ? undefined : (JSON.parse(text) as T);
-      },
-      put: (key, value) =>
-        this.changes.set(stateId(name, key), { store: name, key, value: JSON.stringify(value) }),
-      delete: (key) => this.changes.set(stateId(name, key), { store: name, key, value: null }),
-    };
-  }
-}
-
-const stateId = (store: string, key: string) => `${store}\u0000${key}`;
-
-/** A step whose commit is still in flight; its state changes are what the next step reads. */
-interface PendingCommit {
+/** A transaction committing while the next one takes steps; its state changes are what they read. */
+interface Committing {
   readonly done: Promise<void>;
   readonly changes: ReadonlyMap<string, StateChange>;
 }
 
+/** What a transaction's steps did, counted once it commits. */
+interface Tally {
+  inputs: number;
+  deadLetters: number;
+  readonly outputs: Map<string, number>;
+}
+
 /**
- * Runs one processor on a runtime: poll a batch, process it, checkpoint; repeat. In run(), a
- * step's commit overlaps the next step's poll and processing (the next commit waits for it), so
- * the broker's round trips of one transaction cost no time on the CPU that processes the next.
+ * Runs one processor on a runtime: poll a batch, process it, add it to the transaction; repeat.
+ * In run(), a transaction takes steps for up to commitIntervalMs, and while it commits the next
+ * batch is already polled and processed (the next transaction begins once it has landed), so the
+ * broker's round trips cost little time on the one CPU that processes. The cost: up to one
+ * interval of outputs is read again after a crash, and readers see outputs an interval later.
  */
 export class ProcessorTask {
   private task!: LogTask;
@@ -176,7 +71,9 @@ export class ProcessorTask {
   private readonly clock: () => number;
   private nextTimer = 0;
   private readonly allowed: { writes: ReadonlySet<string>; stores: ReadonlySet<string> };
-  private pending: PendingCommit | null = null;
+  /** The transaction taking steps, with what they did. */
+  private filling: { checkpoint: Checkpoint; tally: Tally } | null = null;
+  private committing: Committing | null = null;
   /** Input records committed since open(). */
   committedInputs = 0;
 
@@ -193,13 +90,13 @@ export class ProcessorTask {
 
   /** A key's value in one of this processor's stores, as the last step left it. */
   readState<T = unknown>(store: string, key: string): T | undefined {
-    const text = this.readBefore(stateId(store, key), store, key);
+    const text = this.readBefore(stateKey(store, key), store, key);
     return text == null ? undefined : (JSON.parse(text) as T);
   }
 
   private readonly readBefore = (id: string, store: string, key: string): string | null | undefined => {
-    const pending = this.pending?.changes.get(id);
-    return pending ? pending.value : this.task.readState(store, key);
+    const change = this.filling?.checkpoint.changes.get(id) ?? this.committing?.changes.get(id);
+    return change ? change.value : this.task.readState(store, key);
   };
 
   async open(): Promise<this> {
@@ -213,9 +110,9 @@ export class ProcessorTask {
   }
 
   /**
-   * Runs until the signal aborts; the step in progress finishes and commits first. A step that
-   * fails outside the processor (the broker restarting, say) is logged and tried again: the
-   * uncommitted records come back after the rewind.
+   * Runs until the signal aborts; the transaction in progress commits first. A step that fails
+   * outside the processor (the broker restarting, say) is logged and tried again: the uncommitted
+   * records come back after the rewind.
    */
   async run(signal: AbortSignal): Promise<void> {
     let resync = false;
@@ -223,7 +120,7 @@ export class ProcessorTask {
       try {
         // Until a rewind succeeds the task's view of offsets and state may be stale: no step before it.
         if (resync) {
-          await this.settle().catch(() => {});
+          await this.abandon();
           await this.task.rewind();
         }
         resync = false;
@@ -237,8 +134,8 @@ export class ProcessorTask {
         await (this.opts.sleep ?? sleep)(Math.min(10_000, 100 * 2 ** failures));
       }
     }
-    // The last batch's records are read again at the next start if this commit fails.
-    await this.settle().catch((err) => this.opts.log.warn({ err }, 'last commit failed at stop'));
+    // If this fails, what was not committed is read again at the next start.
+    await this.flush().catch((err) => this.opts.log.warn({ err }, 'last commit failed at stop'));
   }
 
   /** One step: a due timer, or one batch of input. Returns once it is committed, with its input count. */
@@ -246,21 +143,21 @@ export class ProcessorTask {
     return this.advance(waitMs, false);
   }
 
-  /** One step; with `overlap` its commit may still be in flight when this returns. */
-  private async advance(waitMs: number, overlap: boolean): Promise<number> {
+  /** One step; `interval`: it may stay in an open transaction, or one still committing, on return. */
+  private async advance(waitMs: number, interval: boolean): Promise<number> {
     const timer = this.processor.punctuate;
     if (timer && this.clock() >= this.nextTimer) {
-      await this.attempt([], (ctx) => timer.run(ctx), overlap);
+      await this.attempt([], (ctx) => timer.run(ctx), interval);
       this.nextTimer = this.clock() + timer.everyMs;
       return 0;
     }
     const polled = await this.task.poll(this.opts.batchSize ?? this.processor.batchSize ?? 256, waitMs);
     if (polled.length === 0) {
-      // Idle: surface a failed commit now rather than at the next record.
-      await this.settle();
+      // Input ran dry: commit now instead of at the end of the interval.
+      await this.flush();
       return 0;
     }
-    await this.attempt(polled, (ctx, inputs) => this.processor.process(inputs, ctx), overlap);
+    await this.attempt(polled, (ctx, inputs) => this.processor.process(inputs, ctx), interval);
     return polled.length;
   }
 
@@ -272,36 +169,62 @@ export class ProcessorTask {
     await this.attempt([], (ctx) => body(ctx), false);
   }
 
-  /** Waits for the commit in flight, if any, and rethrows its failure. */
+  /** Commits the open transaction, if any, and waits until nothing is left committing. */
+  private async flush(): Promise<void> {
+    this.startCommit();
+    await this.settle();
+  }
+
+  /** Gives up the open transaction and waits out one committing: after this, rewind. */
+  private async abandon(): Promise<void> {
+    const filling = this.filling;
+    this.filling = null;
+    await filling?.checkpoint.abort();
+    await this.settle().catch(() => {});
+  }
+
+  /** Waits for the transaction committing, if any, and rethrows its failure. */
   private async settle(): Promise<void> {
-    const pending = this.pending;
-    if (!pending) return;
+    const committing = this.committing;
+    if (!committing) return;
     try {
-      await pending.done;
+      await committing.done;
     } catch (e) {
       // Its records must be read again: a retry of a later step must never commit past them.
       throw e instanceof FencedError ? e : new CommitFailed(e);
     } finally {
-      if (this.pending === pending) this.pending = null;
+      if (this.committing === committing) this.committing = null;
     }
   }
 
+  /** Sets the open transaction committing; settle() waits for it. */
+  private startCommit(): void {
+    const filling = this.filling;
+    if (!filling) return;
+    this.filling = null;
+    const { checkpoint, tally } = filling;
+    const done = checkpoint.commit().then(() => this.committed(tally, checkpoint.begunAt));
+    // Observed by settle(); until then a failure must not count as unhandled.
+    done.catch(() => {});
+    this.committing = { done, changes: checkpoint.changes };
+  }
+
   /**
-   * Retries a failing batch with backoff, on the same records: nothing of a failed step was
-   * committed, so the consumer need not move. A RetryableError is retried for as long as it
+   * Retries a failing batch with backoff, on the same records: nothing of a failed step went into
+   * the transaction, so the consumer need not move. A RetryableError is retried for as long as it
    * takes; any other error, once attempts run out, sends the batch through record by record so
    * that only the record that fails on its own is dead-lettered, with the error as its reason.
    */
   private async attempt(
     polled: readonly LogRecord[],
     body: (ctx: Step, inputs: InputRecord[]) => Promise<void>,
-    overlap: boolean,
+    interval: boolean,
   ): Promise<void> {
     const maxAttempts = this.opts.maxAttempts ?? 3;
     let lastError: unknown;
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.runStep(polled, body, overlap);
+        await this.runStep(polled, body, interval);
         return;
       } catch (e) {
         lastError = e;
@@ -309,7 +232,8 @@ export class ProcessorTask {
         const fenced = e instanceof FencedError;
         this.opts.log.warn({ err: e, attempt, records: polled.length, fenced }, 'step failed');
         if (fenced) {
-          // Another member owns these partitions now: drop the batch, read on from what is committed.
+          // Another member owns these partitions now: drop what is uncommitted, read on from what is.
+          await this.abandon();
           await this.task.rewind();
           return;
         }
@@ -330,19 +254,18 @@ export class ProcessorTask {
           if (polled.length === 0) ctx.deadLetter(null, `timer ${reason}`);
           for (const r of polled) ctx.deadLetterRaw(r, reason);
         },
-        overlap,
+        interval,
       );
       return;
     }
-    for (const record of polled) await this.attempt([record], body, overlap);
+    for (const record of polled) await this.attempt([record], body, interval);
   }
 
   private async runStep(
     polled: readonly LogRecord[],
     body: (ctx: Step, inputs: InputRecord[]) => Promise<void>,
-    overlap: boolean,
+    interval: boolean,
   ): Promise<void> {
-    const started = performance.now();
     const ctx = new Step(
       this.processor.name,
       this.opts.log,
@@ -353,7 +276,6 @@ export class ProcessorTask {
       this.clock,
     );
     const inputs: InputRecord[] = [];
-    const offsets = new Map<string, { topic: string; partition: number; offset: number }>();
     for (const r of polled) {
       try {
         inputs.push(
@@ -373,12 +295,6 @@ export class ProcessorTask {
         ctx.deadLetterRaw(r, `invalid input: ${e.message}`);
       }
     }
-    // Within a partition polled records are in offset order: the last one gives the next offset.
-    for (let i = polled.length - 1; i >= 0; i--) {
-      const r = polled[i]!;
-      const k = partitionKey(r.topic, r.partition);
-      if (!offsets.has(k)) offsets.set(k, { topic: r.topic, partition: r.partition, offset: r.offset + 1 });
-    }
     if (inputs.length > 0 || polled.length === 0) {
       try {
         await body(ctx, inputs);
@@ -386,36 +302,68 @@ export class ProcessorTask {
         throw e instanceof RetryableError ? e : new ProcessorFailure(e);
       }
     }
-    // One transaction at a time: the previous step's commit lands before this one begins.
-    await this.settle();
-    const done = checkpoint(this.task, {
-      sinkWrites: ctx.sinkWrites,
-      state: [...ctx.changes.values()],
-      outputs: ctx.outputs,
-      offsets,
-    }).then(() => this.committed(ctx, polled.length, started));
-    if (!overlap) return done;
-    // Observed by settle(); until then a failure must not count as unhandled.
-    done.catch(() => {});
-    this.pending = { done, changes: ctx.changes };
+    if (!this.filling) {
+      // One transaction at a time: the one committing lands before the next begins.
+      await this.settle();
+      this.filling = {
+        checkpoint: await Checkpoint.begin(this.task),
+        tally: { inputs: 0, deadLetters: 0, outputs: new Map() },
+      };
+    }
+    const { checkpoint, tally } = this.filling;
+    try {
+      await checkpoint.add({
+        sinkWrites: ctx.sinkWrites,
+        state: [...ctx.changes.values()],
+        outputs: ctx.outputs,
+        offsets: nextOffsets(polled),
+      });
+    } catch (e) {
+      if (!checkpoint.broken) throw e;
+      await this.abandon();
+      throw e instanceof FencedError || !interval ? e : new CommitFailed(e);
+    }
+    tally.inputs += polled.length;
+    tally.deadLetters += ctx.deadLettered;
+    for (const o of ctx.outputs) tally.outputs.set(o.topic, (tally.outputs.get(o.topic) ?? 0) + 1);
+    if (!interval) {
+      this.filling = null;
+      await checkpoint.commit();
+      this.committed(tally, checkpoint.begunAt);
+    } else if (performance.now() - checkpoint.begunAt >= (this.opts.commitIntervalMs ?? 100)) {
+      this.startCommit();
+    }
   }
 
-  private committed(ctx: Step, inputs: number, started: number): void {
-    this.committedInputs += inputs;
+  private committed(tally: Tally, begunAt: number): void {
+    this.committedInputs += tally.inputs;
     const m = this.opts.metrics;
     const labels = { processor: this.processor.name };
-    m.recordsIn.inc(labels, inputs);
-    const perTopic = new Map<string, number>();
-    for (const o of ctx.outputs) perTopic.set(o.topic, (perTopic.get(o.topic) ?? 0) + 1);
-    for (const [topic, n] of perTopic) m.recordsOut.inc({ ...labels, topic }, n);
-    if (ctx.deadLettered) m.deadLetters.inc(labels, ctx.deadLettered);
-    m.stepSeconds.observe(labels, (performance.now() - started) / 1000);
+    m.recordsIn.inc(labels, tally.inputs);
+    for (const [topic, n] of tally.outputs) m.recordsOut.inc({ ...labels, topic }, n);
+    if (tally.deadLetters) m.deadLetters.inc(labels, tally.deadLetters);
+    m.stepSeconds.observe(labels, (performance.now() - begunAt) / 1000);
   }
 
   async close(): Promise<void> {
-    await this.settle().catch(() => {});
+    await this.abandon();
     await this.task?.close();
   }
+}
+
+/** The next offset per partition: within a partition polled records are in offset order. */
+function nextOffsets(polled: readonly LogRecord[]): Map<string, Offset> {
+  const offsets = new Map<string, Offset>();
+  let last: Offset | undefined;
+  for (const r of polled) {
+    if (last?.partition !== r.partition || last.topic !== r.topic) {
+      const k = partitionKey(r.topic, r.partition);
+      last = offsets.get(k) ?? { topic: r.topic, partition: r.partition, offset: 0 };
+      offsets.set(k, last);
+    }
+    last.offset = r.offset + 1;
+  }
+  return offsets;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -1,9 +1,10 @@
 import type kafkajs from 'kafkajs';
+import type { Offset } from '../../checkpoint.js';
 import { type LogRecord, partitionKey, type StateChange } from '../../records.js';
 import type { LogTask, LogTransaction, TaskSpec } from '../types.js';
 import type { KafkaRuntime } from './index.js';
-import { type Offset, rethrowFenced, stagedTransaction } from './staged.js';
 import type { ChangelogState } from './state.js';
+import { kafkaTransaction, rethrowFenced } from './transaction.js';
 import { headerText, VALIDATED_AS_HEADER } from './wire.js';
 
 /** A fetched batch of one partition, held (so kafkajs fetches no further) until its records are polled. */
@@ -112,7 +113,7 @@ export class KafkajsTask implements LogTask {
         key: m.key?.toString() ?? null,
         value: values[i]!,
         timestamp: Number(m.timestamp),
-        ...(validatedAs ? { validatedAs } : {}),
+        validatedAs,
       };
     });
     // A rewind while this batch was decoded: the seek refetches it.
@@ -168,10 +169,18 @@ export class KafkajsTask implements LogTask {
 
   async begin(): Promise<LogTransaction> {
     const tx = await this.producer.transaction().catch(rethrowFenced);
-    return stagedTransaction(this.state, {
-      send: async (outgoing, offsets) => {
-        for (const chunk of await this.runtime.sendChunks(outgoing))
-          await tx.sendBatch({ topicMessages: chunk });
+    // Sends are not awaited one by one: the step goes on while kafkajs writes; commit waits for all.
+    const sending: Promise<unknown>[] = [];
+    return kafkaTransaction(this.state, {
+      send: async (records) => {
+        for (const chunk of await this.runtime.sendChunks(records)) {
+          const sent = tx.sendBatch({ topicMessages: chunk });
+          sent.catch(() => {});
+          sending.push(sent);
+        }
+      },
+      commit: async (offsets) => {
+        await Promise.all(sending);
         if (offsets.length)
           await tx.sendOffsets({ consumerGroupId: this.spec.group, topics: groupByTopic(offsets) });
         await tx.commit();

@@ -2,14 +2,14 @@ import rdkafka from 'node-rdkafka';
 import { type LogRecord, partitionKey, type StateChange } from '../../records.js';
 import type { LogTask, LogTransaction, TaskSpec } from '../types.js';
 import type { KafkaRuntime } from './index.js';
-import { rethrowFenced, stagedTransaction } from './staged.js';
 import type { ChangelogState } from './state.js';
+import { kafkaTransaction, rethrowFenced } from './transaction.js';
 import { headerText, VALIDATED_AS_HEADER } from './wire.js';
 
 /** A consumed message as a log record, with the value's JSON text already taken off the wire. */
 export function rdkafkaRecord(m: rdkafka.Message, value: string): LogRecord {
-  const header = m.headers?.find((h) => VALIDATED_AS_HEADER in h);
-  const validatedAs = header && headerText(header[VALIDATED_AS_HEADER]);
+  let validatedAs: string | undefined;
+  for (const h of m.headers ?? []) validatedAs ??= headerText(h[VALIDATED_AS_HEADER]);
   return {
     topic: m.topic,
     partition: m.partition,
@@ -17,8 +17,17 @@ export function rdkafkaRecord(m: rdkafka.Message, value: string): LogRecord {
     key: m.key == null ? null : m.key.toString(),
     value,
     timestamp: m.timestamp ?? 0,
-    ...(validatedAs ? { validatedAs } : {}),
+    validatedAs,
   };
+}
+
+/** The header list that stamps a produced record; one shared list per stamp. */
+const stampHeaders = new Map<string, rdkafka.MessageHeader[]>();
+function headersFor(validatedAs: string | undefined): rdkafka.MessageHeader[] | undefined {
+  if (!validatedAs) return undefined;
+  let headers = stampHeaders.get(validatedAs);
+  if (!headers) stampHeaders.set(validatedAs, (headers = [{ [VALIDATED_AS_HEADER]: validatedAs }]));
+  return headers;
 }
 
 const call = <T = void>(
@@ -92,12 +101,25 @@ export class RdkafkaTask implements LogTask {
     if (this.fatal) throw this.fatal;
     this.consumer.setDefaultConsumeTimeout(Math.max(1, waitMs));
     const fetched = await call<rdkafka.Message[]>((cb) => this.consumer.consume(max, cb));
-    const messages = fetched.filter((m) => {
-      const k = partitionKey(m.topic, m.partition);
-      if (m.offset < (this.position.get(k) ?? this.committed.get(k) ?? 0)) return false;
-      this.position.set(k, m.offset + 1);
-      return true;
-    });
+    const messages: rdkafka.Message[] = [];
+    // Messages come in runs of one partition: look its position up once a run.
+    let run = null as { topic: string; partition: number; key: string; next: number } | null;
+    for (const m of fetched) {
+      if (run?.partition !== m.partition || run.topic !== m.topic) {
+        if (run) this.position.set(run.key, run.next);
+        const key = partitionKey(m.topic, m.partition);
+        run = {
+          topic: m.topic,
+          partition: m.partition,
+          key,
+          next: this.position.get(key) ?? this.committed.get(key) ?? 0,
+        };
+      }
+      if (m.offset < run.next) continue;
+      run.next = m.offset + 1;
+      messages.push(m);
+    }
+    if (run) this.position.set(run.key, run.next);
     const values = await this.runtime.wire.decode(messages);
     return messages.map((m, i) => rdkafkaRecord(m, values[i]!));
   }
@@ -108,12 +130,13 @@ export class RdkafkaTask implements LogTask {
 
   async begin(): Promise<LogTransaction> {
     await call((cb) => this.producer.beginTransaction(cb)).catch(rethrowFenced);
-    return stagedTransaction(this.state, {
-      send: async (outgoing, offsets) => {
-        const partitions = await this.runtime.partitionsFor(outgoing);
-        const values = await this.runtime.wire.encode(outgoing);
-        for (const [i, r] of outgoing.entries()) {
-          const headers = r.validatedAs ? [{ [VALIDATED_AS_HEADER]: r.validatedAs }] : undefined;
+    return kafkaTransaction(this.state, {
+      send: async (records) => {
+        if (records.length === 0) return;
+        const partitions = await this.runtime.partitionsFor(records);
+        const values = await this.runtime.wire.encode(records);
+        for (const [i, r] of records.entries()) {
+          const headers = headersFor(r.validatedAs);
           this.producer.produce(
             r.topic,
             partitions[i],
@@ -124,6 +147,8 @@ export class RdkafkaTask implements LogTask {
             headers,
           );
         }
+      },
+      commit: async (offsets) => {
         if (offsets.length) {
           await call((cb) => this.producer.sendOffsetsToTransaction([...offsets], this.consumer, 30_000, cb));
         }
