@@ -26,7 +26,10 @@ const stampHeaders = new Map<string, rdkafka.MessageHeader[]>();
 function headersFor(validatedAs: string | undefined): rdkafka.MessageHeader[] | undefined {
   if (!validatedAs) return undefined;
   let headers = stampHeaders.get(validatedAs);
-  if (!headers) stampHeaders.set(validatedAs, (headers = [{ [VALIDATED_AS_HEADER]: validatedAs }]));
+  if (!headers) {
+    headers = [{ [VALIDATED_AS_HEADER]: validatedAs }];
+    stampHeaders.set(validatedAs, headers);
+  }
   return headers;
 }
 
