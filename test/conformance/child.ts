@@ -1,29 +1,43 @@
-// A processing process for the kill -9 test: runs the doubler until all input is committed.
+// A processing process for the kill -9 test: runs the doubler as `bioalchemy run` does (run(), with
+// its commit interval and overlapped commits) until every input record is committed.
 import pino from 'pino';
 import { EngineMetrics } from '../../topology/metrics.js';
+import { partitionKey } from '../../topology/records.js';
 import { openRuntime } from '../../topology/runtime/open.js';
 import { ProcessorTask } from '../../topology/task.js';
 import { conformanceTopology, doubler } from './processors.js';
 
-const [url, prefix, totalText, pace] = process.argv.slice(2) as [string, string, string, string];
-const total = Number(totalText);
+const [url, prefix, pace] = process.argv.slice(2) as [string, string, string];
 const topology = conformanceTopology(prefix, (t) =>
-  pace === 'slow' ? [doubler({ ...t, delayMs: 2, batchSize: 40 })] : [doubler({ ...t, batchSize: 500 })],
+  pace === 'slow' ? [doubler({ ...t, delayMs: 5, batchSize: 40 })] : [doubler({ ...t, batchSize: 500 })],
 );
 const processor = topology.processors[0]!;
+const input = processor.reads[0]!;
 const runtime = await openRuntime(url);
 const task = await new ProcessorTask(runtime, topology, processor, {
   log: pino({ level: 'silent' }),
   metrics: new EngineMetrics(),
+  pollWaitMs: 100,
 }).open();
+const stop = new AbortController();
+const running = task.run(stop.signal);
+
+/** Whether the group has committed up to the end of every input partition. */
+async function allCommitted(): Promise<boolean> {
+  const committed = await runtime.committedOffsets(processor.name, [input]);
+  const ends = await runtime.endOffsets(input);
+  return ends.every((end, p) => (committed.get(partitionKey(input, p)) ?? 0) >= end);
+}
+
 let reported = false;
-for (;;) {
-  const n = await task.step(100);
-  if (n > 0 && !reported) {
+while (!(await allCommitted())) {
+  if (task.committedInputs > 0 && !reported) {
     process.stdout.write('committing\n');
     reported = true;
   }
-  if (n === 0 && Number(task.readState('count', 'total') ?? 0) >= total) break;
+  await new Promise((r) => setTimeout(r, 50));
 }
+stop.abort();
+await running;
 await task.close();
 await runtime.close();

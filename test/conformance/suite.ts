@@ -2,13 +2,15 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { TopicCodecs } from '../../topology/codec.js';
 import { EngineMetrics } from '../../topology/metrics.js';
 import type { Processor } from '../../topology/processor.js';
 import { partitionForKey } from '../../topology/records.js';
 import { updateLag } from '../../topology/runner.js';
 import type { Runtime } from '../../topology/runtime/types.js';
 import { ProcessorTask } from '../../topology/task.js';
-import type { Topology } from '../../topology/topology.js';
+import { defineTopology, type Topology } from '../../topology/topology.js';
+import { sampleArticle } from '../fixtures/records.js';
 import { conformanceTopology, doubler } from './processors.js';
 
 /** How a runtime under test is opened; each test gets fresh topic names from prefix(). */
@@ -244,6 +246,116 @@ export function runtimeConformance(label: string, harness: Harness): void {
       await state.close();
     });
 
+    it('in run(), commits the steps of one interval together: a failure loses them all, then all come back', async () => {
+      let sinkCalls = 0;
+      const topology = conformanceTopology(prefix, (t) => {
+        const inner = doubler(t);
+        return [
+          {
+            ...inner,
+            async process(batch, ctx) {
+              await inner.process(batch, ctx);
+              // The third step's sink fails: an outage around the processor, not its fault.
+              ctx.sink(async () => {
+                if (++sinkCalls === 3) throw new Error('sink outage');
+              });
+            },
+          },
+        ];
+      });
+      const p = topology.processors[0]!;
+      await runtime.ensureTopics(topology.topics);
+      await runtime.append(numbers(`${prefix}.in`, 0, 100));
+      const t = await new ProcessorTask(runtime, topology, p, {
+        log: silent,
+        metrics: new EngineMetrics(),
+        batchSize: 10,
+        // Longer than the test: the transaction commits only when the input runs dry.
+        commitIntervalMs: 600_000,
+        sleep: async () => {},
+      }).open();
+      const stop = new AbortController();
+      const running = t.run(stop.signal);
+      const deadline = Date.now() + 30_000;
+      while (t.committedInputs < 100 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      stop.abort();
+      await running;
+      await t.close();
+      expect(t.committedInputs).toBe(100);
+      // Steps 1 and 2 ran twice: once in the transaction the outage aborted, once after the rewind.
+      expect(sinkCalls).toBeGreaterThanOrEqual(12);
+      const out = await readAll(runtime, `${prefix}.out`);
+      const ids = out.map((r) => `${(r.value as { n: number }).n}/${(r.value as { copy: number }).copy}`);
+      expect(new Set(ids).size).toBe(200);
+      expect(ids).toHaveLength(200);
+      // The counter read the aborted steps' writes while they were open; none of that survives.
+      const state = await runtime.openTask({ group: p.name, topics: p.reads, stores: p.stores });
+      expect(state.readState('count', 'total')).toBe('100');
+      await state.close();
+    });
+
+    it('trusts the stamp of values the engine validated, validates the rest, and forwards bytes as they are', async () => {
+      const articles = `${prefix}.articles`;
+      const copies = `${prefix}.copies`;
+      const loose = `${prefix}.loose`;
+      const topology = defineTopology({
+        topics: [
+          { name: articles, partitions: 1, schema: 'article' },
+          { name: copies, partitions: 1, schema: 'article' },
+          { name: loose, partitions: 1, schema: null },
+          { name: `${prefix}.dlq`, partitions: 1, schema: 'dead-letter' },
+        ],
+        processors: [
+          {
+            name: `forward-${prefix}`,
+            reads: [articles],
+            writes: [copies, loose],
+            stores: [],
+            async process(batch, ctx) {
+              for (const r of batch) {
+                ctx.forward(r, copies);
+                ctx.forward(r, loose);
+              }
+            },
+          },
+        ],
+        deadLetterTopic: `${prefix}.dlq`,
+      });
+      const codecs = new TopicCodecs(topology);
+      const stamp = codecs.stampOf(articles);
+      // Spaced out, unlike anything JSON.stringify writes: shows whether bytes were reused.
+      const spaced = JSON.stringify({ ...sampleArticle, id: 'doi:10.1/spaced' }, null, 1);
+      await runtime.ensureTopics(topology.topics);
+      await runtime.append([
+        { topic: articles, key: 'valid', value: spaced, validatedAs: stamp },
+        { topic: articles, key: 'outsider', value: '{"id":"no"}' },
+        { topic: articles, key: 'old-schema', value: '{"id":"no"}', validatedAs: '0'.repeat(32) },
+        // The writer's word is taken: a stamped value is not checked again (as a Confluent schema id is).
+        { topic: articles, key: 'trusted', value: '{"id":"taken on trust"}', validatedAs: stamp },
+      ]);
+      const t = await task(runtime, topology, topology.processors[0]!, 10);
+      await stepUntil(t, 4);
+      await t.close();
+      const read = async (topic: string) => {
+        const rows = await runtime.read(topic, 0, 0, 100);
+        return Object.fromEntries(rows.map((r) => [r.key, r]));
+      };
+      const copied = await read(copies);
+      expect(Object.keys(copied).sort()).toEqual(['trusted', 'valid']);
+      expect(copied.valid!.value).toBe(spaced);
+      expect(copied.valid!.validatedAs).toBe(stamp);
+      expect(copied.trusted!.value).toBe('{"id":"taken on trust"}');
+      // Another schema: the value is checked and written anew.
+      const loosened = await read(loose);
+      expect(loosened.valid!.value).toBe(JSON.stringify(JSON.parse(spaced)));
+      expect(loosened.valid!.validatedAs).toBe(codecs.stampOf(loose));
+      const dlq = await readAll(runtime, `${prefix}.dlq`);
+      expect(dlq.map((r) => (r.value as { reason: string }).reason.split(':')[0]).sort()).toEqual([
+        'invalid input',
+        'invalid input',
+      ]);
+    });
+
     it('writes every output exactly once across repeated kill -9 of the processing process', async () => {
       const kills = Number(process.env.BIOALCHEMY_KILLS ?? harness.kills);
       const total = 30_000;
@@ -252,13 +364,11 @@ export function runtimeConformance(label: string, harness: Harness): void {
       await runtime.append(numbers(`${prefix}.in`, 0, total));
       let killed = 0;
       for (; killed < kills; killed++) {
-        const finished = await runChild(harness.url(), prefix, total, {
-          killAfterMs: 150 + Math.random() * 450,
-        });
+        const finished = await runChild(harness.url(), prefix, { killAfterMs: 150 + Math.random() * 450 });
         if (finished) break;
       }
       expect(killed).toBe(kills);
-      expect(await runChild(harness.url(), prefix, total, {})).toBe(true);
+      expect(await runChild(harness.url(), prefix, {})).toBe(true);
       const out = await readAll(runtime, `${prefix}.out`);
       const ids = out.map((r) => `${(r.value as { n: number }).n}/${(r.value as { copy: number }).copy}`);
       expect(new Set(ids).size).toBe(2 * total);
@@ -277,16 +387,11 @@ const CHILD = fileURLToPath(new URL('./child.ts', import.meta.url));
  * Runs the doubler in a child process. With killAfterMs, SIGKILLs it that long after it reports its
  * first commit and resolves false; otherwise waits for it to finish all input and resolves true.
  */
-function runChild(
-  url: string,
-  prefix: string,
-  total: number,
-  opts: { killAfterMs?: number },
-): Promise<boolean> {
+function runChild(url: string, prefix: string, opts: { killAfterMs?: number }): Promise<boolean> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', CHILD, url, prefix, String(total), opts.killAfterMs ? 'slow' : 'fast'],
+      ['--import', 'tsx', CHILD, url, prefix, opts.killAfterMs ? 'slow' : 'fast'],
       {
         stdio: ['ignore', 'pipe', 'inherit'],
       },
