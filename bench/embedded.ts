@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { sampleArticle } from '../test/fixtures/records.js';
+import { TopicCodecs } from '../topology/codec.js';
 import { EngineMetrics } from '../topology/metrics.js';
 import type { Processor } from '../topology/processor.js';
 import { EmbeddedRuntime } from '../topology/runtime/embedded.js';
@@ -13,17 +14,22 @@ import { pairedRates, ratioLine, timed } from './harness.js';
 const N = 50_000;
 const BATCH = 256;
 
-/** Pass-through: every article is validated on the way in and on the way out, like a real step. */
-const passThrough: Processor = {
+/**
+ * Pass-through. `emit`: every article is parsed and validated on the way in and on the way out,
+ * like a transforming step. `forward`: inputs an upstream step wrote (stamped) are handed on
+ * unchanged with ctx.forward, so only the engine's own work is left.
+ */
+const passThrough = (mode: 'emit' | 'forward'): Processor => ({
   name: 'pass-through',
   reads: ['in'],
   writes: ['out'],
   stores: [],
   batchSize: BATCH,
   async process(batch, ctx) {
-    for (const r of batch) ctx.emit('out', r.key, r.value);
+    if (mode === 'forward') for (const r of batch) ctx.forward(r, 'out');
+    else for (const r of batch) ctx.emit('out', r.key, r.value);
   },
-};
+});
 
 /**
  * Records/s through one processor on the embedded log, next to the raw append speed of the same
@@ -31,22 +37,35 @@ const passThrough: Processor = {
  */
 export async function run(): Promise<string[]> {
   const lines: string[] = [];
-  for (const schema of [null, 'article'] as const) {
+  const variants = [
+    { schema: null, mode: 'emit' },
+    { schema: 'article', mode: 'emit' },
+    { schema: 'article', mode: 'forward' },
+  ] as const;
+  for (const { schema, mode } of variants) {
+    const processor = passThrough(mode);
     const topology = defineTopology({
       topics: [
         { name: 'in', schema },
         { name: 'out', schema },
         { name: 'dlq', schema: 'dead-letter' },
       ],
-      processors: [passThrough],
+      processors: [processor],
     });
+    const codecs = new TopicCodecs(topology);
     const records = Array.from({ length: N }, (_, i) => {
       const value = JSON.stringify({
         ...sampleArticle,
         id: `pmid:${i}`,
         abstract: `Abstract number ${i}. `.repeat(20),
       });
-      return { topic: 'in', key: `pmid:${i}`, value };
+      // Emit's input comes unstamped, as from outside, so it is validated on the way in too.
+      return {
+        topic: 'in',
+        key: `pmid:${i}`,
+        value,
+        validatedAs: mode === 'forward' ? codecs.stampOf('in') : undefined,
+      };
     });
     let dir = '';
     let runtime: EmbeddedRuntime | undefined;
@@ -68,7 +87,7 @@ export async function run(): Promise<string[]> {
     const processed = async () => {
       await fresh();
       for (let i = 0; i < N; i += 10_000) await runtime!.append(records.slice(i, i + 10_000));
-      const task = await new ProcessorTask(runtime!, topology, passThrough, {
+      const task = await new ProcessorTask(runtime!, topology, processor, {
         log: pino({ level: 'silent' }),
         metrics: new EngineMetrics(),
       }).open();
@@ -83,7 +102,7 @@ export async function run(): Promise<string[]> {
     rmSync(dir, { recursive: true, force: true });
     lines.push(
       ratioLine(
-        `embedded, one processor, schema ${schema ?? 'none'}`,
+        `embedded, one processor (${mode}), schema ${schema ?? 'none'}`,
         rates.figure,
         'raw SQLite append of the same records',
         rates.baseline,

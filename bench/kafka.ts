@@ -8,8 +8,8 @@ import { EngineMetrics } from '../topology/metrics.js';
 import type { Processor } from '../topology/processor.js';
 import { KafkaRuntime } from '../topology/runtime/kafka/index.js';
 import { ProcessorTask } from '../topology/task.js';
-import { defineTopology } from '../topology/topology.js';
-import { pairedRates, ratioLine, timed } from './harness.js';
+import { defineTopology, type Topology } from '../topology/topology.js';
+import { pairedRates, type Run, ratioLine, timed } from './harness.js';
 
 const BROKER = process.env.BIOALCHEMY_KAFKA ?? '127.0.0.1:19092';
 const N = 100_000;
@@ -19,6 +19,7 @@ const PARTITIONS = 3;
 
 /** How the one processor passes each record on. */
 type Mode = 'forward' | 'emit';
+type Client = 'kafkajs' | 'rdkafka';
 
 /**
  * Pass-through. `forward` hands each input on unchanged (ctx.forward: the writer's validation
@@ -41,7 +42,7 @@ const passThrough = (input: string, output: string, mode: Mode): Processor => ({
  * A fresh input topic holding N article records, written as an upstream step writes them
  * (validated and stamped), and an empty output topic.
  */
-export async function prepare(runtime: KafkaRuntime, mode: Mode = 'forward') {
+async function prepare(runtime: KafkaRuntime, mode: Mode = 'forward') {
   const id = randomUUID().slice(0, 8);
   const input = `bench-${id}-in`;
   const output = `bench-${id}-out`;
@@ -70,16 +71,36 @@ export async function prepare(runtime: KafkaRuntime, mode: Mode = 'forward') {
 }
 
 /**
+ * Runs one measurement on its own runtime and its own topics, and deletes the topics after it, so
+ * that a run pays nothing for the data of the runs before it.
+ */
+async function onFreshTopics(
+  client: Client,
+  mode: Mode,
+  measure: (runtime: KafkaRuntime, topics: Awaited<ReturnType<typeof prepare>>) => Promise<Run>,
+): Promise<Run> {
+  const runtime = await KafkaRuntime.open(`kafka://${BROKER}?client=${client}`);
+  const topics: string[] = [];
+  try {
+    const prepared = await prepare(runtime, mode);
+    topics.push(prepared.input, prepared.output);
+    return await measure(runtime, prepared);
+  } finally {
+    await runtime.close();
+    const admin = new kafkajs.Kafka({ brokers: [BROKER], logLevel: kafkajs.logLevel.NOTHING }).admin();
+    await admin.connect();
+    await admin.deleteTopics({ topics });
+    await admin.disconnect();
+  }
+}
+
+/**
  * Our runtime, as `run` drives it: consume, validate, process, produce and commit offsets in one
  * transaction per batch, each commit overlapping the next batch. Timing starts once the first
  * batch is committed, so joining the consumer group is not counted (the raw baselines likewise
  * start at their first batch); the rate is over the records after it.
  */
-export async function throughEngine(
-  runtime: KafkaRuntime,
-  mode: Mode,
-): Promise<{ ms: number; records: number }> {
-  const { topology } = await prepare(runtime, mode);
+async function throughEngine(runtime: KafkaRuntime, { topology }: { topology: Topology }): Promise<Run> {
   const task = await new ProcessorTask(runtime, topology, topology.processors[0]!, {
     log: pino({ level: 'silent' }),
     metrics: new EngineMetrics(),
@@ -101,8 +122,10 @@ async function until(done: () => boolean): Promise<void> {
 }
 
 /** The same client with nothing of ours: consume and produce the same records, no transactions. */
-async function rawKafkajs(runtime: KafkaRuntime): Promise<{ ms: number; records: number }> {
-  const { input, output } = await prepare(runtime);
+async function rawKafkajs(
+  _: KafkaRuntime,
+  { input, output }: { input: string; output: string },
+): Promise<Run> {
   const kafka = new kafkajs.Kafka({ brokers: [BROKER], logLevel: kafkajs.logLevel.NOTHING });
   const producer = kafka.producer({ idempotent: true });
   const consumer = kafka.consumer({ groupId: `raw-${input}`, maxWaitTimeInMs: 100 });
@@ -135,8 +158,10 @@ async function rawKafkajs(runtime: KafkaRuntime): Promise<{ ms: number; records:
   return { ms, records: N - firstBatch };
 }
 
-async function rawRdkafka(runtime: KafkaRuntime): Promise<{ ms: number; records: number }> {
-  const { input, output } = await prepare(runtime);
+async function rawRdkafka(
+  _: KafkaRuntime,
+  { input, output }: { input: string; output: string },
+): Promise<Run> {
   const producer = new rdkafka.Producer({
     'metadata.broker.list': BROKER,
     'enable.idempotence': true,
@@ -179,25 +204,20 @@ async function rawRdkafka(runtime: KafkaRuntime): Promise<{ ms: number; records:
 export async function run(): Promise<string[]> {
   const lines: string[] = [];
   for (const client of ['kafkajs', 'rdkafka'] as const) {
-    const runtime = await KafkaRuntime.open(`kafka://${BROKER}?client=${client}`);
-    try {
-      for (const mode of ['forward', 'emit'] as const) {
-        const rates = await pairedRates(
-          () => throughEngine(runtime, mode),
-          () => (client === 'kafkajs' ? rawKafkajs(runtime) : rawRdkafka(runtime)),
-          3,
-        );
-        lines.push(
-          ratioLine(
-            `kafka/${client}, one processor (${mode}), exactly-once, batch ${BATCH}`,
-            rates.figure,
-            `raw ${client} consume+produce`,
-            rates.baseline,
-          ),
-        );
-      }
-    } finally {
-      await runtime.close();
+    for (const mode of ['forward', 'emit'] as const) {
+      const rates = await pairedRates(
+        () => onFreshTopics(client, mode, throughEngine),
+        () => onFreshTopics(client, mode, client === 'kafkajs' ? rawKafkajs : rawRdkafka),
+        5,
+      );
+      lines.push(
+        ratioLine(
+          `kafka/${client}, one processor (${mode}), exactly-once, batch ${BATCH}`,
+          rates.figure,
+          `raw ${client} consume+produce`,
+          rates.baseline,
+        ),
+      );
     }
   }
   return lines;
