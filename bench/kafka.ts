@@ -121,7 +121,11 @@ async function until(done: () => boolean): Promise<void> {
   while (!done()) await new Promise((resolve) => setTimeout(resolve, 1));
 }
 
-/** The same client with nothing of ours: consume and produce the same records, no transactions. */
+/**
+ * The same client with nothing of ours: consume the same records and produce them whole (key,
+ * value and headers, so that it writes what the engine writes), with no transactions, parsing or
+ * validation.
+ */
 async function rawKafkajs(
   _: KafkaRuntime,
   { input, output }: { input: string; output: string },
@@ -141,7 +145,12 @@ async function rawKafkajs(
       eachBatch: async ({ batch }) => {
         await producer.send({
           topic: output,
-          messages: batch.messages.map((m) => ({ key: m.key, value: m.value, partition: batch.partition })),
+          messages: batch.messages.map((m) => ({
+            key: m.key,
+            value: m.value,
+            headers: m.headers,
+            partition: batch.partition,
+          })),
         });
         moved += batch.messages.length;
         if (!started) {
@@ -187,7 +196,13 @@ async function rawRdkafka(
     const messages = await new Promise<rdkafka.Message[]>((resolve, reject) =>
       consumer.consume(BATCH, (err, m) => (err ? reject(err) : resolve(m))),
     );
-    for (const m of messages) producer.produce(output, m.partition, m.value, m.key);
+    for (const m of messages) {
+      // node-rdkafka hands header values out as Buffers and takes them in as strings.
+      const headers = m.headers?.map((h) =>
+        Object.fromEntries(Object.entries(h).map(([k, v]) => [k, v.toString()])),
+      );
+      producer.produce(output, m.partition, m.value, m.key, undefined, undefined, headers);
+    }
     moved += messages.length;
     if (messages.length && !started) {
       started = performance.now();

@@ -50,6 +50,12 @@ export class RdkafkaTask implements LogTask {
   private fatal: Error | null = null;
   /** A commit failed: its outcome is unknown until offsets and state are read back from the log. */
   private unsure = false;
+  /**
+   * The next batch, asked for as soon as the last one came back, so that librdkafka's worker
+   * gathers it while the engine processes this one; and what a batch brought beyond `max`.
+   */
+  private ahead: Promise<rdkafka.Message[]> | null = null;
+  private leftover: rdkafka.Message[] = [];
 
   private constructor(
     private readonly runtime: KafkaRuntime,
@@ -103,7 +109,11 @@ export class RdkafkaTask implements LogTask {
   async poll(max: number, waitMs: number): Promise<LogRecord[]> {
     if (this.fatal) throw this.fatal;
     this.consumer.setDefaultConsumeTimeout(Math.max(1, waitMs));
-    const fetched = await call<rdkafka.Message[]>((cb) => this.consumer.consume(max, cb));
+    const ahead = this.ahead;
+    this.ahead = null;
+    const fetched = [...this.leftover, ...(await (ahead ?? this.fetch(max)))];
+    this.leftover = fetched.splice(max);
+    this.ahead = this.fetch(max);
     const messages: rdkafka.Message[] = [];
     // Messages come in runs of one partition: look its position up once a run.
     let run = null as { topic: string; partition: number; key: string; next: number } | null;
@@ -125,6 +135,21 @@ export class RdkafkaTask implements LogTask {
     if (run) this.position.set(run.key, run.next);
     const values = await this.runtime.wire.decode(messages);
     return messages.map((m, i) => rdkafkaRecord(m, values[i]!));
+  }
+
+  /** Starts librdkafka's worker gathering up to max messages; the result is awaited later. */
+  private fetch(max: number): Promise<rdkafka.Message[]> {
+    const batch = call<rdkafka.Message[]>((cb) => this.consumer.consume(max, cb));
+    batch.catch(() => {});
+    return batch;
+  }
+
+  /** Waits for the batch gathered ahead and forgets it: a rewind reads those records again. */
+  private async dropAhead(): Promise<void> {
+    const ahead = this.ahead;
+    this.ahead = null;
+    this.leftover = [];
+    await ahead?.catch(() => {});
   }
 
   readState(store: string, key: string): string | undefined {
@@ -180,6 +205,7 @@ export class RdkafkaTask implements LogTask {
       await this.state.restore();
       this.unsure = false;
     }
+    await this.dropAhead();
     this.position.clear();
     for (const a of this.consumer.assignments()) {
       const offset = this.committed.get(partitionKey(a.topic, a.partition)) ?? 0;
@@ -189,6 +215,7 @@ export class RdkafkaTask implements LogTask {
 
   async close(): Promise<void> {
     this.runtime.forget(this);
+    await this.dropAhead();
     await new Promise<void>((resolve) => this.consumer.disconnect(() => resolve()));
     await new Promise<void>((resolve) => this.producer.disconnect(() => resolve()));
   }
