@@ -27,9 +27,9 @@ export class EngineMetrics {
     labelNames: ['processor'],
     registers: [this.registry],
   });
-  readonly stepSeconds = new Histogram({
-    name: 'bioalchemy_step_seconds',
-    help: 'Duration of a processor step, poll to commit',
+  readonly transactionSeconds = new Histogram({
+    name: 'bioalchemy_transaction_seconds',
+    help: "Time from a transaction's first step to its commit",
     labelNames: ['processor'],
     buckets: [0.001, 0.005, 0.02, 0.1, 0.5, 2, 10, 60],
     registers: [this.registry],

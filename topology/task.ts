@@ -62,8 +62,9 @@ interface Tally {
  * Runs one processor on a runtime: poll a batch, process it, add it to the transaction; repeat.
  * In run(), a transaction takes steps for up to commitIntervalMs, and while it commits the next
  * batch is already polled and processed (the next transaction begins once it has landed), so the
- * broker's round trips cost little time on the one CPU that processes. The cost: up to one
- * interval of outputs is read again after a crash, and readers see outputs an interval later.
+ * broker's round trips cost little time on the one CPU that processes. The cost: a crash redoes
+ * up to one interval of work (its outputs were never visible), and readers see outputs up to an
+ * interval later.
  */
 export class ProcessorTask {
   private task!: LogTask;
@@ -342,7 +343,7 @@ export class ProcessorTask {
     m.recordsIn.inc(labels, tally.inputs);
     for (const [topic, n] of tally.outputs) m.recordsOut.inc({ ...labels, topic }, n);
     if (tally.deadLetters) m.deadLetters.inc(labels, tally.deadLetters);
-    m.stepSeconds.observe(labels, (performance.now() - begunAt) / 1000);
+    m.transactionSeconds.observe(labels, (performance.now() - begunAt) / 1000);
   }
 
   async close(): Promise<void> {

@@ -100,7 +100,7 @@ describe('bioalchemy CLI', () => {
     });
     await waitFor(child, /"msg":"running"/);
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    expect(metrics).toContain('bioalchemy_step_seconds');
+    expect(metrics).toContain('bioalchemy_transaction_seconds');
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const stopped = waitFor(child, /"msg":"stopped"/);
     child.kill('SIGINT');

@@ -111,7 +111,8 @@ export class RdkafkaTask implements LogTask {
     this.consumer.setDefaultConsumeTimeout(Math.max(1, waitMs));
     const ahead = this.ahead;
     this.ahead = null;
-    const fetched = [...this.leftover, ...(await (ahead ?? this.fetch(max)))];
+    const gathered = await (ahead ?? this.fetch(max));
+    const fetched = this.leftover.length ? [...this.leftover, ...gathered] : gathered;
     this.leftover = fetched.splice(max);
     this.ahead = this.fetch(max);
     const messages: rdkafka.Message[] = [];
