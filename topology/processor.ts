@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
 
 /**
- * One input record handed to a processor: the value is schema-checked. It is parsed when first
- * read, so a processor that only forwards records never pays for parsing them.
+ * One input record handed to a processor: the value is schema-checked. A value the engine itself
+ * validated when writing it is parsed only when first read, so a processor that only forwards
+ * such records never pays for parsing them.
  */
 export interface InputRecord<V = unknown> {
   readonly topic: string;

@@ -7,7 +7,7 @@ import type { ChangelogState } from './state.js';
 import { kafkaTransaction, rethrowFenced } from './transaction.js';
 import { headerText, VALIDATED_AS_HEADER } from './wire.js';
 
-/** A fetched batch of one partition, held (so kafkajs fetches no further) until its records are polled. */
+/** A fetched batch of one partition, held (so kafkajs fetches no further) until the queue runs low. */
 interface HeldBatch {
   readonly release: () => void;
 }
