@@ -6,6 +6,12 @@ export const ProcessorConfig = z
   .object({
     batchSize: z.number().int().positive().default(256),
     concurrency: z.number().int().positive().default(16).describe('records of a batch handled at once'),
+    commitIntervalMs: z
+      .number()
+      .int()
+      .positive()
+      .default(100)
+      .describe('how long one transaction takes steps before it commits (Kafka Streams commit.interval.ms)'),
   })
   .strict();
 

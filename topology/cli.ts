@@ -176,6 +176,7 @@ async function run(flags: Flags): Promise<number> {
         metrics,
         signal: stop.signal,
         batchSize: (p) => config.processors[p]?.batchSize,
+        commitIntervalMs: (p) => config.processors[p]?.commitIntervalMs,
       }),
       polling,
     ]);

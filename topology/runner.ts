@@ -13,6 +13,7 @@ export interface RunOptions {
   /** Names of processors to run; default: every processor that is not a placeholder. */
   readonly only?: readonly string[];
   readonly batchSize?: (processor: string) => number | undefined;
+  readonly commitIntervalMs?: (processor: string) => number | undefined;
   readonly maintainEveryMs?: number;
   readonly lagEveryMs?: number;
 }
@@ -50,6 +51,7 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
         log: opts.log.child({ processor: p.name }),
         metrics,
         batchSize: opts.batchSize?.(p.name),
+        commitIntervalMs: opts.commitIntervalMs?.(p.name),
       }).open(),
     ),
   );

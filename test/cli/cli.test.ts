@@ -91,6 +91,12 @@ describe('bioalchemy CLI', () => {
     const r = cli(['run', '--config', config]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^bioalchemy: config .*bad\.json: llm\.timeoutMs: /);
+    writeFileSync(config, JSON.stringify({ processors: { extract: { commitIntervalMs: 0 } } }));
+    const interval = cli(['run', '--config', config]);
+    expect(interval.code).toBe(1);
+    expect(interval.stderr).toMatch(
+      /^bioalchemy: config .*bad\.json: processors\.extract\.commitIntervalMs: /,
+    );
   });
 
   it('runs until SIGINT and shuts down cleanly, serving metrics meanwhile', async () => {
