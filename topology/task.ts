@@ -75,6 +75,10 @@ export class ProcessorTask {
   /** The transaction taking steps, with what they did. */
   private filling: { checkpoint: Checkpoint; tally: Tally } | null = null;
   private committing: Committing | null = null;
+  /** Commits the open transaction when its interval is up (see commitWhenDue). */
+  private commitTimer: NodeJS.Timeout | null = null;
+  /** A step is being added to the open transaction: it must not be committed under it. */
+  private adding = false;
   /** Input records committed since open(). */
   committedInputs = 0;
 
@@ -178,10 +182,16 @@ export class ProcessorTask {
 
   /** Gives up the open transaction and waits out one committing: after this, rewind. */
   private async abandon(): Promise<void> {
+    this.clearCommitTimer();
     const filling = this.filling;
     this.filling = null;
     await filling?.checkpoint.abort();
     await this.settle().catch(() => {});
+  }
+
+  private clearCommitTimer(): void {
+    if (this.commitTimer) clearTimeout(this.commitTimer);
+    this.commitTimer = null;
   }
 
   /** Waits for the transaction committing, if any, and rethrows its failure. */
@@ -200,6 +210,7 @@ export class ProcessorTask {
 
   /** Sets the open transaction committing; settle() waits for it. */
   private startCommit(): void {
+    this.clearCommitTimer();
     const filling = this.filling;
     if (!filling) return;
     this.filling = null;
@@ -303,37 +314,64 @@ export class ProcessorTask {
         throw e instanceof RetryableError ? e : new ProcessorFailure(e);
       }
     }
-    if (!this.filling) {
-      // One transaction at a time: the one committing lands before the next begins.
-      await this.settle();
-      this.filling = {
-        checkpoint: await Checkpoint.begin(this.task),
-        tally: { inputs: 0, deadLetters: 0, outputs: new Map() },
-      };
-    }
-    const { checkpoint, tally } = this.filling;
+    this.adding = true;
+    let filling: { checkpoint: Checkpoint; tally: Tally };
     try {
-      await checkpoint.add({
-        sinkWrites: ctx.sinkWrites,
-        state: [...ctx.changes.values()],
-        outputs: ctx.outputs,
-        offsets: nextOffsets(polled),
-      });
-    } catch (e) {
-      if (!checkpoint.broken) throw e;
-      await this.abandon();
-      throw e instanceof FencedError || !interval ? e : new CommitFailed(e);
+      if (!this.filling) {
+        // One transaction at a time: the one committing lands before the next begins.
+        await this.settle();
+        this.filling = {
+          checkpoint: await Checkpoint.begin(this.task),
+          tally: { inputs: 0, deadLetters: 0, outputs: new Map() },
+        };
+      }
+      filling = this.filling;
+      try {
+        await filling.checkpoint.add({
+          sinkWrites: ctx.sinkWrites,
+          state: [...ctx.changes.values()],
+          outputs: ctx.outputs,
+          offsets: nextOffsets(polled),
+        });
+      } catch (e) {
+        if (!filling.checkpoint.broken) throw e;
+        await this.abandon();
+        throw e instanceof FencedError || !interval ? e : new CommitFailed(e);
+      }
+    } finally {
+      this.adding = false;
     }
+    const { checkpoint, tally } = filling;
     tally.inputs += polled.length;
     tally.deadLetters += ctx.deadLettered;
     for (const o of ctx.outputs) tally.outputs.set(o.topic, (tally.outputs.get(o.topic) ?? 0) + 1);
-    if (!interval) {
-      this.filling = null;
-      await checkpoint.commit();
-      this.committed(tally, checkpoint.begunAt);
-    } else if (performance.now() - checkpoint.begunAt >= (this.opts.commitIntervalMs ?? 100)) {
-      this.startCommit();
+    if (interval) {
+      this.commitWhenDue();
+      return;
     }
+    this.filling = null;
+    await checkpoint.commit();
+    this.committed(tally, checkpoint.begunAt);
+  }
+
+  /**
+   * Commits the open transaction once it is commitIntervalMs old: now, or from a timer, which
+   * fires while the next step is still processing. A slow step (an LLM call, say) thus never
+   * keeps a transaction open past the interval, nor near the log's transaction timeout.
+   */
+  private commitWhenDue(): void {
+    const filling = this.filling;
+    if (!filling) return;
+    const left = (this.opts.commitIntervalMs ?? 100) - (performance.now() - filling.checkpoint.begunAt);
+    if (left <= 0) {
+      this.startCommit();
+      return;
+    }
+    this.commitTimer ??= setTimeout(() => {
+      this.commitTimer = null;
+      // A step half-way into the transaction finishes first, then checks again.
+      if (!this.adding) this.commitWhenDue();
+    }, left).unref();
   }
 
   private committed(tally: Tally, begunAt: number): void {

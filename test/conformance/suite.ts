@@ -294,6 +294,47 @@ export function runtimeConformance(label: string, harness: Harness): void {
       await state.close();
     });
 
+    it('in run(), commits on the interval even while a slow step is still processing', async () => {
+      const sizes: number[] = [];
+      const committedAtEnd: number[] = [];
+      let t: ProcessorTask | undefined;
+      const topology = conformanceTopology(prefix, (io) => {
+        const inner = doubler(io);
+        return [
+          {
+            ...inner,
+            async process(batch, ctx) {
+              await inner.process(batch, ctx);
+              // A slow step, as a batch of LLM calls is: four commit intervals long.
+              await new Promise((r) => setTimeout(r, 400));
+              sizes.push(batch.length);
+              committedAtEnd.push(t!.committedInputs);
+            },
+          },
+        ];
+      });
+      const p = topology.processors[0]!;
+      await runtime.ensureTopics(topology.topics);
+      await runtime.append(numbers(`${prefix}.in`, 0, 30));
+      t = await new ProcessorTask(runtime, topology, p, {
+        log: silent,
+        metrics: new EngineMetrics(),
+        batchSize: 10,
+        commitIntervalMs: 100,
+      }).open();
+      const stop = new AbortController();
+      const running = t.run(stop.signal);
+      const deadline = Date.now() + 30_000;
+      while (t.committedInputs < 30 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      stop.abort();
+      await running;
+      await t.close();
+      expect(t.committedInputs).toBe(30);
+      // As each slow step ends, every step before it is committed: no transaction stayed open
+      // for the length of a step (on Kafka, that could run past the transaction timeout).
+      expect(committedAtEnd).toEqual(sizes.map((_, i) => sizes.slice(0, i).reduce((a, b) => a + b, 0)));
+    });
+
     it('trusts the stamp of values the engine validated, validates the rest, and forwards bytes as they are', async () => {
       const articles = `${prefix}.articles`;
       const copies = `${prefix}.copies`;
