@@ -65,6 +65,17 @@ export async function stepUntil(t: ProcessorTask, n: number, deadlineMs = 30_000
   }
 }
 
+/** Drives the task with run(), as `bioalchemy run` does, until `n` inputs are committed; then stops and closes it. */
+async function runUntilCommitted(t: ProcessorTask, n: number, deadlineMs = 30_000): Promise<void> {
+  const stop = new AbortController();
+  const running = t.run(stop.signal);
+  const deadline = Date.now() + deadlineMs;
+  while (t.committedInputs < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  stop.abort();
+  await running;
+  await t.close();
+}
+
 const numbers = (topic: string, from: number, to: number) =>
   Array.from({ length: to - from }, (_, i) => ({
     topic,
@@ -274,13 +285,7 @@ export function runtimeConformance(label: string, harness: Harness): void {
         commitIntervalMs: 600_000,
         sleep: async () => {},
       }).open();
-      const stop = new AbortController();
-      const running = t.run(stop.signal);
-      const deadline = Date.now() + 30_000;
-      while (t.committedInputs < 100 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      stop.abort();
-      await running;
-      await t.close();
+      await runUntilCommitted(t, 100);
       expect(t.committedInputs).toBe(100);
       // Steps 1 and 2 ran twice: once in the transaction the outage aborted, once after the rewind.
       expect(sinkCalls).toBeGreaterThanOrEqual(12);
@@ -322,13 +327,7 @@ export function runtimeConformance(label: string, harness: Harness): void {
         batchSize: 10,
         commitIntervalMs: 100,
       }).open();
-      const stop = new AbortController();
-      const running = t.run(stop.signal);
-      const deadline = Date.now() + 30_000;
-      while (t.committedInputs < 30 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      stop.abort();
-      await running;
-      await t.close();
+      await runUntilCommitted(t, 30);
       expect(t.committedInputs).toBe(30);
       // As each slow step ends, every step before it is committed: no transaction stayed open
       // for the length of a step (on Kafka, that could run past the transaction timeout).
