@@ -13,7 +13,7 @@ import { pairedRates, type Run, ratioLine, timed } from './harness.js';
 
 const BROKER = process.env.BIOALCHEMY_KAFKA ?? '127.0.0.1:19092';
 const N = 100_000;
-/** Records per step: one transaction each, like a Kafka Streams commit interval. */
+/** Records per step (one poll), for the engine and for the raw baselines' consume calls alike. */
 const BATCH = 5_000;
 const PARTITIONS = 3;
 
@@ -95,9 +95,9 @@ async function onFreshTopics(
 }
 
 /**
- * Our runtime, as `run` drives it: consume, validate, process, produce and commit offsets in one
- * transaction per batch, each commit overlapping the next batch. Timing starts once the first
- * batch is committed, so joining the consumer group is not counted (the raw baselines likewise
+ * Our runtime, as `run` drives it: steps of BATCH records go into transactions of up to 100 ms
+ * (outputs and input offsets together), each commit overlapping the next step. Timing starts once
+ * the first batch is committed, so joining the consumer group is not counted (the raw baselines likewise
  * start at their first batch); the rate is over the records after it.
  */
 async function throughEngine(runtime: KafkaRuntime, { topology }: { topology: Topology }): Promise<Run> {

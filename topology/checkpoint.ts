@@ -1,7 +1,5 @@
-import { type OutgoingRecord, type StateChange, stateKey } from './records.js';
+import { type Offset, type OutgoingRecord, type StateChange, stateKey } from './records.js';
 import type { LogTask, LogTransaction } from './runtime/types.js';
-
-export type Offset = { topic: string; partition: number; offset: number };
 
 /** Everything one step produced. */
 export interface StepWrites {

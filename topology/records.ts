@@ -28,6 +28,9 @@ export interface StateChange {
   readonly value: string | null;
 }
 
+/** A partition's next offset to read: what a consumer group commits. */
+export type Offset = { topic: string; partition: number; offset: number };
+
 export const partitionKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
 /** One key of one state store, as a map key. */

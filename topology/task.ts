@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
-import { Checkpoint, type Offset } from './checkpoint.js';
+import { Checkpoint } from './checkpoint.js';
 import { RecordValidationError, TopicCodecs } from './codec.js';
 import type { EngineMetrics } from './metrics.js';
 import type { InputRecord, Processor, StepContext } from './processor.js';
-import { type LogRecord, partitionKey, type StateChange, stateKey } from './records.js';
+import { type LogRecord, type Offset, partitionKey, type StateChange, stateKey } from './records.js';
 import { FencedError, type LogTask, type Runtime } from './runtime/types.js';
 import { Step, TrustedInput } from './step.js';
 import type { Topology } from './topology.js';

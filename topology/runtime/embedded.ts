@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import {
   type LogRecord,
+  type Offset,
   type OutgoingRecord,
   partitionForKey,
   partitionKey,
@@ -312,7 +313,7 @@ class EmbeddedTask implements LogTask {
     const staged = {
       state: [] as StateChange[],
       outputs: [] as OutgoingRecord[],
-      offsets: new Map<string, { topic: string; partition: number; offset: number }>(),
+      offsets: new Map<string, Offset>(),
     };
     const { stmts } = this.runtime;
     return {

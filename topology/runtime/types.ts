@@ -1,4 +1,4 @@
-import type { LogRecord, OutgoingRecord, StateChange } from '../records.js';
+import type { LogRecord, Offset, OutgoingRecord, StateChange } from '../records.js';
 import type { TopicSpec } from '../topology.js';
 
 /**
@@ -39,7 +39,7 @@ export interface LogTask {
   poll(max: number, waitMs: number): Promise<LogRecord[]>;
   /** Committed value of a store key (the step layers its own writes on top). */
   readState(store: string, key: string): string | undefined;
-  /** Starts the atomic part of a step; see topology/checkpoint.ts for the order of its calls. */
+  /** Starts a transaction of one or more steps; see topology/checkpoint.ts for the order of its calls. */
   begin(): Promise<LogTransaction>;
   /** Makes committed state changes visible to readState (no-op where the transaction already did). */
   flushState(changes: readonly StateChange[]): Promise<void>;
@@ -51,14 +51,15 @@ export interface LogTask {
   close(): Promise<void>;
 }
 
-/** The atomic part of a step. Nothing is visible to others until commit() resolves. */
+/**
+ * One transaction of the log, taking one or more steps: writeChangelogs and produce are called
+ * once a step, commitOffsets once before commit. Nothing is visible to others until commit() resolves.
+ */
 export interface LogTransaction {
   writeChangelogs(changes: readonly StateChange[]): Promise<void>;
   produce(records: readonly OutgoingRecord[]): Promise<void>;
   /** Next offset to read per partition, keyed by partitionKey(topic, partition). */
-  commitOffsets(
-    offsets: ReadonlyMap<string, { topic: string; partition: number; offset: number }>,
-  ): Promise<void>;
+  commitOffsets(offsets: ReadonlyMap<string, Offset>): Promise<void>;
   commit(): Promise<void>;
   abort(): Promise<void>;
 }

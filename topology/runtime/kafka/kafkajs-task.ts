@@ -1,6 +1,5 @@
 import type kafkajs from 'kafkajs';
-import type { Offset } from '../../checkpoint.js';
-import { type LogRecord, partitionKey, type StateChange } from '../../records.js';
+import { type LogRecord, type Offset, partitionKey, type StateChange } from '../../records.js';
 import type { LogTask, LogTransaction, TaskSpec } from '../types.js';
 import type { KafkaRuntime } from './index.js';
 import type { ChangelogState } from './state.js';

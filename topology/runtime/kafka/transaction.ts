@@ -1,5 +1,4 @@
-import type { Offset } from '../../checkpoint.js';
-import type { OutgoingRecord } from '../../records.js';
+import type { Offset, OutgoingRecord } from '../../records.js';
 import { FencedError, type LogTransaction } from '../types.js';
 import type { ChangelogState } from './state.js';
 
