@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
 import { contentHash } from '../schemas/ids.js';
+import type { PollerConfig } from '../schemas/pollers.js';
 import type { ProcessorTask } from '../topology/task.js';
 import { addCounts, emitItem, type IngestCounts, noCounts } from './ingest.js';
-import { createPoller, type PollerConfig } from './sources/pollers/config.js';
+import { createPoller } from './sources/pollers/config.js';
 import type { Poller } from './sources/pollers/types.js';
 
 export interface ConfiguredPoller {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { PollerConfig } from '../processors/sources/pollers/config.js';
+import { PollerConfig } from './pollers.js';
 
 export const ProcessorConfig = z
   .object({

@@ -2,9 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Analytics, openClickHouse } from '../../topology/analytics/clickhouse.js';
-import { readMigrations } from '../../topology/analytics/migrations.js';
-import { insertQa, topicCounts } from '../../topology/analytics/qa-store.js';
+import { type Analytics, openClickHouse } from '../../analytics/clickhouse.js';
+import { readMigrations } from '../../analytics/migrations.js';
+import { insertQa, topicCounts } from '../../analytics/qa-store.js';
 import { qa } from './rows.js';
 import { storeSuite } from './store-suite.js';
 

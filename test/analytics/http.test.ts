@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { createClient } from '@clickhouse/client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { majorVersion, openClickHouse } from '../../topology/analytics/clickhouse.js';
-import { readMigrations } from '../../topology/analytics/migrations.js';
-import { parseClickHouseUrl } from '../../topology/analytics/url.js';
+import { majorVersion, openClickHouse } from '../../analytics/clickhouse.js';
+import { readMigrations } from '../../analytics/migrations.js';
+import { parseClickHouseUrl } from '../../analytics/url.js';
 import { onlyWhen, storeSuite } from './store-suite.js';
 
 // The server CI starts with deploy/clickhouse/start.sh (default port). Absent server = failure,

@@ -4,8 +4,8 @@ import {
   type Analytics,
   openClickHouse,
   UnsupportedByServerError,
-} from '../../topology/analytics/clickhouse.js';
-import { readMigrations } from '../../topology/analytics/migrations.js';
+} from '../../analytics/clickhouse.js';
+import { readMigrations } from '../../analytics/migrations.js';
 import {
   insertQa,
   recordRewards,
@@ -13,7 +13,7 @@ import {
   snapshotTopicCounts,
   topicCountHistory,
   topicCounts,
-} from '../../topology/analytics/qa-store.js';
+} from '../../analytics/qa-store.js';
 import { NASTY, qa } from './rows.js';
 
 /**

@@ -3,9 +3,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { majorVersion, openClickHouse } from '../../topology/analytics/clickhouse.js';
-import { MIGRATIONS_DIR, readMigrations, splitStatements } from '../../topology/analytics/migrations.js';
-import { parseClickHouseUrl, redact } from '../../topology/analytics/url.js';
+import { majorVersion, openClickHouse } from '../../analytics/clickhouse.js';
+import { MIGRATIONS_DIR, readMigrations, splitStatements } from '../../analytics/migrations.js';
+import { parseClickHouseUrl, redact } from '../../analytics/url.js';
 
 describe('clickhouse URL', () => {
   it('chdb:DIR resolves against the working directory', () => {

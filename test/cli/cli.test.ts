@@ -7,8 +7,12 @@ import { sampleArticle } from '../fixtures/records.js';
 
 const BIN = new URL('../../bin/bioalchemy.js', import.meta.url).pathname;
 
-function cli(args: string[], input?: string) {
-  const r = spawnSync(process.execPath, [BIN, ...args], { input, encoding: 'utf8' });
+function cli(args: string[], input?: string, env: Record<string, string> = {}) {
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    input,
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -75,17 +79,65 @@ describe('bioalchemy CLI', () => {
     ).toHaveLength(1);
   });
 
-  it('gives one clear line and a non-zero exit for bad flags, commands and config', () => {
+  it('prints usage with options, environment variables and examples for every command', () => {
+    const top = cli(['--help']);
+    expect(top.code).toBe(0);
+    for (const command of ['run', 'ingest', 'poll', 'produce', 'consume', 'topology', 'schemas'])
+      expect(top.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+    for (const env of ['BIOALCHEMY_CONFIG', 'BIOALCHEMY_DATA', 'BIOALCHEMY_LOG_LEVEL'])
+      expect(top.stdout).toContain(env);
     for (const args of [
-      ['--frobnicate'],
-      ['launch'],
-      ['consume', 'nope'],
-      ['consume', 'articles', '--limit', 'many'],
+      ['run'],
+      ['ingest'],
+      ['poll'],
+      ['produce'],
+      ['consume'],
+      ['topology', 'describe'],
+      ['schemas', 'export'],
     ]) {
-      const r = cli(args);
-      expect(r.code, args.join(' ')).not.toBe(0);
-      expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+      const help = cli([...args, '--help']);
+      expect(help.code, args.join(' ')).toBe(0);
+      expect(help.stdout, args.join(' ')).toMatch(/^Usage: bioalchemy /);
+      expect(help.stdout, args.join(' ')).toMatch(/Examples?:\n {2}\$ bioalchemy /);
+      // Global options show in every command's help, with their environment variables.
+      expect(help.stdout, args.join(' ')).toContain('(env: BIOALCHEMY_DATA)');
     }
+    expect(cli(['ingest', '--help']).stdout).toContain('--format <format>');
+  });
+
+  it('takes the global flags from the environment, the flag winning over it', () => {
+    const lines = `${JSON.stringify(sampleArticle)}\n`;
+    const other = mkdtempSync(join(tmpdir(), 'cli-env-'));
+    const empty = mkdtempSync(join(tmpdir(), 'cli-empty-'));
+    expect(cli(['produce', 'articles'], lines, { BIOALCHEMY_DATA: other }).code).toBe(0);
+    expect(
+      cli(['consume', 'articles'], undefined, { BIOALCHEMY_DATA: other }).stdout.trim().split('\n'),
+    ).toHaveLength(1);
+    expect(cli(['consume', 'articles', '--data', empty], undefined, { BIOALCHEMY_DATA: other }).stdout).toBe(
+      '',
+    );
+  });
+
+  it('rejects a usage mistake with one clear line and exit status 2', () => {
+    for (const [args, message] of [
+      [['--frobnicate'], /unknown option '--frobnicate'/],
+      [['ingest', '--bogus'], /unknown option '--bogus'/],
+      [['ingest'], /missing required argument 'paths'/],
+      [['launch'], /unknown command 'launch'/],
+      [['consume', 'nope'], /unknown topic "nope"/],
+      [['consume', 'articles', '--limit', 'many'], /--limit <n>.*many.*whole number/],
+      [['ingest', 'x', '--format', 'docx'], /--format <format>.*docx/],
+      [['run', '--log-level', 'loud'], /--log-level <level>.*loud/],
+    ] as const) {
+      const r = cli([...args]);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+      expect(r.stderr, args.join(' ')).toMatch(/^bioalchemy: /);
+      expect(r.stderr, args.join(' ')).toMatch(message);
+    }
+  });
+
+  it('gives one clear line and exit status 1 for a bad config', () => {
     const config = join(data, 'bad.json');
     writeFileSync(config, JSON.stringify({ log: 'file:x', llm: { timeoutMs: -1 } }));
     const r = cli(['run', '--config', config]);

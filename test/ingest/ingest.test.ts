@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { expandPaths, ingestFile, ingestProcessor } from '../../processors/ingest.js';
 import type { Article } from '../../schemas/index.js';
 import { EngineMetrics } from '../../topology/metrics.js';
-import { pipelineTopology } from '../../topology/pipeline.js';
+import { pipelineTopology } from '../../processors/pipeline.js';
 import { EmbeddedRuntime } from '../../topology/runtime/embedded.js';
 import { ProcessorTask } from '../../topology/task.js';
 import { readAll } from '../conformance/suite.js';

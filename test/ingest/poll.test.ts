@@ -6,7 +6,7 @@ import { createBiorxivPoller } from '../../processors/sources/pollers/biorxiv.js
 import { HostRateLimiter } from '../../processors/sources/pollers/rate-limit.js';
 import type { Article } from '../../schemas/index.js';
 import { EngineMetrics } from '../../topology/metrics.js';
-import { pipelineTopology } from '../../topology/pipeline.js';
+import { pipelineTopology } from '../../processors/pipeline.js';
 import { EmbeddedRuntime } from '../../topology/runtime/embedded.js';
 import { ProcessorTask } from '../../topology/task.js';
 import { readAll } from '../conformance/suite.js';

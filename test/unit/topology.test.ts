@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pipelineTopology } from '../../topology/pipeline.js';
+import { pipelineTopology } from '../../processors/pipeline.js';
 import type { Processor } from '../../topology/processor.js';
 import { defineTopology, describeTopology, TopologyError } from '../../topology/topology.js';
 

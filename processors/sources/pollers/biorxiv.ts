@@ -1,10 +1,11 @@
 import { z } from 'zod';
+import { BiorxivConfig, isDay } from '../../../schemas/pollers.js';
 import { articleItem, type SourceItem } from '../items.js';
 import { type ArticleDraft, finishArticle, parseDate, stripMarkup } from '../normalise.js';
 import { apiDeadLetter, parseJson } from './api-items.js';
-import { badPage, CommonPollerConfig, endpoint, type PollerDeps, resolveDeps } from './common.js';
+import { badPage, endpoint, type PollerDeps, resolveDeps } from './common.js';
 import { decodeCursor, encodeCursor, queryKey } from './cursor.js';
-import { addDays, isClosed, isDay } from './days.js';
+import { addDays, isClosed } from './days.js';
 import { fetchFullText } from './fulltext.js';
 import type { Poller, PollPage } from './types.js';
 
@@ -13,14 +14,6 @@ const API = 'https://api.biorxiv.org/';
 /** The details endpoint serves 100 records a call, whatever is asked: an unreadable page skips this many. */
 const SERVER_PAGE = 100;
 
-export const BiorxivConfig = CommonPollerConfig.extend({
-  kind: z.literal('biorxiv'),
-  server: z.enum(['biorxiv', 'medrxiv']).default('biorxiv'),
-  category: z.string().min(1).optional().describe("subject category, e.g. 'cell_biology'; all by default"),
-  // jatsxml lives on www.biorxiv.org, which often refuses automated clients: opt in.
-  fullText: z.boolean().default(false).describe("fetch each preprint's JATS XML"),
-});
-export type BiorxivConfig = z.infer<typeof BiorxivConfig>;
 export type BiorxivOptions = Omit<z.input<typeof BiorxivConfig>, 'kind'> & PollerDeps;
 
 /** Position: posting day `day`, record `offset` of the server's list for that day. */

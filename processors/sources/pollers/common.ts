@@ -1,34 +1,10 @@
-import { z } from 'zod';
+import type { z } from 'zod';
+import type { HttpSettings } from '../../../schemas/pollers.js';
 import type { SourceItem } from '../items.js';
 import { apiDeadLetter, type Problem } from './api-items.js';
-import { isDay } from './days.js';
-import { HttpSettings, PoliteHttp } from './http.js';
+import { PoliteHttp } from './http.js';
 import type { HostRateLimiter } from './rate-limit.js';
 import { type PollerLog, silentLog } from './types.js';
-
-/** Settings every poller shares; each poller's config extends these. */
-export const CommonPollerConfig = z.object({
-  since: z
-    .string()
-    .refine(isDay, 'a date as YYYY-MM-DD')
-    .describe('first day to read when there is no cursor yet'),
-  lagDays: z
-    .number()
-    .int()
-    .min(0)
-    .max(30)
-    .default(1)
-    .describe('days a finished day is left to settle before it is read (UTC)'),
-  baseUrl: z.url().optional().describe("the API's root; the public endpoint by default"),
-  requestsPerSecond: z.number().positive().optional().describe("the API's polite rate by default"),
-  maxPageFailures: z
-    .number()
-    .int()
-    .min(1)
-    .default(3)
-    .describe('polls an unreadable listing page is retried on before it is given up as a dead letter'),
-  http: HttpSettings.optional(),
-});
 
 /** What the runtime hands a poller besides its config: injectable for tests, defaulted otherwise. */
 export interface PollerDeps {

@@ -1,27 +1,18 @@
 import { z } from 'zod';
 import type { MeshHeading } from '../../../schemas/article.js';
+import { EuropePmcConfig, isDay } from '../../../schemas/pollers.js';
 import { articleItem, type SourceItem } from '../items.js';
 import { type ArticleDraft, finishArticle, parseDate, stripMarkup } from '../normalise.js';
 import { apiDeadLetter, parseJson } from './api-items.js';
-import { badPage, CommonPollerConfig, endpoint, type PollerDeps, resolveDeps } from './common.js';
+import { badPage, endpoint, type PollerDeps, resolveDeps } from './common.js';
 import { decodeCursor, encodeCursor, queryKey } from './cursor.js';
-import { addDays, isClosed, isDay } from './days.js';
+import { addDays, isClosed } from './days.js';
 import { fetchFullText } from './fulltext.js';
 import type { Poller, PollPage } from './types.js';
 
 export const EUROPEPMC_PROCESSOR = 'sources/europepmc';
 const REST = 'https://www.ebi.ac.uk/europepmc/webservices/rest/';
 
-export const EuropePmcConfig = CommonPollerConfig.extend({
-  kind: z.literal('europepmc'),
-  query: z.string().min(1).default('HAS_ABSTRACT:y').describe('Europe PMC query; the day window is added'),
-  pageSize: z.number().int().min(1).max(1000).default(100),
-  // FIRST_IDATE (first indexed) only grows at the front; a FIRST_PDATE window misses records
-  // indexed after their publication day has been read.
-  dateField: z.enum(['FIRST_IDATE', 'FIRST_PDATE']).default('FIRST_IDATE'),
-  fullText: z.boolean().default(true).describe('fetch JATS full text of open-access records in Europe PMC'),
-});
-export type EuropePmcConfig = z.infer<typeof EuropePmcConfig>;
 export type EuropePmcOptions = Omit<z.input<typeof EuropePmcConfig>, 'kind'> & PollerDeps;
 
 /** Position: day `day`, Solr cursor `mark` ('*' = first page) of the query fixed for that day. */

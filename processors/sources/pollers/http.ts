@@ -1,41 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { HttpSettings } from '../../../schemas/pollers.js';
 import { type HostRateLimiter, sharedRateLimiter } from './rate-limit.js';
 import { type PollerLog, silentLog } from './types.js';
-
-/** How politely and how persistently to ask. Every field has a default; configs override a few. */
-export const HttpSettings = z.object({
-  userAgent: z
-    .string()
-    .min(1)
-    .optional()
-    .describe('default: bioalchemy-stream/<version> with the contact address'),
-  contact: z
-    .string()
-    .optional()
-    .describe('an e-mail address put in the User-Agent, so operators can reach us'),
-  timeoutMs: z.number().int().positive().default(60_000).describe('per attempt, body included'),
-  retries: z
-    .number()
-    .int()
-    .min(0)
-    .default(4)
-    .describe('attempts after the first on 429, 5xx and network errors'),
-  backoffMs: z.number().int().min(0).default(1_000),
-  maxBackoffMs: z.number().int().min(0).default(60_000),
-  maxRetryAfterMs: z
-    .number()
-    .int()
-    .min(0)
-    .default(120_000)
-    .describe('a longer Retry-After is not waited out here: the error is thrown and the step retries later'),
-  maxBodyBytes: z
-    .number()
-    .int()
-    .positive()
-    .default(256 * 1024 * 1024),
-});
-export type HttpSettings = z.infer<typeof HttpSettings>;
 
 const VERSION = '0.1.0';
 

@@ -1,11 +1,12 @@
 import { z } from 'zod';
+import { isDay, PubmedConfig } from '../../../schemas/pollers.js';
 import type { SourceItem } from '../items.js';
 import { MEDLINE, medlineToDraft } from '../medline.js';
 import type { XmlFormat } from '../xml-reader.js';
 import { apiDeadLetter, type Parsed, parseJson, readXmlBody } from './api-items.js';
-import { badPage, CommonPollerConfig, endpoint, type PollerDeps, resolveDeps } from './common.js';
+import { badPage, endpoint, type PollerDeps, resolveDeps } from './common.js';
 import { decodeCursor, encodeCursor, queryKey } from './cursor.js';
-import { addDays, isClosed, isDay } from './days.js';
+import { addDays, isClosed } from './days.js';
 import type { Poller, PollPage } from './types.js';
 
 export const PUBMED_PROCESSOR = 'sources/pubmed';
@@ -13,15 +14,6 @@ const EUTILS = 'https://eutils.ncbi.nlm.nih.gov/entrez/eutils/';
 /** ESearch lists at most the first 10,000 ids of a search (retstart + retmax). */
 const MAX_IDS = 10_000;
 
-export const PubmedConfig = CommonPollerConfig.extend({
-  kind: z.literal('pubmed'),
-  query: z.string().min(1).default('hasabstract').describe('PubMed search term; the day window is added'),
-  // efetch ids travel in the URL; NCBI asks for POST beyond 200.
-  pageSize: z.number().int().min(1).max(200).default(100).describe('PMIDs fetched per page'),
-  tool: z.string().min(1).default('bioalchemy-stream').describe("E-utilities 'tool' parameter"),
-  email: z.string().optional().describe("E-utilities 'email' parameter (default: env NCBI_EMAIL)"),
-});
-export type PubmedConfig = z.infer<typeof PubmedConfig>;
 export type PubmedOptions = Omit<z.input<typeof PubmedConfig>, 'kind'> &
   PollerDeps & {
     /** Default: env NCBI_API_KEY. Sent as api_key, never logged or shown in errors. */

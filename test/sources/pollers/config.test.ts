@@ -2,7 +2,8 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { addDays, isClosed, lastClosedDay } from '../../../processors/sources/pollers/days.js';
-import { createPoller, PollerConfig, type PollerLog } from '../../../processors/sources/pollers/index.js';
+import { createPoller, type PollerLog } from '../../../processors/sources/pollers/index.js';
+import { PollerConfig } from '../../../schemas/pollers.js';
 
 describe('PollerConfig', () => {
   it('fills defaults per kind', () => {

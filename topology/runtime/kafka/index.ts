@@ -4,6 +4,7 @@ import { partitionForKey } from '../../records.js';
 import type { TopicSpec } from '../../topology.js';
 import type { LogTask, Runtime, TaskSpec } from '../types.js';
 import { type KafkaUrl, parseKafkaUrl } from './config.js';
+import type { KafkaConnection } from './connection.js';
 import { KafkajsTask } from './kafkajs-task.js';
 import { RdkafkaTask } from './rdkafka-task.js';
 import { PartitionReader } from './reader.js';
@@ -17,7 +18,7 @@ const { Kafka, logLevel, ConfigResourceTypes } = kafkajs;
  * transaction (outputs, changelog records and input offsets together); state stores are restored
  * from compacted changelog topics. Two clients: kafkajs and node-rdkafka (`?client=`).
  */
-export class KafkaRuntime implements Runtime {
+export class KafkaRuntime implements Runtime, KafkaConnection {
   readonly name: string;
   readonly kafka: kafkajs.Kafka;
   private readonly admin: kafkajs.Admin;

@@ -1,7 +1,7 @@
 import type kafkajs from 'kafkajs';
 import { type LogRecord, type Offset, partitionKey, type StateChange } from '../../records.js';
 import type { LogTask, LogTransaction, TaskSpec } from '../types.js';
-import type { KafkaRuntime } from './index.js';
+import type { KafkaConnection } from './connection.js';
 import type { ChangelogState } from './state.js';
 import { kafkaTransaction, rethrowFenced } from './transaction.js';
 import { headerText, VALIDATED_AS_HEADER } from './wire.js';
@@ -36,7 +36,7 @@ export class KafkajsTask implements LogTask {
   private failure: Error | null = null;
 
   private constructor(
-    private readonly runtime: KafkaRuntime,
+    private readonly runtime: KafkaConnection,
     private readonly spec: TaskSpec,
     private readonly state: ChangelogState,
     private readonly consumer: kafkajs.Consumer,
@@ -44,7 +44,7 @@ export class KafkajsTask implements LogTask {
   ) {}
 
   private static async transactionalProducer(
-    runtime: KafkaRuntime,
+    runtime: KafkaConnection,
     spec: TaskSpec,
   ): Promise<kafkajs.Producer> {
     const producer = runtime.kafka.producer({
@@ -60,7 +60,7 @@ export class KafkajsTask implements LogTask {
     return producer;
   }
 
-  static async open(runtime: KafkaRuntime, spec: TaskSpec, state: ChangelogState): Promise<KafkajsTask> {
+  static async open(runtime: KafkaConnection, spec: TaskSpec, state: ChangelogState): Promise<KafkajsTask> {
     const producer = await KafkajsTask.transactionalProducer(runtime, spec);
     await state.restore();
     let partitions = 0;

@@ -1,25 +1,10 @@
 import rdkafka from 'node-rdkafka';
 import { type LogRecord, partitionKey, type StateChange } from '../../records.js';
 import type { LogTask, LogTransaction, TaskSpec } from '../types.js';
-import type { KafkaRuntime } from './index.js';
+import type { KafkaConnection } from './connection.js';
 import type { ChangelogState } from './state.js';
 import { kafkaTransaction, rethrowFenced } from './transaction.js';
-import { headerText, VALIDATED_AS_HEADER } from './wire.js';
-
-/** A consumed message as a log record, with the value's JSON text already taken off the wire. */
-export function rdkafkaRecord(m: rdkafka.Message, value: string): LogRecord {
-  let validatedAs: string | undefined;
-  for (const h of m.headers ?? []) validatedAs ??= headerText(h[VALIDATED_AS_HEADER]);
-  return {
-    topic: m.topic,
-    partition: m.partition,
-    offset: m.offset,
-    key: m.key == null ? null : m.key.toString(),
-    value,
-    timestamp: m.timestamp ?? 0,
-    validatedAs,
-  };
-}
+import { rdkafkaRecord, VALIDATED_AS_HEADER } from './wire.js';
 
 /** The header list that stamps a produced record; one shared list per stamp. */
 const stampHeaders = new Map<string, rdkafka.MessageHeader[]>();
@@ -58,7 +43,7 @@ export class RdkafkaTask implements LogTask {
   private leftover: rdkafka.Message[] = [];
 
   private constructor(
-    private readonly runtime: KafkaRuntime,
+    private readonly runtime: KafkaConnection,
     private readonly group: string,
     private readonly topics: readonly string[],
     private readonly state: ChangelogState,
@@ -66,7 +51,7 @@ export class RdkafkaTask implements LogTask {
     private readonly producer: rdkafka.Producer,
   ) {}
 
-  static async open(runtime: KafkaRuntime, spec: TaskSpec, state: ChangelogState): Promise<RdkafkaTask> {
+  static async open(runtime: KafkaConnection, spec: TaskSpec, state: ChangelogState): Promise<RdkafkaTask> {
     const brokers = runtime.url.brokers.join(',');
     const producer = new rdkafka.Producer({
       'metadata.broker.list': brokers,

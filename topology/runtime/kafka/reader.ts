@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import rdkafka from 'node-rdkafka';
 import type { LogRecord } from '../../records.js';
-import { rdkafkaRecord } from './rdkafka-task.js';
-import type { ValueWire } from './wire.js';
+import { rdkafkaRecord, type ValueWire } from './wire.js';
 
 /**
  * Reads one partition from an offset up to its committed end, without a consumer group: what

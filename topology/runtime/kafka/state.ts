@@ -1,5 +1,5 @@
 import type { StateChange } from '../../records.js';
-import type { KafkaRuntime } from './index.js';
+import type { KafkaConnection } from './connection.js';
 
 /**
  * State stores of one task: a local map per store, restored at start from a compacted changelog
@@ -10,7 +10,7 @@ export class ChangelogState {
   private readonly stores = new Map<string, Map<string, string>>();
 
   constructor(
-    private readonly runtime: KafkaRuntime,
+    private readonly runtime: KafkaConnection,
     private readonly group: string,
     readonly storeNames: readonly string[],
   ) {

@@ -4,7 +4,9 @@ import {
   SchemaRegistryClient,
   SerdeType,
 } from '@confluentinc/schemaregistry';
+import type rdkafka from 'node-rdkafka';
 import { jsonSchemaOf, RECORD_SCHEMAS } from '../../../schemas/index.js';
+import type { LogRecord } from '../../records.js';
 import type { TopicSpec } from '../../topology.js';
 
 /**
@@ -88,4 +90,19 @@ export class RegistryWire implements ValueWire {
     }
     return out;
   }
+}
+
+/** A consumed message as a log record, with the value's JSON text already taken off the wire. */
+export function rdkafkaRecord(m: rdkafka.Message, value: string): LogRecord {
+  let validatedAs: string | undefined;
+  for (const h of m.headers ?? []) validatedAs ??= headerText(h[VALIDATED_AS_HEADER]);
+  return {
+    topic: m.topic,
+    partition: m.partition,
+    offset: m.offset,
+    key: m.key == null ? null : m.key.toString(),
+    value,
+    timestamp: m.timestamp ?? 0,
+    validatedAs,
+  };
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { ClassifiedQa } from '../../schemas/qa.js';
-import { Score } from '../../schemas/qa.js';
+import type { ClassifiedQa } from '../schemas/qa.js';
+import { Score } from '../schemas/qa.js';
 import { type Analytics, requireQueryParams } from './clickhouse.js';
 
 // Every write is JSONEachRow (values travel as JSON, which every ClickHouse since long before

@@ -5,7 +5,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { z } from 'zod';
 
 /** deploy/clickhouse/migrations, the same files deploy/clickhouse/start.sh applies to a server. */
-export const MIGRATIONS_DIR = fileURLToPath(new URL('../../deploy/clickhouse/migrations/', import.meta.url));
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../deploy/clickhouse/migrations/', import.meta.url));
 
 // Same DDL as start.sh, so whichever of the two runs first creates the ledger the other reads.
 const LEDGER_DDL =

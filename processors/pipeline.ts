@@ -1,5 +1,5 @@
-import type { InputRecord, Processor } from './processor.js';
-import { defineTopology, type Topology } from './topology.js';
+import type { InputRecord, Processor } from '../topology/processor.js';
+import { defineTopology, type Topology } from '../topology/topology.js';
 
 /** A processor whose issue has not landed: it is part of the graph but the runner does not start it. */
 function placeholder(def: Omit<Processor, 'process' | 'placeholder'>): Processor {

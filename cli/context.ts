@@ -1,0 +1,79 @@
+import { InvalidArgumentError } from 'commander';
+import type { Logger } from 'pino';
+import { ingestProcessor } from '../processors/ingest.js';
+import { pipelineTopology } from '../processors/pipeline.js';
+import { type Config, loadConfig } from '../schemas/index.js';
+import { EngineMetrics } from '../topology/metrics.js';
+import { openRuntime } from '../topology/runtime/open.js';
+import { ProcessorTask } from '../topology/task.js';
+import type { Topology } from '../topology/topology.js';
+import { createLogger } from './log.js';
+
+/** A mistake of the user's: printed as one line, exit status 2, no stack trace. */
+export class UsageError extends Error {}
+
+/** The options every command takes; each also comes from an environment variable (see --help). */
+export interface GlobalOptions {
+  config?: string;
+  data?: string;
+  logLevel?: string;
+}
+
+export function configOf(opts: GlobalOptions): Config {
+  const config = loadConfig(opts.config);
+  return opts.data ? { ...config, log: `file:${opts.data}` } : config;
+}
+
+export function loggerOf(opts: GlobalOptions): Logger {
+  return createLogger(opts.logLevel);
+}
+
+/** The pipeline's topology, checking that a topic named on the command line is one of its topics. */
+export function topologyWith(topic: string): Topology {
+  const topology = pipelineTopology();
+  if (!topology.topics.some((t) => t.name === topic))
+    throw new UsageError(`unknown topic "${topic}" (see "bioalchemy topology describe")`);
+  return topology;
+}
+
+/** commander argument parser for a whole number; a bad value is a usage error (exit 2). */
+export function wholeNumber(value: string): number {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expects a whole number.');
+  return Number(value);
+}
+
+/** Aborts on the first SIGINT or SIGTERM, so a command finishes its current step and stops. */
+export function stopOnSignal(log?: Logger): AbortSignal {
+  const stop = new AbortController();
+  const onSignal = (signal: string) => {
+    log?.info({ signal }, 'stopping after the current step');
+    stop.abort();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return stop.signal;
+}
+
+/** Runs body with an open ingest task on the configured runtime, closing both after. */
+export async function withIngestTask<T>(
+  opts: GlobalOptions,
+  body: (task: ProcessorTask, log: Logger) => Promise<T>,
+): Promise<T> {
+  const log = loggerOf(opts);
+  const topology = pipelineTopology();
+  const runtime = await openRuntime(configOf(opts).log);
+  try {
+    await runtime.ensureTopics(topology.topics);
+    const task = await new ProcessorTask(runtime, topology, ingestProcessor, {
+      log: log.child({ processor: 'ingest' }),
+      metrics: new EngineMetrics(),
+    }).open();
+    try {
+      return await body(task, log);
+    } finally {
+      await task.close();
+    }
+  } finally {
+    await runtime.close();
+  }
+}

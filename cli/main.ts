@@ -1,0 +1,89 @@
+import { Command, CommanderError, Option } from 'commander';
+import { consumeCommand } from './consume.js';
+import { UsageError } from './context.js';
+import { ingestCommand } from './ingest.js';
+import { pollCommand } from './poll.js';
+import { produceCommand } from './produce.js';
+import { runCommand } from './run.js';
+import { schemasCommand } from './schemas.js';
+import { topologyCommand } from './topology.js';
+
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+
+/** The `bioalchemy` command: global options, then one subcommand per file of cli/. */
+export function program(): Command {
+  const root = new Command('bioalchemy')
+    .description(
+      'BioAlchemy Stream: distils biology articles into verifiable, topic-balanced RL data and feeds GRPO trainers',
+    )
+    .addOption(
+      new Option('--config <file>', 'config file (JSON); see schemas/config.ts').env('BIOALCHEMY_CONFIG'),
+    )
+    .addOption(
+      new Option('--data <dir>', 'data folder of the embedded default (the log is file:<dir>)').env(
+        'BIOALCHEMY_DATA',
+      ),
+    )
+    .addOption(
+      new Option('--log-level <level>', 'log level of the structured logs on stderr')
+        .choices(LOG_LEVELS)
+        .env('BIOALCHEMY_LOG_LEVEL'),
+    )
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ bioalchemy ingest ../shared/corpus/jats ../shared/corpus/medline
+  $ bioalchemy run
+  $ BIOALCHEMY_DATA=/srv/bioalchemy bioalchemy consume dlq --limit 10
+  $ bioalchemy <command> --help`,
+    )
+    .configureHelp({ showGlobalOptions: true })
+    .showHelpAfterError(false)
+    .exitOverride()
+    .configureOutput({
+      // One line per mistake (commander puts its "did you mean" suggestion on a line of its own).
+      outputError: (message, write) =>
+        write(
+          `bioalchemy: ${message
+            .replace(/^error: /, '')
+            .trim()
+            .replace(/\s*\n\s*/g, ' ')}\n`,
+        ),
+    });
+  for (const command of [
+    runCommand(),
+    ingestCommand(),
+    pollCommand(),
+    produceCommand(),
+    consumeCommand(),
+    topologyCommand(),
+    schemasCommand(),
+  ]) {
+    root.addCommand(command);
+  }
+  // Subcommands inherit the error handling, so their mistakes exit 2 with one line too.
+  const inherit = (cmd: Command) => {
+    for (const sub of cmd.commands) {
+      sub.copyInheritedSettings(cmd);
+      inherit(sub);
+    }
+  };
+  inherit(root);
+  return root;
+}
+
+/** Runs the CLI; resolves to the exit status: 0 done, 1 failed, 2 a usage mistake. */
+export async function main(argv: string[]): Promise<number> {
+  try {
+    await program().parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // commander has already printed the help or the one-line error.
+      return e.code === 'commander.helpDisplayed' || e.code === 'commander.version' ? 0 : 2;
+    }
+    process.stderr.write(`bioalchemy: ${(e as Error).message}\n`);
+    return e instanceof UsageError ? 2 : 1;
+  }
+}
