@@ -1,5 +1,5 @@
-import { ClassifiedQa } from '../../schemas/qa.js';
 import { type QaRow, qaRow } from '../../analytics/qa-store.js';
+import { ClassifiedQa } from '../../schemas/qa.js';
 
 /** A valid ClassifiedQa, flattened the way the count sink does it. */
 export function qa(

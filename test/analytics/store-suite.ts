@@ -1,10 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  type Analytics,
-  openClickHouse,
-  UnsupportedByServerError,
-} from '../../analytics/clickhouse.js';
+import { type Analytics, openClickHouse, UnsupportedByServerError } from '../../analytics/clickhouse.js';
 import { readMigrations } from '../../analytics/migrations.js';
 import {
   insertQa,

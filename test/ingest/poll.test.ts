@@ -1,12 +1,12 @@
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ingestProcessor } from '../../processors/ingest.js';
+import { pipelineTopology } from '../../processors/pipeline.js';
 import { type ConfiguredPoller, pollAll, pollOnce } from '../../processors/poll.js';
 import { createBiorxivPoller } from '../../processors/sources/pollers/biorxiv.js';
 import { HostRateLimiter } from '../../processors/sources/pollers/rate-limit.js';
 import type { Article } from '../../schemas/index.js';
 import { EngineMetrics } from '../../topology/metrics.js';
-import { pipelineTopology } from '../../processors/pipeline.js';
 import { EmbeddedRuntime } from '../../topology/runtime/embedded.js';
 import { ProcessorTask } from '../../topology/task.js';
 import { readAll } from '../conformance/suite.js';
