@@ -1,0 +1,50 @@
+import type { LlmStage } from '../schemas/llm.js';
+
+/**
+ * The model answered, twice (the second time asked to fix the first), and neither reply is
+ * usable. Deterministic for its input: the caller dead-letters it rather than retrying.
+ */
+export class LlmReplyError extends Error {
+  override readonly name = 'LlmReplyError';
+  constructor(
+    readonly stage: LlmStage,
+    /** The last reply as the model sent it. */
+    readonly raw: string,
+    /** Why it was refused: not JSON, cut off at maxTokens, or the schema's issues. */
+    readonly reason: string,
+    readonly callId: string,
+  ) {
+    super(`${stage}: unusable reply after a repair request: ${reason}`);
+  }
+}
+
+/**
+ * The endpoint refused the request for good (4xx other than 408/409/429, or the same transient
+ * failure more often than retry.maxAttempts while the endpoint otherwise answered).
+ */
+export class LlmRequestError extends Error {
+  override readonly name = 'LlmRequestError';
+  constructor(
+    readonly stage: LlmStage,
+    message: string,
+    readonly status?: number,
+  ) {
+    super(`${stage}: ${message}`);
+  }
+}
+
+/** Why a request may succeed if sent again. */
+export type TransientReason = 'rate-limit' | 'server-error' | 'timeout' | 'connection';
+
+/** Thrown by providers for a failure worth retrying; anything else they throw is final. */
+export class TransientError extends Error {
+  override readonly name = 'TransientError';
+  constructor(
+    readonly reason: TransientReason,
+    message: string,
+    /** What the endpoint asked for (Retry-After), if it did. */
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
+}

@@ -1,0 +1,7 @@
+// The LLM layer's public surface; processors import from here only.
+export { type Clock, systemClock } from './clock.js';
+export { LlmReplyError, LlmRequestError } from './errors.js';
+export type { ResponseJournal } from './journal/journal.js';
+export { MemoryJournal } from './journal/memory.js';
+export { SqliteJournal } from './journal/sqlite.js';
+export { type Completion, type CompletionRequest, Llm, type LlmOptions } from './llm.js';

@@ -1,0 +1,255 @@
+import { randomUUID } from 'node:crypto';
+import { type Logger, pino } from 'pino';
+import { Registry } from 'prom-client';
+import type { z } from 'zod';
+import type {
+  LlmBudget,
+  LlmCallRecord,
+  LlmConfig,
+  LlmJournalReply,
+  LlmMessage,
+  LlmStage,
+  LlmStageConfig,
+  LlmUsage,
+} from '../schemas/llm.js';
+import { Budget } from './budget.js';
+import { type Clock, systemClock } from './clock.js';
+import { LlmReplyError, LlmRequestError } from './errors.js';
+import { AttemptsExhausted } from './flow/endpoint.js';
+import type { ResponseJournal } from './journal/journal.js';
+import { MemoryJournal } from './journal/memory.js';
+import { replyJsonSchema } from './json-schema.js';
+import { requestKey } from './key.js';
+import { LlmMetrics } from './metrics.js';
+import { checkReply, repairMessages } from './reply.js';
+import { type Target, Targets } from './targets.js';
+
+export interface CompletionRequest<S extends z.ZodType> {
+  stage: LlmStage;
+  messages: LlmMessage[];
+  /** The reply's shape: sent as JSON Schema, and every reply is validated against it. */
+  schema: S;
+  /** Change it whenever the prompt's wording changes: journaled replies to other wordings are not reused. */
+  promptVersion: string;
+  params?: Pick<LlmStageConfig, 'temperature' | 'maxTokens'>;
+}
+
+export interface Completion<T> {
+  value: T;
+  /** Over the request and its repair, if one was needed; journal hits included. */
+  usage: LlmUsage;
+  /** Every reply came from the response journal: nothing was paid. */
+  cached: boolean;
+  model: string;
+  latencyMs: number;
+  /** The call whose reply is `value` (the repair's, when there was one). */
+  callId: string;
+}
+
+export interface LlmOptions {
+  /** Where the layer's metrics go; usually the process's registry. */
+  registry?: Registry;
+  log?: Logger;
+  /** Defaults to memory: replies then survive only as long as the process. */
+  journal?: ResponseJournal;
+  /** Every model request as accounted, journal hits included (for ClickHouse). */
+  onCall?: (record: LlmCallRecord) => void;
+  clock?: Clock;
+  /** Where the API key variable is read; process.env by default. */
+  env?: NodeJS.ProcessEnv;
+}
+
+interface Answered {
+  reply: LlmJournalReply;
+  callId: string;
+  cached: boolean;
+  latencyMs: number;
+}
+
+/**
+ * The one way the pipeline talks to a model: a typed, validated reply per request, with flow
+ * control, retries, the response journal, accounting and the spend cap behind it.
+ */
+export class Llm {
+  readonly metrics: LlmMetrics;
+  private readonly log: Logger;
+  private readonly journal: ResponseJournal;
+  private readonly onCall: (record: LlmCallRecord) => void;
+  private readonly clock: Clock;
+  private readonly budget: Budget;
+  private readonly targets: Targets;
+
+  constructor(config: LlmConfig, options: LlmOptions = {}) {
+    this.metrics = new LlmMetrics(options.registry ?? new Registry());
+    this.log = options.log ?? pino({ name: 'llm' });
+    this.journal = options.journal ?? new MemoryJournal();
+    this.onCall = options.onCall ?? (() => {});
+    this.clock = options.clock ?? systemClock;
+    this.budget = new Budget(config.budget, this.clock, (paused, why) => {
+      this.metrics.budgetPaused.set(paused ? 1 : 0);
+      if (paused) this.log.warn(`LLM calls paused: the daily budget is spent (${why}); raise it to resume`);
+      else this.log.info('LLM calls resumed: budget available');
+    });
+    this.targets = new Targets(
+      config,
+      this.clock,
+      (endpoint) => ({
+        onRetry: (reason) => this.metrics.retries.inc({ endpoint, reason }),
+        onDown: (down) => {
+          this.metrics.endpointDown.set({ endpoint }, down ? 1 : 0);
+          if (down)
+            this.log.warn(
+              { endpoint },
+              'LLM endpoint down: calls wait while one probe is tried periodically',
+            );
+          else this.log.info({ endpoint }, 'LLM endpoint answering again: calls resume');
+        },
+      }),
+      options.env ?? process.env,
+    );
+  }
+
+  /**
+   * Resolves with the reply validated against `schema`. An invalid reply gets one repair request;
+   * rejects with LlmReplyError when that fails too, LlmRequestError when the endpoint refuses.
+   */
+  async complete<S extends z.ZodType>(request: CompletionRequest<S>): Promise<Completion<z.output<S>>> {
+    const target = this.targets.get(request.stage);
+    const schema = { name: request.stage, schema: replyJsonSchema(request.schema) };
+    const ask = (messages: LlmMessage[], repair: boolean) =>
+      this.request(target, request, messages, schema, repair);
+
+    const first = await ask(request.messages, false);
+    let checked = checkReply(first.reply, request.schema);
+    let last = first;
+    if (!checked.ok) {
+      this.count(request.stage, target, 'invalid');
+      last = await ask(repairMessages(request.messages, first.reply.content, checked.reason), true);
+      checked = checkReply(last.reply, request.schema);
+      if (!checked.ok) {
+        this.count(request.stage, target, 'invalid');
+        throw new LlmReplyError(request.stage, last.reply.content, checked.reason, last.callId);
+      }
+    }
+    this.count(request.stage, target, last === first ? 'ok' : 'repaired');
+    const both = last === first ? [first] : [first, last];
+    return {
+      value: checked.value,
+      usage: {
+        inputTokens: both.reduce((n, a) => n + a.reply.usage.inputTokens, 0),
+        outputTokens: both.reduce((n, a) => n + a.reply.usage.outputTokens, 0),
+      },
+      cached: both.every((a) => a.cached),
+      model: last.reply.model,
+      latencyMs: both.reduce((n, a) => n + a.latencyMs, 0),
+      callId: last.callId,
+    };
+  }
+
+  /** Replaces the daily cap; calls waiting on the old one go ahead if the new one allows. */
+  setBudget(budget: LlmBudget): void {
+    this.budget.set(budget);
+  }
+
+  async close(): Promise<void> {
+    await this.targets.close();
+  }
+
+  /** One model request: from the journal if it was made before, else sent and journaled at once. */
+  private async request(
+    target: Target,
+    request: CompletionRequest<z.ZodType>,
+    messages: LlmMessage[],
+    schema: { name: string; schema: Record<string, unknown> },
+    repair: boolean,
+  ): Promise<Answered> {
+    const { stage } = request;
+    const params = {
+      temperature: request.params?.temperature ?? target.temperature,
+      maxTokens: request.params?.maxTokens ?? target.maxTokens,
+    };
+    const key = requestKey({
+      provider: target.provider,
+      model: target.model,
+      promptVersion: request.promptVersion,
+      params: { ...params, schema },
+      messages,
+    });
+    const callId = randomUUID();
+    const started = performance.now();
+    const record = (reply: LlmJournalReply, cached: boolean, attempts: number): Answered => {
+      const latencyMs = performance.now() - started;
+      const { inputTokens, outputTokens } = reply.usage;
+      const costUsd = cached
+        ? 0
+        : (inputTokens * target.inputUsdPerMillion + outputTokens * target.outputUsdPerMillion) / 1e6;
+      this.account({
+        callId,
+        requestKey: key,
+        stage,
+        provider: target.provider,
+        model: reply.model,
+        inputTokens,
+        outputTokens,
+        latencyMs,
+        costUsd,
+        cached,
+        attempts,
+        repair,
+        at: Date.now(),
+      });
+      return { reply, callId, cached, latencyMs };
+    };
+
+    const journaled = await this.journal.get(key);
+    if (journaled) return record(journaled, true, 0);
+
+    await this.budget.admit();
+    const estimate = Math.ceil(messages.reduce((n, m) => n + m.content.length, 0) / 4) + params.maxTokens;
+    let sent: { reply: { reply: LlmJournalReply; tokens: number }; attempts: number };
+    try {
+      sent = await target.endpoint.send(target.throttle, estimate, async () => {
+        const reply = await target.backend.chat({
+          model: target.model,
+          messages,
+          schema,
+          ...params,
+          timeoutMs: target.timeoutMs,
+        });
+        return { reply, tokens: reply.usage.inputTokens + reply.usage.outputTokens };
+      });
+    } catch (e) {
+      this.count(stage, target, 'failed');
+      if (e instanceof AttemptsExhausted) {
+        throw new LlmRequestError(stage, `gave up after repeated ${e.last.reason} failures: ${e.message}`);
+      }
+      throw new LlmRequestError(stage, (e as Error).message, (e as { status?: number }).status);
+    }
+    // Journaled before anything else happens to it: a crash from here on costs no second call.
+    await this.journal.put(key, sent.reply.reply);
+    return record(sent.reply.reply, false, sent.attempts);
+  }
+
+  private account(r: LlmCallRecord): void {
+    const labels = { stage: r.stage, model: r.model };
+    if (r.cached) {
+      this.metrics.journalHits.inc({ stage: r.stage });
+    } else {
+      this.budget.spend(r.inputTokens + r.outputTokens, r.costUsd);
+      this.metrics.tokens.inc({ ...labels, direction: 'input' }, r.inputTokens);
+      this.metrics.tokens.inc({ ...labels, direction: 'output' }, r.outputTokens);
+      this.metrics.cost.inc(labels, r.costUsd);
+      this.metrics.latency.observe(labels, r.latencyMs / 1000);
+    }
+    try {
+      this.onCall(r);
+    } catch (e) {
+      // Accounting must not turn a paid, journaled reply into a failure.
+      this.log.error({ err: e }, 'LLM onCall callback threw');
+    }
+  }
+
+  private count(stage: LlmStage, target: Target, outcome: 'ok' | 'repaired' | 'invalid' | 'failed'): void {
+    this.metrics.calls.inc({ stage, model: target.model, outcome });
+  }
+}

@@ -1,0 +1,65 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+/** The LLM layer's metrics, registered in the registry the process exposes. */
+export class LlmMetrics {
+  readonly calls: Counter<'stage' | 'model' | 'outcome'>;
+  readonly tokens: Counter<'stage' | 'model' | 'direction'>;
+  readonly cost: Counter<'stage' | 'model'>;
+  readonly journalHits: Counter<'stage'>;
+  readonly retries: Counter<'endpoint' | 'reason'>;
+  readonly latency: Histogram<'stage' | 'model'>;
+  readonly endpointDown: Gauge<'endpoint'>;
+  readonly budgetPaused: Gauge;
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    this.calls = new Counter({
+      name: 'bioalchemy_llm_calls_total',
+      help: 'Model requests answered, by outcome: ok, invalid (reply refused), repaired, failed',
+      labelNames: ['stage', 'model', 'outcome'],
+      registers,
+    });
+    this.tokens = new Counter({
+      name: 'bioalchemy_llm_tokens_total',
+      help: 'Tokens paid for, by direction: input or output',
+      labelNames: ['stage', 'model', 'direction'],
+      registers,
+    });
+    this.cost = new Counter({
+      name: 'bioalchemy_llm_cost_usd_total',
+      help: 'Spend from the configured prices',
+      labelNames: ['stage', 'model'],
+      registers,
+    });
+    this.journalHits = new Counter({
+      name: 'bioalchemy_llm_journal_hits_total',
+      help: 'Requests answered from the response journal, at no cost',
+      labelNames: ['stage'],
+      registers,
+    });
+    this.retries = new Counter({
+      name: 'bioalchemy_llm_retries_total',
+      help: 'Requests sent again, by reason: rate-limit, server-error, timeout, connection',
+      labelNames: ['endpoint', 'reason'],
+      registers,
+    });
+    this.latency = new Histogram({
+      name: 'bioalchemy_llm_latency_seconds',
+      help: 'From the first try of a request to its reply, retries and waits included',
+      labelNames: ['stage', 'model'],
+      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 180],
+      registers,
+    });
+    this.endpointDown = new Gauge({
+      name: 'bioalchemy_llm_endpoint_down',
+      help: '1 while an endpoint is marked down and its calls wait for a probe to succeed',
+      labelNames: ['endpoint'],
+      registers,
+    });
+    this.budgetPaused = new Gauge({
+      name: 'bioalchemy_llm_budget_paused',
+      help: "1 while calls wait because the day's token or USD budget is spent",
+      registers,
+    });
+  }
+}

@@ -1,0 +1,167 @@
+import { basename } from 'node:path';
+import type { LlmMessage } from '../../schemas/llm.js';
+import { TransientError } from '../errors.js';
+import { Semaphore } from '../flow/semaphore.js';
+import type { Provider, ProviderRequest } from './provider.js';
+
+/**
+ * The part of node-llama-cpp 3.x this provider uses. The package is an optional dependency loaded
+ * on first use, so its types are not required to build; these are checked at run time by use.
+ */
+interface NodeLlamaCpp {
+  getLlama(options: { gpu: false | 'auto' }): Promise<Llama>;
+  LlamaChatSession: new (options: {
+    contextSequence: Sequence;
+    chatWrapper: unknown;
+    systemPrompt?: string;
+  }) => ChatSession;
+  GemmaChatWrapper: new () => unknown;
+}
+interface Llama {
+  loadModel(options: { modelPath: string }): Promise<Model>;
+  createGrammarForJsonSchema(schema: unknown): Promise<unknown>;
+  dispose(): Promise<void>;
+}
+interface Model {
+  createContext(options: { contextSize: number; sequences: number }): Promise<Context>;
+  dispose(): Promise<void>;
+}
+interface Context {
+  getSequence(): Sequence;
+  dispose(): Promise<void>;
+}
+interface Sequence {
+  tokenMeter: { usedInputTokens: number; usedOutputTokens: number };
+  dispose(): void;
+}
+type HistoryItem = { type: 'system' | 'user'; text: string } | { type: 'model'; response: string[] };
+interface ChatSession {
+  setChatHistory(history: HistoryItem[]): void;
+  promptWithMeta(
+    prompt: string,
+    options: { grammar: unknown; maxTokens: number; temperature: number; signal: AbortSignal },
+  ): Promise<{ responseText: string; stopReason: string }>;
+  dispose(): void;
+}
+
+interface Loaded {
+  lib: NodeLlamaCpp;
+  llama: Llama;
+  model: Model;
+  context: Context;
+}
+
+export interface LocalOptions {
+  modelPath: string;
+  contextSize?: number;
+}
+
+/**
+ * A GGUF model in this process through node-llama-cpp, replies constrained by a grammar built from
+ * the JSON Schema. One generation at a time (two CPU cores gain nothing from more); a request's
+ * timeout starts when its generation does, not while it queues.
+ */
+export class LocalProvider implements Provider {
+  private loading?: Promise<Loaded>;
+  private readonly grammars = new Map<string, Promise<unknown>>();
+  private readonly turn = new Semaphore(1);
+
+  constructor(private readonly opts: LocalOptions) {}
+
+  async chat(request: ProviderRequest) {
+    const { lib, llama, context } = await this.load();
+    const grammar = await this.grammar(llama, request.schema.schema);
+    await this.turn.acquire();
+    const sequence = context.getSequence();
+    const { history, prompt } = split(request.messages);
+    // The wrapper node-llama-cpp resolves from Gemma's Jinja template is ~100x slower (DESIGN.md).
+    const session = new lib.LlamaChatSession({
+      contextSequence: sequence,
+      chatWrapper: new lib.GemmaChatWrapper(),
+    });
+    try {
+      session.setChatHistory(history);
+      const signal = AbortSignal.timeout(request.timeoutMs);
+      const reply = await session.promptWithMeta(prompt, {
+        grammar,
+        maxTokens: request.maxTokens,
+        temperature: request.temperature,
+        signal,
+      });
+      if (signal.aborted)
+        throw new TransientError('timeout', `local generation over ${request.timeoutMs} ms`);
+      return {
+        content: reply.responseText,
+        model: basename(this.opts.modelPath),
+        usage: {
+          inputTokens: sequence.tokenMeter.usedInputTokens,
+          outputTokens: sequence.tokenMeter.usedOutputTokens,
+        },
+        truncated: reply.stopReason === 'maxTokens',
+      };
+    } catch (e) {
+      if ((e as Error).name === 'AbortError') {
+        throw new TransientError('timeout', `local generation over ${request.timeoutMs} ms`);
+      }
+      throw e;
+    } finally {
+      session.dispose();
+      sequence.dispose();
+      this.turn.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (!this.loading) return;
+    const { llama, model, context } = await this.loading;
+    await context.dispose();
+    await model.dispose();
+    await llama.dispose();
+  }
+
+  private load(): Promise<Loaded> {
+    this.loading ??= (async () => {
+      const lib = await importOptional();
+      const llama = await lib.getLlama({ gpu: 'auto' });
+      const model = await llama.loadModel({ modelPath: this.opts.modelPath });
+      const context = await model.createContext({ contextSize: this.opts.contextSize ?? 4096, sequences: 1 });
+      return { lib, llama, model, context };
+    })();
+    return this.loading;
+  }
+
+  private grammar(llama: Llama, schema: Record<string, unknown>): Promise<unknown> {
+    const key = JSON.stringify(schema);
+    let grammar = this.grammars.get(key);
+    if (!grammar) {
+      grammar = llama.createGrammarForJsonSchema(schema);
+      this.grammars.set(key, grammar);
+    }
+    return grammar;
+  }
+}
+
+async function importOptional(): Promise<NodeLlamaCpp> {
+  // A specifier in a variable keeps TypeScript from requiring the optional package to build.
+  const name = 'node-llama-cpp';
+  try {
+    return (await import(name)) as NodeLlamaCpp;
+  } catch (e) {
+    throw new Error(
+      `the local LLM provider needs the optional package node-llama-cpp: ${(e as Error).message}`,
+    );
+  }
+}
+
+/** Chat messages as node-llama-cpp wants them: a history, then the last user message as the prompt. */
+function split(messages: LlmMessage[]): { history: HistoryItem[]; prompt: string } {
+  const last = messages.at(-1);
+  if (last?.role !== 'user') throw new Error('the last message to the local model must be the user prompt');
+  const history = messages
+    .slice(0, -1)
+    .map(
+      (m): HistoryItem =>
+        m.role === 'assistant' ? { type: 'model', response: [m.content] } : { type: m.role, text: m.content },
+    );
+  return { history, prompt: last.content };
+}

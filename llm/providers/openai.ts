@@ -1,0 +1,73 @@
+import OpenAI from 'openai';
+import { TransientError } from '../errors.js';
+import type { Provider, ProviderRequest } from './provider.js';
+
+/** An OpenAI-compatible chat completions endpoint, through the `openai` client. */
+export class OpenAiProvider implements Provider {
+  private readonly client: OpenAI;
+
+  constructor(baseUrl: string | undefined, apiKey: string) {
+    // maxRetries 0: the client's own retries would hide failures from the circuit and the accounting.
+    this.client = new OpenAI({ baseURL: baseUrl, apiKey, maxRetries: 0 });
+  }
+
+  async chat(request: ProviderRequest) {
+    let completion: OpenAI.Chat.Completions.ChatCompletion;
+    try {
+      completion = await this.client.chat.completions.create(
+        {
+          model: request.model,
+          messages: request.messages,
+          temperature: request.temperature,
+          max_completion_tokens: request.maxTokens,
+          response_format: {
+            type: 'json_schema',
+            json_schema: { name: request.schema.name, schema: request.schema.schema, strict: true },
+          },
+        },
+        { timeout: request.timeoutMs },
+      );
+    } catch (e) {
+      throw transient(e) ?? e;
+    }
+    const choice = completion.choices[0];
+    return {
+      content: choice?.message.content ?? '',
+      model: completion.model,
+      usage: {
+        inputTokens: completion.usage?.prompt_tokens ?? 0,
+        outputTokens: completion.usage?.completion_tokens ?? 0,
+      },
+      truncated: choice?.finish_reason === 'length',
+    };
+  }
+
+  async close(): Promise<void> {}
+}
+
+function transient(e: unknown): TransientError | undefined {
+  if (e instanceof OpenAI.APIConnectionTimeoutError) return new TransientError('timeout', e.message);
+  if (e instanceof OpenAI.APIConnectionError) return new TransientError('connection', e.message);
+  if (!(e instanceof OpenAI.APIError) || e.status === undefined) return undefined;
+  if (e.status === 429) return new TransientError('rate-limit', e.message, retryAfterMs(e.headers));
+  if (e.status >= 500 || e.status === 408 || e.status === 409) {
+    return new TransientError(
+      e.status === 408 ? 'timeout' : 'server-error',
+      e.message,
+      retryAfterMs(e.headers),
+    );
+  }
+  return undefined;
+}
+
+/** Retry-After in seconds or as an HTTP date, or OpenAI's retry-after-ms. */
+function retryAfterMs(headers: Headers | undefined): number | undefined {
+  const ms = Number(headers?.get('retry-after-ms'));
+  if (ms > 0) return ms;
+  const value = headers?.get('retry-after');
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}

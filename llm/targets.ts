@@ -1,0 +1,104 @@
+import { basename } from 'node:path';
+import type { LlmConfig, LlmProvider, LlmStage } from '../schemas/llm.js';
+import type { Clock } from './clock.js';
+import { Endpoint, type EndpointHooks } from './flow/endpoint.js';
+import { Throttle } from './flow/throttle.js';
+import { LocalProvider } from './providers/local.js';
+import { OpenAiProvider } from './providers/openai.js';
+import type { Provider } from './providers/provider.js';
+
+/** Where a stage's requests go and with what settings: the global block under the stage's overrides. */
+export interface Target {
+  provider: LlmProvider;
+  model: string;
+  temperature: number;
+  maxTokens: number;
+  timeoutMs: number;
+  inputUsdPerMillion: number;
+  outputUsdPerMillion: number;
+  backend: Provider;
+  endpoint: Endpoint;
+  /** The stage's own limits, inside its endpoint's. */
+  throttle: Throttle;
+}
+
+/**
+ * Builds one Target per stage on first use, sharing an Endpoint (and its flow control) between the
+ * stages that use the same base URL or model file.
+ */
+export class Targets {
+  private readonly stages = new Map<LlmStage, Target>();
+  private readonly endpoints = new Map<string, { endpoint: Endpoint; backend: Provider }>();
+
+  constructor(
+    private readonly config: LlmConfig,
+    private readonly clock: Clock,
+    private readonly hooks: (endpoint: string) => EndpointHooks,
+    private readonly env: NodeJS.ProcessEnv,
+  ) {}
+
+  get(stage: LlmStage): Target {
+    let target = this.stages.get(stage);
+    if (!target) {
+      target = this.build(stage);
+      this.stages.set(stage, target);
+    }
+    return target;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.endpoints.values()].map(({ backend }) => backend.close()));
+  }
+
+  private build(stage: LlmStage): Target {
+    const c = this.config;
+    const s = c.stages[stage] ?? {};
+    const provider = s.provider ?? c.provider ?? (c.baseUrl ? 'openai' : 'local');
+    const name = provider === 'local' ? `local:${basename(c.modelPath)}` : endpointName(c.baseUrl);
+    let shared = this.endpoints.get(name);
+    if (!shared) {
+      shared = {
+        backend: provider === 'local' ? new LocalProvider({ modelPath: c.modelPath }) : this.openai(),
+        endpoint: new Endpoint(
+          name,
+          {
+            limits: c,
+            retry: c.retry,
+            circuit: c.circuit,
+          },
+          this.clock,
+          this.hooks(name),
+        ),
+      };
+      this.endpoints.set(name, shared);
+    }
+    return {
+      provider,
+      model: s.model ?? (provider === 'local' ? basename(c.modelPath) : c.model),
+      temperature: s.temperature ?? c.temperature,
+      maxTokens: s.maxTokens ?? c.maxTokens,
+      timeoutMs: c.timeoutMs,
+      inputUsdPerMillion: s.inputUsdPerMillion ?? c.inputUsdPerMillion,
+      outputUsdPerMillion: s.outputUsdPerMillion ?? c.outputUsdPerMillion,
+      ...shared,
+      throttle: new Throttle(s, this.clock),
+    };
+  }
+
+  private openai(): Provider {
+    const key = this.env[this.config.apiKeyEnv];
+    if (!key)
+      throw new Error(`the LLM endpoint's API key: environment variable ${this.config.apiKeyEnv} is not set`);
+    return new OpenAiProvider(this.config.baseUrl, key);
+  }
+}
+
+/** An endpoint's name for logs and metrics: its URL without credentials. */
+function endpointName(baseUrl: string | undefined): string {
+  if (!baseUrl) return 'https://api.openai.com/v1';
+  const url = new URL(baseUrl);
+  url.username = '';
+  url.password = '';
+  url.search = '';
+  return url.toString();
+}

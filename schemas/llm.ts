@@ -1,0 +1,129 @@
+import { z } from 'zod';
+
+/** The method's LLM stages, in pipeline order. */
+export const LlmStage = z.enum(['relevance', 'mcq', 'mcq-quality', 'freeform', 'freeform-grade', 'classify']);
+export type LlmStage = z.infer<typeof LlmStage>;
+
+export const LlmProvider = z.enum(['openai', 'local']);
+export type LlmProvider = z.infer<typeof LlmProvider>;
+
+const positiveInt = () => z.number().int().positive();
+
+/** What a stage may set for itself; anything left out comes from the global `llm` block. */
+export const LlmStageConfig = z
+  .object({
+    provider: LlmProvider.optional(),
+    model: z.string().min(1).optional(),
+    temperature: z.number().min(0).max(2).optional(),
+    maxTokens: positiveInt().optional().describe('most tokens a reply may have'),
+    concurrency: positiveInt().optional().describe("this stage's calls in flight at once"),
+    requestsPerMinute: z.number().positive().optional(),
+    tokensPerMinute: z.number().positive().optional().describe('input + output tokens'),
+    inputUsdPerMillion: z.number().nonnegative().optional().describe('price of a million input tokens'),
+    outputUsdPerMillion: z.number().nonnegative().optional().describe('price of a million output tokens'),
+  })
+  .strict();
+export type LlmStageConfig = z.infer<typeof LlmStageConfig>;
+
+export const LlmBudget = z
+  .object({
+    tokensPerDay: positiveInt().optional().describe('input + output tokens per UTC day, over all stages'),
+    usdPerDay: z.number().positive().optional().describe('spend per UTC day, from the configured prices'),
+  })
+  .strict();
+export type LlmBudget = z.infer<typeof LlmBudget>;
+
+export const LlmConfig = z
+  .object({
+    provider: LlmProvider.optional().describe('unset: openai when baseUrl is set, else the local model'),
+    baseUrl: z
+      .string()
+      .url()
+      .optional()
+      .describe('OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1'),
+    model: z.string().min(1).default('gpt-4o-mini').describe('model name sent to the openai endpoint'),
+    apiKeyEnv: z
+      .string()
+      .min(1)
+      .default('OPENAI_API_KEY')
+      .describe('name of the environment variable with the key'),
+    modelPath: z
+      .string()
+      .min(1)
+      .default('./data/models/gemma-3-270m-q4_k_m.gguf')
+      .describe('GGUF file of the local provider (deploy/model.sh writes the default)'),
+    timeoutMs: positiveInt().default(120_000).describe('one request, from sent to its whole reply'),
+    temperature: z.number().min(0).max(2).default(0),
+    maxTokens: positiveInt().default(1024),
+    concurrency: positiveInt().default(64).describe("the endpoint's calls in flight at once"),
+    requestsPerMinute: z.number().positive().optional().describe("the endpoint's rate limit"),
+    tokensPerMinute: z.number().positive().optional().describe("the endpoint's token rate limit"),
+    inputUsdPerMillion: z.number().nonnegative().default(0),
+    outputUsdPerMillion: z.number().nonnegative().default(0),
+    retry: z
+      .object({
+        maxAttempts: positiveInt().default(5).describe('tries of one request while its endpoint is up'),
+        baseDelayMs: positiveInt().default(500),
+        maxDelayMs: positiveInt().default(30_000),
+      })
+      .strict()
+      .default({ maxAttempts: 5, baseDelayMs: 500, maxDelayMs: 30_000 }),
+    circuit: z
+      .object({
+        failureThreshold: positiveInt().default(8).describe('failures in a row that mark the endpoint down'),
+        probeIntervalMs: positiveInt().default(5_000).describe('while down, one request is tried this often'),
+      })
+      .strict()
+      .default({ failureThreshold: 8, probeIntervalMs: 5_000 }),
+    budget: LlmBudget.default({}),
+    stages: z.partialRecord(LlmStage, LlmStageConfig).default({}),
+  })
+  .strict();
+export type LlmConfig = z.infer<typeof LlmConfig>;
+
+export const LlmMessage = z
+  .object({
+    role: z.enum(['system', 'user', 'assistant']),
+    content: z.string(),
+  })
+  .strict();
+export type LlmMessage = z.infer<typeof LlmMessage>;
+
+export const LlmUsage = z
+  .object({
+    inputTokens: z.number().int().nonnegative(),
+    outputTokens: z.number().int().nonnegative(),
+  })
+  .strict();
+export type LlmUsage = z.infer<typeof LlmUsage>;
+
+/** One model reply as the response journal keeps it: enough to answer the same request again. */
+export const LlmJournalReply = z
+  .object({
+    content: z.string(),
+    model: z.string(),
+    usage: LlmUsage,
+    truncated: z.boolean().describe('the reply stopped at maxTokens'),
+  })
+  .strict();
+export type LlmJournalReply = z.infer<typeof LlmJournalReply>;
+
+/** One model request as accounted (to ClickHouse and metrics); a journal hit is a call that cost nothing. */
+export const LlmCallRecord = z
+  .object({
+    callId: z.string(),
+    requestKey: z.string().describe('the response journal key: the same for a call and its replays'),
+    stage: LlmStage,
+    provider: LlmProvider,
+    model: z.string(),
+    inputTokens: z.number().int().nonnegative(),
+    outputTokens: z.number().int().nonnegative(),
+    latencyMs: z.number().nonnegative().describe('from the first try sent to the reply, retries included'),
+    costUsd: z.number().nonnegative(),
+    cached: z.boolean().describe('answered from the response journal'),
+    attempts: z.number().int().nonnegative().describe('requests sent for this call; 0 for a journal hit'),
+    repair: z.boolean().describe('a second request asking to fix an invalid reply'),
+    at: z.number().int().describe('epoch ms when the reply was known'),
+  })
+  .strict();
+export type LlmCallRecord = z.infer<typeof LlmCallRecord>;

@@ -1,0 +1,30 @@
+// The test LLM server as its own process, for tests that kill -9 a client (or the server):
+//   npx tsx test/llm-server/main.ts [--port N] [--seed N] [--latency-ms N | --median-ms N --p99-ms N]
+// Prints its base URL on the first line of stdout once it listens; GET /stats, POST /control.
+import { parseArgs } from 'node:util';
+import { start } from './server.js';
+
+const { values } = parseArgs({
+  options: {
+    port: { type: 'string', default: '0' },
+    seed: { type: 'string', default: '1' },
+    'latency-ms': { type: 'string' },
+    'median-ms': { type: 'string' },
+    'p99-ms': { type: 'string' },
+  },
+});
+const server = await start({
+  port: Number(values.port),
+  seed: Number(values.seed),
+  latency: values['median-ms']
+    ? {
+        kind: 'lognormal',
+        medianMs: Number(values['median-ms']),
+        p99Ms: Number(values['p99-ms'] ?? values['median-ms']),
+      }
+    : { kind: 'fixed', ms: Number(values['latency-ms'] ?? 0) },
+});
+process.stdout.write(`${server.url}\n`);
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => void server.stop().then(() => process.exit(0)));
+}

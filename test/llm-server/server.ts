@@ -1,0 +1,221 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { z } from 'zod';
+import { type FaultKind, FaultPlan, type Faults } from './faults.js';
+import { drawLatency, type Latency } from './latency.js';
+import { seeded, seededFrom, sha256 } from './random.js';
+import { objectForSchema } from './schema-object.js';
+
+/** The part of a chat completions request the server reads; the rest is accepted and ignored. */
+export const ChatRequest = z.looseObject({
+  model: z.string(),
+  messages: z.array(z.looseObject({ role: z.string(), content: z.unknown() })),
+  response_format: z
+    .looseObject({
+      type: z.string(),
+      json_schema: z
+        .looseObject({ name: z.string(), schema: z.record(z.string(), z.unknown()).optional() })
+        .optional(),
+    })
+    .optional(),
+});
+export type ChatRequest = z.infer<typeof ChatRequest>;
+
+/** Makes a reply's content. `random` is seeded from the prompt, so equal prompts get equal replies. */
+export type Responder = (
+  request: ChatRequest,
+  context: { promptHash: string; random: () => number },
+) => string | Promise<string>;
+
+/** The default: a schema-valid object for json_schema requests, else a line naming the prompt. */
+export const schemaResponder: Responder = (request, { promptHash, random }) => {
+  const schema = request.response_format?.json_schema?.schema;
+  return schema ? JSON.stringify(objectForSchema(schema, random)) : `reply to ${promptHash.slice(0, 12)}`;
+};
+
+export interface ServerOptions {
+  port?: number;
+  host?: string;
+  latency?: Latency;
+  faults?: z.input<typeof Faults>;
+  responder?: Responder;
+  /** Seeds latencies and fault draws. */
+  seed?: number;
+}
+
+export interface Stats {
+  /** Chat completion requests received, faulted ones included. */
+  requests: number;
+  /** Requests answered 200 with a model reply (truncated and schema-breaking ones included). */
+  answered: number;
+  byFault: Partial<Record<FaultKind, number>>;
+  /** Requests per hash of their messages: more than one for a prompt means it was paid twice. */
+  byPromptHash: Record<string, number>;
+  inFlight: number;
+  maxInFlight: number;
+  /** Sum of the delays applied to answered requests, for the mean latency actually served. */
+  latencySumMs: number;
+}
+
+export interface LlmServer {
+  /** Base URL for an OpenAI client: http://127.0.0.1:PORT/v1 */
+  url: string;
+  stats(): Stats;
+  setFaults(faults: z.input<typeof Faults>): void;
+  setLatency(latency: Latency): void;
+  setResponder(responder: Responder): void;
+  resetStats(): void;
+  stop(): Promise<void>;
+}
+
+const emptyStats = (): Stats => ({
+  requests: 0,
+  answered: 0,
+  byFault: {},
+  byPromptHash: {},
+  inFlight: 0,
+  maxInFlight: 0,
+  latencySumMs: 0,
+});
+
+/**
+ * An OpenAI-compatible chat completions server that answers deterministically from the prompt,
+ * with configurable latency and faults, counting what it was asked. GET /stats returns the counts;
+ * POST /control {faults?, latency?, resetStats?} changes the rest (for a server in another process).
+ */
+export async function start(options: ServerOptions = {}): Promise<LlmServer> {
+  const random = seeded(options.seed ?? 1);
+  const plan = new FaultPlan(options.faults ?? {}, random);
+  let latency: Latency = options.latency ?? { kind: 'fixed', ms: 0 };
+  let responder = options.responder ?? schemaResponder;
+  let stats = emptyStats();
+  const sockets = new Set<Socket>();
+
+  const completion = async (req: IncomingMessage, res: ServerResponse) => {
+    const parsed = ChatRequest.safeParse(JSON.parse(await body(req)));
+    if (!parsed.success) return json(res, 400, { error: { message: z.prettifyError(parsed.error) } });
+    const request = parsed.data;
+    const promptHash = sha256(JSON.stringify(request.messages));
+    stats.requests++;
+    stats.byPromptHash[promptHash] = (stats.byPromptHash[promptHash] ?? 0) + 1;
+    const fault = plan.next();
+    if (fault) stats.byFault[fault] = (stats.byFault[fault] ?? 0) + 1;
+    switch (fault) {
+      case 'rate-limit':
+        res.setHeader('retry-after', String(plan.retryAfterSeconds));
+        return json(res, 429, { error: { message: 'rate limited (test fault)', type: 'rate_limit_error' } });
+      case 'server-error':
+        return json(res, 500, { error: { message: 'internal error (test fault)' } });
+      case 'timeout':
+        return; // Never answered; the client's timeout ends it.
+      case 'reset':
+        return req.socket.destroy();
+    }
+    const delay = drawLatency(latency, random);
+    stats.inFlight++;
+    stats.maxInFlight = Math.max(stats.maxInFlight, stats.inFlight);
+    const content = await responder(request, { promptHash, random: seededFrom(promptHash) });
+    if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+    stats.inFlight--;
+    if (res.destroyed) return;
+    stats.answered++;
+    stats.latencySumMs += delay;
+    const reply =
+      fault === 'truncated'
+        ? content.slice(0, Math.floor(content.length / 2))
+        : fault === 'schema-break'
+          ? JSON.stringify({ __unexpected__: promptHash.slice(0, 8) })
+          : content;
+    const promptTokens = Math.ceil(JSON.stringify(request.messages).length / 4);
+    const completionTokens = Math.ceil(reply.length / 4);
+    json(res, 200, {
+      id: `chatcmpl-${promptHash.slice(0, 24)}`,
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model: request.model,
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: reply, refusal: null },
+          finish_reason: fault === 'truncated' ? 'length' : 'stop',
+          logprobs: null,
+        },
+      ],
+      usage: {
+        prompt_tokens: promptTokens,
+        completion_tokens: completionTokens,
+        total_tokens: promptTokens + completionTokens,
+      },
+    });
+  };
+
+  const control = async (req: IncomingMessage, res: ServerResponse) => {
+    const change = JSON.parse(await body(req)) as {
+      faults?: z.input<typeof Faults>;
+      latency?: Latency;
+      resetStats?: boolean;
+    };
+    if (change.faults) plan.set(change.faults);
+    if (change.latency) latency = change.latency;
+    if (change.resetStats) stats = emptyStats();
+    json(res, 200, { ok: true });
+  };
+
+  const server = createServer((req, res) => {
+    const route =
+      req.method === 'POST' && req.url === '/v1/chat/completions'
+        ? completion
+        : req.method === 'POST' && req.url === '/control'
+          ? control
+          : req.method === 'GET' && req.url === '/stats'
+            ? async () => json(res, 200, stats)
+            : async () => json(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
+    route(req, res).catch((e: Error) => {
+      if (!res.headersSent && !res.destroyed) json(res, 400, { error: { message: e.message } });
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) =>
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve),
+  );
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://${options.host ?? '127.0.0.1'}:${port}/v1`,
+    stats: () => structuredClone(stats),
+    setFaults: (faults) => plan.set(faults),
+    setLatency: (l) => {
+      latency = l;
+    },
+    setResponder: (r) => {
+      responder = r;
+    },
+    resetStats: () => {
+      stats = emptyStats();
+    },
+    stop: async () => {
+      // Held (timeout-faulted) requests would keep close() waiting for ever.
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function body(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function json(res: ServerResponse, status: number, value: unknown): void {
+  const text = JSON.stringify(value);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}

@@ -1,0 +1,165 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { LlmReplyError, SqliteJournal } from '../../llm/index.js';
+import { start } from '../llm-server/server.js';
+import { ask, Mcq, type Rig, rig } from './helpers.js';
+
+let r: Rig | undefined;
+afterEach(async () => {
+  await r?.close();
+  r = undefined;
+});
+
+const mcq = (i: number | string) => ({
+  stage: 'mcq' as const,
+  messages: ask(i),
+  schema: Mcq,
+  promptVersion: 'mcq-v1',
+});
+
+describe('structured replies', () => {
+  it('returns the validated value, its usage and one accounting record', async () => {
+    r = await rig({ inputUsdPerMillion: 1, outputUsdPerMillion: 2 });
+    const reply = await r.llm.complete(mcq(1));
+
+    expect(Mcq.parse(reply.value)).toEqual(reply.value);
+    expect(reply.cached).toBe(false);
+    expect(reply.model).toBe('test-model');
+    expect(reply.usage.inputTokens).toBeGreaterThan(0);
+    expect(r.server.stats().requests).toBe(1);
+    const [record] = r.records;
+    expect(record).toMatchObject({
+      stage: 'mcq',
+      callId: reply.callId,
+      cached: false,
+      attempts: 1,
+      repair: false,
+    });
+    expect(record!.costUsd).toBeCloseTo(
+      (reply.usage.inputTokens * 1 + reply.usage.outputTokens * 2) / 1e6,
+      12,
+    );
+    expect(await r.metric('bioalchemy_llm_calls_total', { outcome: 'ok' })).toBe(1);
+    expect(await r.metric('bioalchemy_llm_tokens_total')).toBe(
+      reply.usage.inputTokens + reply.usage.outputTokens,
+    );
+  });
+
+  it('sends the zod schema as a strict json_schema response_format', async () => {
+    const server = await start();
+    let format: unknown;
+    server.setResponder((request) => {
+      format = request.response_format;
+      return JSON.stringify({
+        question: 'Which organelle makes ATP?',
+        options: ['a', 'b', 'c', 'd'],
+        answer: 'A',
+        difficulty: 2,
+      });
+    });
+    r = await rig({}, {}, server);
+    await r.llm.complete(mcq(1));
+    await server.stop();
+    expect(format).toMatchObject({
+      type: 'json_schema',
+      json_schema: {
+        name: 'mcq',
+        strict: true,
+        schema: { type: 'object', required: expect.arrayContaining(['answer']) },
+      },
+    });
+  });
+
+  it.each(['schema-break', 'truncated'] as const)(
+    'repairs a %s reply with one request carrying the error',
+    async (fault) => {
+      r = await rig({}, {}, { faults: { sequence: [fault] } });
+      const reply = await r.llm.complete(mcq(1));
+
+      expect(Mcq.parse(reply.value)).toEqual(reply.value);
+      expect(r.server.stats().requests).toBe(2);
+      expect(r.records.map((x) => x.repair)).toEqual([false, true]);
+      expect(reply.callId).toBe(r.records[1]!.callId);
+      expect(await r.metric('bioalchemy_llm_calls_total', { outcome: 'invalid' })).toBe(1);
+      expect(await r.metric('bioalchemy_llm_calls_total', { outcome: 'repaired' })).toBe(1);
+    },
+  );
+
+  it('rejects with LlmReplyError holding the raw reply and the reason when the repair fails too', async () => {
+    r = await rig({}, {}, { faults: { sequence: ['schema-break', 'schema-break'] } });
+    const error = await r.llm.complete(mcq(1)).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(LlmReplyError);
+    const e = error as LlmReplyError;
+    expect(e.stage).toBe('mcq');
+    expect(e.raw).toContain('__unexpected__');
+    expect(e.reason).toMatch(/does not match the schema/);
+    expect(e.callId).toBe(r.records[1]!.callId);
+    expect(r.server.stats().requests).toBe(2);
+  });
+
+  it('never throws anything but LlmReplyError for replies that are not JSON at all', async () => {
+    const server = await start({ responder: () => 'I cannot answer that.' });
+    r = await rig({}, {}, server);
+    const errors = await Promise.all([1, 2, 3].map((i) => r!.llm.complete(mcq(i)).catch((e: unknown) => e)));
+    await server.stop();
+    for (const e of errors) {
+      expect(e).toBeInstanceOf(LlmReplyError);
+      expect((e as LlmReplyError).reason).toMatch(/not valid JSON/);
+    }
+  });
+});
+
+describe('response journal', () => {
+  it('answers a repeated request from the journal without a call', async () => {
+    r = await rig();
+    const first = await r.llm.complete(mcq(1));
+    const again = await r.llm.complete(mcq(1));
+
+    expect(again.value).toEqual(first.value);
+    expect(again.cached).toBe(true);
+    expect(r.server.stats().requests).toBe(1);
+    expect(r.records[1]).toMatchObject({
+      cached: true,
+      costUsd: 0,
+      attempts: 0,
+      requestKey: r.records[0]!.requestKey,
+    });
+    expect(await r.metric('bioalchemy_llm_journal_hits_total')).toBe(1);
+  });
+
+  it('keys on the prompt version and parameters', async () => {
+    r = await rig();
+    await r.llm.complete(mcq(1));
+    await r.llm.complete({ ...mcq(1), promptVersion: 'mcq-v2' });
+    await r.llm.complete({ ...mcq(1), params: { temperature: 0.7 } });
+    expect(r.server.stats().requests).toBe(3);
+  });
+
+  it('survives reopening its file, repairs included: a replay pays for nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'llm-journal-'));
+    const path = join(dir, 'journal.db');
+    const server = await start({ faults: { sequence: ['schema-break'] } });
+    try {
+      let journal = new SqliteJournal(path);
+      r = await rig({}, { journal }, server);
+      const first = await Promise.all([1, 2, 3].map((i) => r!.llm.complete(mcq(i))));
+      await r.close();
+      journal.close();
+      expect(server.stats().requests).toBe(4);
+
+      journal = new SqliteJournal(path);
+      r = await rig({}, { journal }, server);
+      const replayed = await Promise.all([1, 2, 3].map((i) => r!.llm.complete(mcq(i))));
+      journal.close();
+      expect(replayed.map((x) => x.value)).toEqual(first.map((x) => x.value));
+      expect(replayed.every((x) => x.cached)).toBe(true);
+      expect(server.stats().requests).toBe(4);
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
