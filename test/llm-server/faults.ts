@@ -7,6 +7,7 @@ export const FaultKind = z.enum([
   'reset', // the connection is destroyed without a reply
   'truncated', // 200 with the JSON content cut in half
   'schema-break', // 200 with valid JSON that matches no stage schema
+  'bad-request', // 400: a request the endpoint will never accept
 ]);
 export type FaultKind = z.infer<typeof FaultKind>;
 

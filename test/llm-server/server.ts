@@ -106,6 +106,10 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
         return json(res, 429, { error: { message: 'rate limited (test fault)', type: 'rate_limit_error' } });
       case 'server-error':
         return json(res, 500, { error: { message: 'internal error (test fault)' } });
+      case 'bad-request':
+        return json(res, 400, {
+          error: { message: 'bad request (test fault)', type: 'invalid_request_error' },
+        });
       case 'timeout':
         return; // Never answered; the client's timeout ends it.
       case 'reset':

@@ -66,6 +66,11 @@ export class ManualClock implements Clock {
     });
   }
 
+  /** Sleeps not yet due. */
+  get pending(): number {
+    return this.timers.length;
+  }
+
   /** Moves time on, waking due sleepers in deadline order and letting their continuations run. */
   async advance(ms: number): Promise<void> {
     const end = this.t + ms;
