@@ -59,9 +59,13 @@ export function articleItem(article: Article, position: string | null): SourceIt
   return { kind: 'article', article, position };
 }
 
-/** Anything thrown while reading, as the reason a dead letter gives. */
+/**
+ * Anything thrown while reading, as the reason a dead letter gives: a SourceError's own reason;
+ * anything else (a bug, not bad input) as 'reader fault: <error name>: <message>'. Readers that
+ * know more (which record, which element) say so before it; see xml-reader's recordFaultReason.
+ */
 export function reasonOf(e: unknown): { reason: string; position: string | null; payload: string } {
   if (e instanceof SourceError) return { reason: e.reason, position: e.position, payload: e.payload };
-  const message = e instanceof Error ? e.message : String(e);
-  return { reason: `unexpected error: ${message}`, position: null, payload: '' };
+  const what = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  return { reason: `reader fault: ${what}`, position: null, payload: '' };
 }

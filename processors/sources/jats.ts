@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { Caption, Section } from '../../schemas/article.js';
 import type { ByteSource } from './bytes.js';
-import { SourceError, type SourceItem } from './items.js';
+import type { SourceItem } from './items.js';
 import {
   type ArticleDraft,
   CITATION_TEXT,
@@ -15,16 +15,18 @@ import {
   attr,
   child,
   childElements,
-  descendants,
   first,
+  firstDescendant,
+  forEachDescendant,
   localName,
+  markFault,
   rawText,
   select,
   type XmlElement,
   type XmlNode,
 } from './xml.js';
 import { readXml, type XmlFormat, type XmlReaderOptions } from './xml-reader.js';
-import { inlineText, mathmlText, texOf, tidy } from './xml-text.js';
+import { inlineChildren, inlineText, mathmlText, texOf, tidy } from './xml-text.js';
 
 /**
  * JATS / NLM NXML full text (PMC, PLOS, eLife, BMC). Body sections keep their headings (nested
@@ -61,15 +63,33 @@ const SKIP = new Set([
   'attrib',
 ]);
 
+const isTex = (e: XmlElement) => localName(e.name) === 'tex-math';
+// <mml:math>, <math xmlns="…MathML">, any prefix.
+const isMath = (e: XmlElement) => localName(e.name) === 'math';
+
+/**
+ * A formula as text: its TeX when it has one (wherever it sits: under <alternatives>, even inside
+ * the MathML), else its MathML read linearly, else the text of its content (a formula set as
+ * plain text with <sub>/<sup>; one that is only an image gives nothing).
+ */
 function formula(el: XmlElement, display: boolean): string {
-  const tex = descendants(el, 'tex-math')[0];
-  if (tex) return display ? `$$${texOf(tex)}$$` : `$${texOf(tex)}$`;
-  const math = el.children.find(
-    (c): c is XmlElement => typeof c !== 'string' && localName(c.name) === 'math',
-  );
-  const mathDeep = math ?? descendants(el, 'mml:math')[0];
-  if (mathDeep) return mathmlText(mathDeep);
-  return inline(el);
+  const tex = firstDescendant(el, isTex);
+  const t = tex ? texOf(tex) : '';
+  if (t) return display ? `$$${t}$$` : `$${t}$`;
+  const math = firstDescendant(el, isMath);
+  const m = math ? mathmlText(math) : '';
+  if (m) return m;
+  // The content, never el itself: rendering el would send it through special() back here, the
+  // endless recursion that overflowed the stack on formulas with no TeX and no <mml:math> (a
+  // graphic, or MathML in the default namespace, which a search for 'mml:math' missed).
+  return inlineChildren(el, formulaRules);
+}
+
+/** A formula set as plain text reads its scripts as such: 'k<sub>0</sub>c<sup>2</sup>' -> 'k_0c^2'. */
+function script(el: XmlElement, mark: string): string {
+  const t = tidy(inlineChildren(el, formulaRules));
+  if (!t) return '';
+  return /^[\p{L}\p{N}.′*]+$/u.test(t) || /^[-−+]?\p{N}+$/u.test(t) ? `${mark}${t}` : `${mark}(${t})`;
 }
 
 const rules = {
@@ -96,6 +116,15 @@ const rules = {
   },
 };
 
+const formulaRules = {
+  ...rules,
+  special(el: XmlElement): string | undefined {
+    if (el.name === 'sup') return script(el, '^');
+    if (el.name === 'sub') return script(el, '_');
+    return rules.special(el);
+  },
+};
+
 function inline(node: XmlNode): string {
   return inlineText(node, rules);
 }
@@ -105,52 +134,81 @@ function prose(node: XmlNode): string {
   return tidy(dropCitations(inline(node).replace(/\s+/g, ' ')));
 }
 
+/**
+ * Nesting of blocks (lists in lists, boxes in boxes, sections in sections) read as structure;
+ * anything deeper is read as running text. With the parser's own bound this keeps every walk here
+ * shallow, whatever the input.
+ */
+const MAX_BLOCK_DEPTH = 48;
+
 /** Block-level content as paragraphs, in document order; sections are walked separately. */
-function blocks(nodes: readonly XmlNode[]): string[] {
+function blocks(nodes: readonly XmlNode[], depth = 0): string[] {
   const out: string[] = [];
   for (const n of nodes) {
     if (typeof n === 'string') {
       if (n.trim()) out.push(prose(n));
       continue;
     }
-    if (SKIP.has(n.name) || n.name === 'sec' || n.name === 'title') continue;
-    switch (n.name) {
-      case 'list':
-        out.push(
-          childElements(n, 'list-item')
-            .map((item) => blocks(item.children).join(' '))
-            .filter(Boolean)
-            .join('\n'),
-        );
-        break;
-      case 'disp-formula':
-        out.push(formula(n, true));
-        break;
-      case 'def-list':
-        out.push(
-          childElements(n, 'def-item')
-            .map((d) =>
-              [prose(child(d, 'term') ?? d), blocks(child(d, 'def')?.children ?? []).join(' ')].join(': '),
-            )
-            .join('\n'),
-        );
-        break;
-      case 'boxed-text':
-      case 'disp-quote':
-      case 'statement':
-      case 'glossary':
-      case 'notes': {
-        const title = child(n, 'title') ?? first(n, 'caption/title');
-        if (title) out.push(prose(title));
-        out.push(...blocks(n.children));
-        break;
-      }
-      default:
-        out.push(prose(n));
+    try {
+      block(n, out, depth);
+    } catch (e) {
+      throw markFault(e, n);
     }
   }
   // eLife ends each abstract and digest with its own 'DOI: http://dx.doi.org/…' line.
   return out.filter((p) => p.length > 0 && !/^DOI: \S+$/.test(p));
+}
+
+function block(n: XmlElement, out: string[], depth: number): void {
+  if (SKIP.has(n.name) || n.name === 'sec' || n.name === 'title') return;
+  if (depth >= MAX_BLOCK_DEPTH) {
+    out.push(prose(n));
+    return;
+  }
+  switch (n.name) {
+    case 'list':
+      out.push(
+        childElements(n, 'list-item')
+          .map((item) => blocks(item.children, depth + 1).join(' '))
+          .filter(Boolean)
+          .join('\n'),
+      );
+      break;
+    case 'disp-formula':
+      out.push(formula(n, true));
+      break;
+    case 'def-list':
+      out.push(
+        childElements(n, 'def-item')
+          .map((d) =>
+            [prose(child(d, 'term') ?? d), blocks(child(d, 'def')?.children ?? [], depth + 1).join(' ')].join(
+              ': ',
+            ),
+          )
+          .join('\n'),
+      );
+      break;
+    case 'boxed-text':
+    case 'disp-quote':
+    case 'statement':
+    case 'glossary':
+    case 'notes': {
+      const caption = child(n, 'caption');
+      const title = child(n, 'title') ?? child(caption, 'title');
+      if (title) out.push(prose(title));
+      // The caption's own paragraphs (its title is read above), then the content.
+      if (caption) out.push(...blocks(caption.children, depth + 1));
+      out.push(
+        ...blocks(
+          n.children.filter((c) => c !== caption),
+          depth + 1,
+        ),
+      );
+      break;
+    }
+    default:
+      out.push(prose(n));
+  }
 }
 
 function sectionTitle(sec: XmlElement): string {
@@ -163,38 +221,51 @@ const ADMIN_HEADING =
   /^(acknowledge?ments?|competing interests?|conflicts? of interests?|declaration of interests?|authors?['’]? contributions?|contributions|funding( information| statement)?|financial disclosure|abbreviations|supporting information|supplementary (material|information|data)|additional (files|information)|data availability( statement)?|disclosure statement|online supplemental material)$/i;
 
 /** Sections in document order, nested ones flattened with 'Parent / Child' headings. */
-function sectionsOf(container: XmlElement, path: readonly string[], out: Section[]): void {
+function sectionsOf(container: XmlElement, path: readonly string[], out: Section[], depth = 0): void {
   let pending: string[] = [];
   const flush = () => {
     if (pending.length) out.push({ heading: path.join(' / '), text: pending.join('\n\n') });
     pending = [];
   };
   for (const c of container.children) {
-    if (typeof c !== 'string' && (c.name === 'sec' || c.name === 'app')) {
-      flush();
-      const title = sectionTitle(c);
-      if (ADMIN_HEADING.test(title) || c.attrs['sec-type'] === 'supplementary-material') continue;
-      sectionsOf(c, title ? [...path, title] : path, out);
-    } else if (typeof c !== 'string' && c.name === 'app-group') {
-      flush();
-      sectionsOf(c, path, out);
-    } else {
-      pending.push(...blocks([c]));
+    if (typeof c === 'string') {
+      pending.push(...blocks([c], depth));
+      continue;
+    }
+    try {
+      if ((c.name === 'sec' || c.name === 'app') && depth < MAX_BLOCK_DEPTH) {
+        flush();
+        const title = sectionTitle(c);
+        if (ADMIN_HEADING.test(title) || c.attrs['sec-type'] === 'supplementary-material') continue;
+        sectionsOf(c, title ? [...path, title] : path, out, depth + 1);
+      } else if (c.name === 'app-group' && depth < MAX_BLOCK_DEPTH) {
+        flush();
+        sectionsOf(c, path, out, depth + 1);
+      } else if (c.name === 'sec' || c.name === 'app' || c.name === 'app-group') {
+        // Sections nested past the bound: their text joins the section they sit in.
+        pending.push(prose(c));
+      } else {
+        pending.push(...blocks([c], depth));
+      }
+    } catch (e) {
+      throw markFault(e, c);
     }
   }
   flush();
 }
 
 /** A structured abstract reads 'Background: …' paragraph by paragraph, as MEDLINE's labelled ones do. */
-function abstractText(abs: XmlElement): string {
+function abstractText(abs: XmlElement, depth = 0): string {
   const parts: string[] = [];
   for (const c of abs.children) {
-    if (typeof c !== 'string' && c.name === 'sec') {
+    if (typeof c !== 'string' && c.name === 'sec' && depth < MAX_BLOCK_DEPTH) {
       const title = sectionTitle(c);
-      const body = abstractText(c);
+      const body = abstractText(c, depth + 1);
       if (body) parts.push(title ? `${title}: ${body}` : body);
+    } else if (typeof c !== 'string' && c.name === 'sec') {
+      parts.push(prose(c));
     } else if (!(typeof c !== 'string' && c.name === 'title')) {
-      parts.push(...blocks([c]));
+      parts.push(...blocks([c], depth));
     }
   }
   return parts.join('\n\n');
@@ -286,15 +357,12 @@ function captions(article: XmlElement): CaptionT[] {
   const stop = new Set(['ref-list', 'sub-article']);
   for (const root of roots) {
     const floats: { kind: 'figure' | 'table'; el: XmlElement }[] = [];
-    const walk = (e: XmlElement) => {
-      for (const c of childElements(e)) {
-        if (stop.has(c.name)) continue;
-        if (c.name === 'fig') floats.push({ kind: 'figure', el: c });
-        else if (c.name === 'table-wrap') floats.push({ kind: 'table', el: c });
-        walk(c);
-      }
-    };
-    walk(root);
+    forEachDescendant(root, (c) => {
+      if (stop.has(c.name)) return false;
+      if (c.name === 'fig') floats.push({ kind: 'figure', el: c });
+      else if (c.name === 'table-wrap') floats.push({ kind: 'table', el: c });
+      return true;
+    });
     for (const { kind, el } of floats) {
       const caption = child(el, 'caption');
       const parts = caption
@@ -347,20 +415,31 @@ export function jatsToDraft(article: XmlElement, sourceUri?: string): ArticleDra
   };
 }
 
+/** How a fault names a JATS record: its DOI, else PMID, else PMC id, else any article-id it has. */
+export function jatsRecordLabel(article: XmlElement): string | null {
+  const all = select(article, 'front/article-meta/article-id')
+    .map((id) => ({ type: id.attrs['pub-id-type'] ?? 'id', value: rawText(id).trim() }))
+    .filter((id) => id.value);
+  const rank = (t: string) => {
+    const i = ['doi', 'pmid', 'pmcid', 'pmc'].indexOf(t);
+    return i < 0 ? 9 : i;
+  };
+  const best = all.sort((a, b) => rank(a.type) - rank(b.type))[0];
+  return best ? `${best.type} ${best.value}` : null;
+}
+
 export const JATS: XmlFormat = {
   processor: JATS_PROCESSOR,
-  recordsAt(root) {
-    if (root === 'article') return 'root';
-    if (root === 'pmc-articleset' || root === 'articles') return 'children';
-    throw new SourceError(`unexpected root element <${root}>: not JATS`, 'line 1');
-  },
-  toDraft(record, sourceUri) {
-    if (record.name !== 'article') throw new SourceError(`unexpected <${record.name}> in an article set`);
-    return jatsToDraft(record, sourceUri);
-  },
+  // One <article> at the root, a <pmc-articleset> of them, or articles under any wrapper (OAI-PMH…).
+  recordsAt: new Set(['article']),
+  toDraft: (record, sourceUri) => jatsToDraft(record, sourceUri),
+  recordLabel: jatsRecordLabel,
 };
 
-/** Reads a JATS file (one <article>, or a <pmc-articleset> of them) article by article. Never throws. */
+/**
+ * Reads a JATS file (one <article>, a <pmc-articleset> of them, or <article>s under any wrapper)
+ * article by article. Never throws.
+ */
 export function readJats(src: ByteSource, opts: XmlReaderOptions = {}): AsyncGenerator<SourceItem> {
   return readXml(src, JATS, opts);
 }

@@ -7,9 +7,11 @@ import { readXml, type XmlFormat, type XmlReaderOptions } from './xml-reader.js'
 import { inlineText, tidy } from './xml-text.js';
 
 /**
- * PubMed / MEDLINE XML (baseline and update files, E-utilities efetch output): a
- * PubmedArticleSet of PubmedArticle (or PubmedBookArticle), or a MedlineCitationSet. Streamed:
- * only one record is ever held in memory, so a 100 MB baseline file costs a few MB.
+ * PubMed / MEDLINE XML of every vintage (baseline and update files, E-utilities efetch output,
+ * exports): PubmedArticle, PubmedBookArticle and MedlineCitation records are found by name
+ * wherever they sit: under a PubmedArticleSet, a pre-2017 MedlineCitationSet, any wrapper element
+ * an export put around them, or alone at the root. Streamed: only one record is ever held in
+ * memory, so a 100 MB baseline file costs a few MB.
  * DeleteCitation blocks in update files are instructions, not articles, and are skipped. A
  * citation with a title but no abstract is an article (its MeSH headings count); one with neither
  * is a 'no text' dead letter.
@@ -34,7 +36,11 @@ function meshHeadings(citation: XmlElement): MeshHeading[] {
     const d = child(h, 'DescriptorName');
     const name = text(d);
     if (!d || !name) return [];
-    const qualifiers = childElements(h, 'QualifierName').map((q) => ({
+    // Older DTDs call a qualifier <SubHeading>; both may lack the UI attribute (kept as null).
+    const qualifierEls = childElements(h).filter(
+      (q) => q.name === 'QualifierName' || q.name === 'SubHeading',
+    );
+    const qualifiers = qualifierEls.map((q) => ({
       ui: q.attrs.UI ?? null,
       name: text(q),
       majorTopic: yes(q.attrs.MajorTopicYN),
@@ -66,12 +72,28 @@ function abstractOf(abs: XmlElement | undefined): string {
 function pubDate(d: XmlElement | undefined): string | null {
   if (!d) return null;
   const medlineDate = child(d, 'MedlineDate');
-  if (medlineDate) return parseDate(rawText(medlineDate));
+  if (medlineDate) {
+    const v = rawText(medlineDate).trim();
+    // A range starts where it starts: '1998 Dec-1999 Jan' is 1998-12, '1998 Dec 15-21' is 1998-12-15.
+    const m = /^(\d{4})\s+([A-Za-z]{3,})\.?(?:\s+(\d{1,2}))?(?!\d)/.exec(v);
+    return (m ? partialDate(m[1], m[2], m[3]) : null) ?? parseDate(v);
+  }
   return partialDate(
     rawText(child(d, 'Year')),
     rawText(child(d, 'Month')) || rawText(child(d, 'Season')),
     rawText(child(d, 'Day')),
   );
+}
+
+/** An abstract from another source (PIP, KIE, a translation): the English one first, else the first with text. */
+function otherAbstract(citation: XmlElement): string {
+  const all = childElements(citation, 'OtherAbstract');
+  const english = all.filter((a) => (a.attrs.Language ?? 'eng') === 'eng');
+  for (const a of [...english, ...all]) {
+    const t = abstractOf(a);
+    if (t) return t;
+  }
+  return '';
 }
 
 function ids(record: XmlElement, citation: XmlElement, article: XmlElement | undefined) {
@@ -90,7 +112,7 @@ function ids(record: XmlElement, citation: XmlElement, article: XmlElement | und
 function citationToDraft(record: XmlElement, citation: XmlElement, sourceUri?: string): ArticleDraft {
   const article = child(citation, 'Article');
   const journalEl = child(article, 'Journal');
-  const abstract = abstractOf(child(article, 'Abstract')) || abstractOf(child(citation, 'OtherAbstract'));
+  const abstract = abstractOf(child(article, 'Abstract')) || otherAbstract(citation);
   const published =
     pubDate(first(journalEl, 'JournalIssue/PubDate')) ??
     (() => {
@@ -109,7 +131,11 @@ function citationToDraft(record: XmlElement, citation: XmlElement, sourceUri?: s
     captions: [],
     keywords: select(citation, 'KeywordList/Keyword').map(text),
     mesh: meshHeadings(citation),
-    publicationTypes: select(article, 'PublicationTypeList/PublicationType').map(text),
+    // Older DTDs put PublicationType straight under Article.
+    publicationTypes: [
+      ...select(article, 'PublicationTypeList/PublicationType'),
+      ...(article ? childElements(article, 'PublicationType') : []),
+    ].map(text),
     journal: text(child(journalEl, 'Title')) || text(first(citation, 'MedlineJournalInfo/MedlineTA')) || null,
     published,
     licence: null,
@@ -130,6 +156,7 @@ function bookToDraft(record: XmlElement, sourceUri?: string): ArticleDraft {
     title: text(child(doc, 'ArticleTitle')) || text(child(book, 'BookTitle')),
     abstract: abstractOf(child(doc, 'Abstract')),
     sections: [],
+    mesh: meshHeadings(doc ?? record),
     keywords: select(doc, 'KeywordList/Keyword').map(text),
     publicationTypes: select(doc, 'PublicationType').map(text),
     journal: text(child(book, 'BookTitle')) || null,
@@ -151,23 +178,33 @@ export function medlineToDraft(record: XmlElement, sourceUri?: string): ArticleD
     case 'PubmedBookArticle':
       return bookToDraft(record, sourceUri);
     case 'DeleteCitation':
+    case 'DeleteDocument':
       return null;
     default:
       throw new SourceError(`unexpected <${record.name}> in a MEDLINE file`);
   }
 }
 
-const SETS = new Set(['PubmedArticleSet', 'MedlineCitationSet', 'PubmedBookArticleSet']);
-const SINGLE = new Set(['PubmedArticle', 'MedlineCitation', 'PubmedBookArticle']);
+/** How a fault names a MEDLINE record: its PMID. */
+export function medlineRecordLabel(record: XmlElement): string | null {
+  const pmid =
+    child(record, 'PMID') ?? first(record, 'MedlineCitation/PMID') ?? first(record, 'BookDocument/PMID');
+  const v = rawText(pmid).trim();
+  return v ? `PMID ${v}` : null;
+}
 
 export const MEDLINE: XmlFormat = {
   processor: MEDLINE_PROCESSOR,
-  recordsAt(root) {
-    if (SETS.has(root)) return 'children';
-    if (SINGLE.has(root)) return 'root';
-    throw new SourceError(`unexpected root element <${root}>: not PubMed/MEDLINE XML`, 'line 1');
-  },
+  // Update files' deletions are records too (read as nothing), so a deletions-only file is not "no records".
+  recordsAt: new Set([
+    'PubmedArticle',
+    'PubmedBookArticle',
+    'MedlineCitation',
+    'DeleteCitation',
+    'DeleteDocument',
+  ]),
   toDraft: medlineToDraft,
+  recordLabel: medlineRecordLabel,
 };
 
 /** Streams a PubMed/MEDLINE XML file (plain or gzipped), one item per record. Never throws. */

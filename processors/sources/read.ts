@@ -43,8 +43,12 @@ const MEDLINE_ROOTS = new Set([
   'MedlineCitationSet',
   'PubmedBookArticleSet',
   'PubmedArticle',
+  'PubmedBookArticle',
   'MedlineCitation',
 ]);
+// Under another root (an export's wrapper, OAI-PMH), the first record element says the format.
+const RECORD_TAG =
+  /<(article|PubmedArticle|PubmedBookArticle|MedlineCitation|PubmedArticleSet|MedlineCitationSet|PubmedBookArticleSet|pmc-articleset)[\s/>]/;
 
 /** The extension that names the format, looking through '.gz'. */
 function extensionOf(path: string): string {
@@ -93,6 +97,26 @@ async function sniffContent(path: string): Promise<SourceFormat | 'xml' | null> 
   return null;
 }
 
+/**
+ * The first record (or record set) element anywhere in the file, for a root neither format
+ * names: read only as far as the first one, so a wrapped baseline file costs a few bytes.
+ */
+async function sniffRecordFormat(path: string): Promise<'jats' | 'medline' | null> {
+  let tail = '';
+  try {
+    for await (const chunk of textChunks(byteChunks(path), { xml: true })) {
+      const text = tail + chunk;
+      const m = RECORD_TAG.exec(text);
+      if (m) return m[1] === 'article' || m[1] === 'pmc-articleset' ? 'jats' : 'medline';
+      tail = text.slice(-40);
+    }
+  } catch {
+    // Unreadable past this point: the reader will say why, with a position.
+    return 'jats';
+  }
+  return null;
+}
+
 /** The format of a file, from its extension and, for XML or no extension, its content. */
 export async function detectFormat(path: string): Promise<SourceFormat | { unknown: string }> {
   let format = BY_EXTENSION[extensionOf(path)] ?? (await sniffContent(path));
@@ -102,7 +126,14 @@ export async function detectFormat(path: string): Promise<SourceFormat | { unkno
   if (root === null || JATS_ROOTS.has(root))
     format = 'jats'; // no root: the JATS reader reports the real fault
   else if (MEDLINE_ROOTS.has(root)) format = 'medline';
-  else return { unknown: `unexpected root element <${root}>: neither JATS nor PubMed/MEDLINE XML` };
+  else {
+    const found = await sniffRecordFormat(path);
+    if (found === null)
+      return {
+        unknown: `neither JATS nor PubMed/MEDLINE XML: no <article>, <PubmedArticle>, <PubmedBookArticle> or <MedlineCitation> element under the root <${root}>`,
+      };
+    format = found;
+  }
   return format;
 }
 

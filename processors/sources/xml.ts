@@ -16,29 +16,54 @@ export type XmlEvent =
 
 export interface XmlRecordOptions {
   /**
-   * Given the root element's name, where records are: the root itself (a single JATS article),
-   * its children (PubmedArticleSet, pmc-articleset), or nowhere (throw a SourceError).
+   * The element names that are records, found wherever they sit: the root itself (a single JATS
+   * article, a bare MedlineCitation), its children (PubmedArticleSet, pmc-articleset), or deeper
+   * under any wrapper an export put around the set. Inside a record nothing is a new record.
    */
-  recordsAt: (rootName: string) => 'root' | 'children';
+  records: ReadonlySet<string>;
   /** A record longer than this many characters is skipped and reported, never held whole. */
   maxRecordChars?: number;
 }
 
+/**
+ * Elements nested deeper than this below their record are not built as elements: their text joins
+ * the element at this depth. Real articles stay far below it (MathML reaches a few dozen levels);
+ * it bounds every walk over a record's tree, whatever the input.
+ */
+export const MAX_TREE_DEPTH = 256;
+
 // Named entities that turn up in publisher XML without their DTD; undefined ones are kept as text.
 const HTML_ENTITIES: Record<string, string> = {
   nbsp: '\u00a0',
+  shy: '\u00ad',
+  zwj: '\u200d',
+  zwnj: '\u200c',
+  lrm: '\u200e',
+  rlm: '\u200f',
   ndash: '–',
   mdash: '—',
   hellip: '…',
   thinsp: '\u2009',
+  hairsp: '\u200a',
   ensp: '\u2002',
   emsp: '\u2003',
   lsquo: '‘',
   rsquo: '’',
+  sbquo: '‚',
   ldquo: '“',
   rdquo: '”',
+  bdquo: '„',
   laquo: '«',
   raquo: '»',
+  lsaquo: '‹',
+  rsaquo: '›',
+  iexcl: '¡',
+  iquest: '¿',
+  cent: '¢',
+  pound: '£',
+  euro: '€',
+  yen: '¥',
+  curren: '¤',
   deg: '°',
   plusmn: '±',
   times: '×',
@@ -49,52 +74,172 @@ const HTML_ENTITIES: Record<string, string> = {
   ge: '≥',
   ne: '≠',
   asymp: '≈',
+  sim: '∼',
+  cong: '≅',
+  equiv: '≡',
+  prop: '∝',
+  infin: '∞',
+  sum: '∑',
+  prod: '∏',
+  int: '∫',
+  radic: '√',
+  part: '∂',
+  nabla: '∇',
+  isin: '∈',
+  notin: '∉',
+  cap: '∩',
+  cup: '∪',
+  sub: '⊂',
+  sup: '⊃',
+  sube: '⊆',
+  supe: '⊇',
+  and: '∧',
+  or: '∨',
+  not: '¬',
+  forall: '∀',
+  exist: '∃',
+  empty: '∅',
+  perp: '⊥',
+  ang: '∠',
+  lowast: '∗',
+  oplus: '⊕',
+  otimes: '⊗',
+  sdot: '⋅',
+  lceil: '⌈',
+  rceil: '⌉',
+  lfloor: '⌊',
+  rfloor: '⌋',
+  lang: '⟨',
+  rang: '⟩',
   middot: '·',
   bull: '•',
   prime: '′',
   Prime: '″',
+  permil: '‰',
+  dagger: '†',
+  Dagger: '‡',
   copy: '©',
   reg: '®',
   trade: '™',
   sect: '§',
   para: '¶',
-  alpha: 'α',
-  beta: 'β',
-  gamma: 'γ',
-  delta: 'δ',
-  epsilon: 'ε',
-  kappa: 'κ',
-  lambda: 'λ',
-  mu: 'μ',
-  pi: 'π',
-  sigma: 'σ',
-  tau: 'τ',
-  phi: 'φ',
-  chi: 'χ',
-  omega: 'ω',
-  Delta: 'Δ',
-  Sigma: 'Σ',
-  Omega: 'Ω',
+  ordf: 'ª',
+  ordm: 'º',
+  sup1: '¹',
+  sup2: '²',
+  sup3: '³',
+  frac14: '¼',
+  frac12: '½',
+  frac34: '¾',
+  acute: '´',
+  uml: '¨',
+  macr: '¯',
+  cedil: '¸',
   larr: '←',
   rarr: '→',
   harr: '↔',
   uarr: '↑',
   darr: '↓',
+  lArr: '⇐',
+  rArr: '⇒',
+  hArr: '⇔',
   auml: 'ä',
   ouml: 'ö',
   uuml: 'ü',
-  eacute: 'é',
-  egrave: 'è',
+  euml: 'ë',
+  iuml: 'ï',
+  yuml: 'ÿ',
   aacute: 'á',
+  eacute: 'é',
   iacute: 'í',
   oacute: 'ó',
   uacute: 'ú',
+  yacute: 'ý',
+  agrave: 'à',
+  egrave: 'è',
+  igrave: 'ì',
+  ograve: 'ò',
+  ugrave: 'ù',
+  acirc: 'â',
+  ecirc: 'ê',
+  icirc: 'î',
+  ocirc: 'ô',
+  ucirc: 'û',
+  atilde: 'ã',
+  otilde: 'õ',
   ntilde: 'ñ',
+  aring: 'å',
+  aelig: 'æ',
+  oslash: 'ø',
   ccedil: 'ç',
   szlig: 'ß',
+  eth: 'ð',
+  thorn: 'þ',
   Auml: 'Ä',
   Ouml: 'Ö',
   Uuml: 'Ü',
+  Aacute: 'Á',
+  Eacute: 'É',
+  Iacute: 'Í',
+  Oacute: 'Ó',
+  Uacute: 'Ú',
+  Agrave: 'À',
+  Egrave: 'È',
+  Ntilde: 'Ñ',
+  Ccedil: 'Ç',
+  Aring: 'Å',
+  AElig: 'Æ',
+  Oslash: 'Ø',
+  // MathML's invisible operators, as older PMC files spell them.
+  InvisibleTimes: '\u2062',
+  it: '\u2062',
+  ApplyFunction: '\u2061',
+  af: '\u2061',
+  InvisibleComma: '\u2063',
+  ic: '\u2063',
+};
+// Greek, both cases, by the HTML names.
+{
+  const greek =
+    'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigmaf sigma tau upsilon phi chi psi omega';
+  const lower = 'αβγδεζηθικλμνξοπρςστυφχψω';
+  const upper = 'ΑΒΓΔΕΖΗΘΙΚΛΜΝΞΟΠΡ΢ΣΤΥΦΧΨΩ';
+  greek.split(' ').forEach((name, i) => {
+    HTML_ENTITIES[name] = lower[i]!;
+    if (name !== 'sigmaf') HTML_ENTITIES[name[0]!.toUpperCase() + name.slice(1)] = upper[i]!;
+  });
+  HTML_ENTITIES.thetasym = 'ϑ';
+  HTML_ENTITIES.upsih = 'ϒ';
+  HTML_ENTITIES.piv = 'ϖ';
+}
+
+// Faults saxes reports but can read past: kept as text, never worth losing a file over.
+const TOLERATED = /undefined entity|malformed character entity|disallowed character/;
+
+/** General entities an internal DTD subset declares (`<!ENTITY name "value">`), numeric references resolved. */
+function declaredEntities(doctype: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const decl = /<!ENTITY\s+([^\s%"'>]+)\s+(?:"([^"]*)"|'([^']*)')\s*>/g;
+  for (let m = decl.exec(doctype); m; m = decl.exec(doctype)) {
+    const value = (m[2] ?? m[3] ?? '').replace(/&#(x[0-9a-f]+|\d+);/gi, (ref, n: string) => {
+      const code = n[0] === 'x' || n[0] === 'X' ? Number.parseInt(n.slice(1), 16) : Number(n);
+      try {
+        return String.fromCodePoint(code);
+      } catch {
+        return ref;
+      }
+    });
+    out[m[1]!] = value;
+  }
+  return out;
+}
+
+const XML_PREDEFINED: Readonly<Record<string, true>> = {
+  amp: true,
+  lt: true,
+  gt: true,
+  quot: true,
+  apos: true,
 };
 
 const stripSaxesPrefix = (message: string) => message.replace(/^(?:[^:\n]*:)?\d+:\d+: /, '');
@@ -112,38 +257,56 @@ export async function* xmlRecords(
   Object.assign(parser.ENTITIES, HTML_ENTITIES);
   const max = opts.maxRecordChars ?? Number.POSITIVE_INFINITY;
   const pending: XmlEvent[] = [];
+  const records = opts.records;
   let depth = 0;
+  let sawRoot = false;
+  // The depth of the record being built; -1 between records.
   let recordDepth = -1;
   let index = 0;
   let stack: XmlElement[] = [];
+  // Elements open beyond MAX_TREE_DEPTH, not built: their text goes to the deepest built element.
+  let flattened = 0;
   let recordStart = 0;
   let recordLine = 0;
   let recordName = '';
   let oversize = false;
 
   parser.on('error', (err) => {
-    // A missing DTD entity is not worth losing an article over; everything else is.
-    if (/undefined entity/.test(err.message)) return;
+    // A missing DTD entity or a stray control character is not worth losing a file over; everything else is.
+    if (TOLERATED.test(err.message)) return;
     throw err;
+  });
+  parser.on('doctype', (doctype: string) => {
+    // Entities an internal subset declares (&nbsp; and the like in some exports) read as declared.
+    const declared = declaredEntities(doctype);
+    for (const [name, value] of Object.entries(declared))
+      if (!(name in XML_PREDEFINED)) parser.ENTITIES[name] = value;
   });
   parser.on('opentag', (tag: SaxesTagPlain) => {
     depth++;
-    if (recordDepth < 0) {
-      recordDepth = opts.recordsAt(tag.name) === 'root' ? 1 : 2;
+    if (!sawRoot) {
+      sawRoot = true;
       pending.push({ kind: 'root', name: tag.name });
     }
-    if (depth === recordDepth) {
+    if (recordDepth < 0) {
+      if (!records.has(tag.name)) return;
+      recordDepth = depth;
       index++;
       stack = [];
+      flattened = 0;
       oversize = false;
       recordStart = parser.position;
       recordLine = parser.line;
       recordName = tag.name;
     }
-    if (depth < recordDepth || oversize) return;
+    if (oversize) return;
     if (parser.position - recordStart > max) {
       oversize = true;
       stack = [];
+      return;
+    }
+    if (stack.length >= MAX_TREE_DEPTH) {
+      flattened++;
       return;
     }
     const el: XmlElement = { name: tag.name, attrs: tag.attributes, children: [] };
@@ -175,8 +338,10 @@ export async function* xmlRecords(
         pending.push({ kind: 'record', element: stack[0], index, line: recordLine });
       }
       stack = [];
-    } else if (depth > recordDepth && !oversize) {
-      stack.pop();
+      recordDepth = -1;
+    } else if (recordDepth >= 0 && !oversize) {
+      if (flattened > 0) flattened--;
+      else stack.pop();
     }
     depth--;
   });
@@ -278,18 +443,64 @@ export function select(el: XmlElement | undefined, path: string): XmlElement[] {
 export const first = (el: XmlElement | undefined, path: string): XmlElement | undefined =>
   select(el, path)[0];
 
-/** Every descendant with this name, in document order, not descending into matches. */
+/**
+ * Every descendant with this name, in document order, not descending into matches (nor into
+ * elements named in stopAt). Iterative: no depth of input can overflow the stack.
+ */
 export function descendants(el: XmlElement, name: string, stopAt?: ReadonlySet<string>): XmlElement[] {
   const out: XmlElement[] = [];
-  const walk = (e: XmlElement) => {
-    for (const c of e.children) {
-      if (typeof c === 'string') continue;
-      if (c.name === name) out.push(c);
-      else if (!stopAt?.has(c.name)) walk(c);
+  forEachDescendant(el, (c) => {
+    if (c.name === name) {
+      out.push(c);
+      return false;
     }
-  };
-  walk(el);
+    return !stopAt?.has(c.name);
+  });
   return out;
+}
+
+/** The first descendant (document order) that matches, or undefined. Iterative. */
+export function firstDescendant(
+  el: XmlElement,
+  match: (e: XmlElement) => boolean,
+  stopAt?: ReadonlySet<string>,
+): XmlElement | undefined {
+  let found: XmlElement | undefined;
+  forEachDescendant(el, (c) => {
+    if (found) return false;
+    if (match(c)) {
+      found = c;
+      return false;
+    }
+    return !stopAt?.has(c.name);
+  });
+  return found;
+}
+
+/**
+ * Visits the descendant elements of el in document order with an explicit stack (never
+ * recursion); visit returns false to skip an element's children.
+ */
+export function forEachDescendant(el: XmlElement, visit: (e: XmlElement) => boolean): void {
+  const els: XmlElement[] = [el];
+  const at: number[] = [0];
+  while (els.length > 0) {
+    const top = els.length - 1;
+    const parent = els[top]!;
+    const i = at[top]!;
+    if (i >= parent.children.length) {
+      els.pop();
+      at.pop();
+      continue;
+    }
+    at[top] = i + 1;
+    const c = parent.children[i]!;
+    if (typeof c === 'string') continue;
+    if (visit(c) && c.children.length > 0) {
+      els.push(c);
+      at.push(0);
+    }
+  }
 }
 
 /** An attribute by local name, whatever its prefix (xlink:href, ali:…). */
@@ -300,20 +511,134 @@ export function attr(el: XmlElement, name: string): string | undefined {
   return undefined;
 }
 
-/** All character data below el, concatenated as is. */
+/** All character data below el, concatenated as is. Iterative. */
 export function rawText(el: XmlElement | undefined): string {
   if (!el) return '';
+  const only = el.children.length === 1 ? el.children[0] : undefined;
+  if (typeof only === 'string') return only;
   let s = '';
-  for (const c of el.children) s += typeof c === 'string' ? c : rawText(c);
+  const els: XmlElement[] = [el];
+  const at: number[] = [0];
+  while (els.length > 0) {
+    const top = els.length - 1;
+    const parent = els[top]!;
+    const i = at[top]!;
+    if (i >= parent.children.length) {
+      els.pop();
+      at.pop();
+      continue;
+    }
+    at[top] = i + 1;
+    const c = parent.children[i]!;
+    if (typeof c === 'string') s += c;
+    else {
+      els.push(c);
+      at.push(0);
+    }
+  }
   return s;
 }
 
-/** Serialises a record back to XML for a dead letter's payload. */
+const escText = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+function openTag(el: XmlElement): string {
+  let attrs = '';
+  for (const [k, v] of Object.entries(el.attrs)) attrs += ` ${k}="${escText(v).replace(/"/g, '&quot;')}"`;
+  return `<${el.name}${attrs}>`;
+}
+
+/** Serialises a record back to XML for a dead letter's payload. Iterative. */
 export function toXml(el: XmlElement): string {
-  const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-  const attrs = Object.entries(el.attrs)
-    .map(([k, v]) => ` ${k}="${esc(v).replace(/"/g, '&quot;')}"`)
-    .join('');
-  const inner = el.children.map((c) => (typeof c === 'string' ? esc(c) : toXml(c))).join('');
-  return `<${el.name}${attrs}>${inner}</${el.name}>`;
+  const parts: string[] = [openTag(el)];
+  const els: XmlElement[] = [el];
+  const at: number[] = [0];
+  while (els.length > 0) {
+    const top = els.length - 1;
+    const parent = els[top]!;
+    const i = at[top]!;
+    if (i >= parent.children.length) {
+      parts.push(`</${parent.name}>`);
+      els.pop();
+      at.pop();
+      continue;
+    }
+    at[top] = i + 1;
+    const c = parent.children[i]!;
+    if (typeof c === 'string') parts.push(escText(c));
+    else {
+      parts.push(openTag(c));
+      els.push(c);
+      at.push(0);
+    }
+  }
+  return parts.join('');
+}
+
+// ---- where a fault happened: the element a walker was at when something threw ----
+
+const faultAt = new WeakMap<object, XmlElement>();
+
+/**
+ * Records that e was thrown while el was being read, unless an inner walker already did (the
+ * innermost element wins). Returns what to rethrow: e itself, or an Error for a thrown non-object.
+ */
+export function markFault(e: unknown, el: XmlElement): unknown {
+  const err = typeof e === 'object' && e !== null ? e : new Error(String(e));
+  if (!faultAt.has(err)) faultAt.set(err, el);
+  return err;
+}
+
+/** The element markFault recorded for a thrown value, if any. */
+export function faultElement(e: unknown): XmlElement | undefined {
+  return typeof e === 'object' && e !== null ? faultAt.get(e) : undefined;
+}
+
+/** Runs fn over el; anything it throws is marked as happening at el (unless marked deeper). */
+export function within<T>(el: XmlElement, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    throw markFault(e, el);
+  }
+}
+
+/**
+ * The path from root to target as 'article/body/sec[3]/p[2]/inline-formula': an index where the
+ * parent has several children of that name. Null when target is not in root's tree. Iterative.
+ */
+export function elementPath(root: XmlElement, target: XmlElement): string | null {
+  const step = (parent: XmlElement | undefined, el: XmlElement) => {
+    if (!parent) return el.name;
+    let n = 0;
+    let pos = 0;
+    for (const c of parent.children)
+      if (typeof c !== 'string' && c.name === el.name) {
+        n++;
+        if (c === el) pos = n;
+      }
+    return n > 1 ? `${el.name}[${pos}]` : el.name;
+  };
+  if (root === target) return root.name;
+  const els: XmlElement[] = [root];
+  const at: number[] = [0];
+  while (els.length > 0) {
+    const top = els.length - 1;
+    const parent = els[top]!;
+    const i = at[top]!;
+    if (i >= parent.children.length) {
+      els.pop();
+      at.pop();
+      continue;
+    }
+    at[top] = i + 1;
+    const c = parent.children[i]!;
+    if (typeof c === 'string') continue;
+    if (c === target) {
+      const chain = [...els, c];
+      return chain.map((e, k) => step(chain[k - 1], e)).join('/');
+    }
+    els.push(c);
+    at.push(0);
+  }
+  return null;
 }

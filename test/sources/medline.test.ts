@@ -78,7 +78,7 @@ describe('MEDLINE reader: a PubmedArticleSet', async () => {
       sections: [],
       captions: [],
     });
-    expect(tern!.published).toBe('1998'); // MedlineDate '1998 Dec-1999 Jan'
+    expect(tern!.published).toBe('1998-12'); // MedlineDate '1998 Dec-1999 Jan'
     expect(phage!.published).toBe('2022-11');
   });
 
