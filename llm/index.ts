@@ -5,3 +5,4 @@ export type { ResponseJournal } from './journal/journal.js';
 export { MemoryJournal } from './journal/memory.js';
 export { SqliteJournal } from './journal/sqlite.js';
 export { type Completion, type CompletionRequest, Llm, type LlmOptions } from './llm.js';
+export type { LlmMetrics } from './metrics.js';

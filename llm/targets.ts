@@ -1,5 +1,5 @@
 import { basename } from 'node:path';
-import type { LlmConfig, LlmProvider, LlmStage } from '../schemas/llm.js';
+import { type LlmConfig, type LlmProvider, LlmStage } from '../schemas/llm.js';
 import type { Clock } from './clock.js';
 import { Endpoint, type EndpointHooks } from './flow/endpoint.js';
 import { Throttle } from './flow/throttle.js';
@@ -23,8 +23,9 @@ export interface Target {
 }
 
 /**
- * Builds one Target per stage on first use, sharing an Endpoint (and its flow control) between the
- * stages that use the same base URL or model file.
+ * One Target per stage, sharing an Endpoint (and its flow control) between the stages that use the
+ * same base URL or model file. Built up front, so that a bad config (a missing API key) fails at
+ * start, not at the first call.
  */
 export class Targets {
   private readonly stages = new Map<LlmStage, Target>();
@@ -35,15 +36,12 @@ export class Targets {
     private readonly clock: Clock,
     private readonly hooks: (endpoint: string) => EndpointHooks,
     private readonly env: NodeJS.ProcessEnv,
-  ) {}
+  ) {
+    for (const stage of LlmStage.options) this.stages.set(stage, this.build(stage));
+  }
 
   get(stage: LlmStage): Target {
-    let target = this.stages.get(stage);
-    if (!target) {
-      target = this.build(stage);
-      this.stages.set(stage, target);
-    }
-    return target;
+    return this.stages.get(stage)!;
   }
 
   async close(): Promise<void> {

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import type { LlmMessage } from '../../schemas/llm.js';
 import { TransientError } from '../errors.js';
@@ -13,7 +14,7 @@ interface NodeLlamaCpp {
   LlamaChatSession: new (options: {
     contextSequence: Sequence;
     chatWrapper: unknown;
-    systemPrompt?: string;
+    autoDisposeSequence: boolean;
   }) => ChatSession;
   GemmaChatWrapper: new () => unknown;
 }
@@ -23,7 +24,7 @@ interface Llama {
   dispose(): Promise<void>;
 }
 interface Model {
-  createContext(options: { contextSize: number; sequences: number }): Promise<Context>;
+  createContext(options: { contextSize: number; sequences: number; threads: number }): Promise<Context>;
   dispose(): Promise<void>;
 }
 interface Context {
@@ -49,6 +50,7 @@ interface Loaded {
   llama: Llama;
   model: Model;
   context: Context;
+  sequence: Sequence;
 }
 
 export interface LocalOptions {
@@ -69,16 +71,20 @@ export class LocalProvider implements Provider {
   constructor(private readonly opts: LocalOptions) {}
 
   async chat(request: ProviderRequest) {
-    const { lib, llama, context } = await this.load();
+    const { lib, llama, sequence } = await this.load();
     const grammar = await this.grammar(llama, request.schema.schema);
     await this.turn.acquire();
-    const sequence = context.getSequence();
     const { history, prompt } = split(request.messages);
+    // One sequence serves every call, one after another: a session reuses the evaluated prefix
+    // (system prompt) its predecessor left, and a disposed sequence is not free again at once.
     // The wrapper node-llama-cpp resolves from Gemma's Jinja template is ~100x slower (DESIGN.md).
     const session = new lib.LlamaChatSession({
       contextSequence: sequence,
       chatWrapper: new lib.GemmaChatWrapper(),
+      autoDisposeSequence: false,
     });
+    const meter = sequence.tokenMeter;
+    const [inputBefore, outputBefore] = [meter.usedInputTokens, meter.usedOutputTokens];
     try {
       session.setChatHistory(history);
       const signal = AbortSignal.timeout(request.timeoutMs);
@@ -94,8 +100,8 @@ export class LocalProvider implements Provider {
         content: reply.responseText,
         model: basename(this.opts.modelPath),
         usage: {
-          inputTokens: sequence.tokenMeter.usedInputTokens,
-          outputTokens: sequence.tokenMeter.usedOutputTokens,
+          inputTokens: meter.usedInputTokens - inputBefore,
+          outputTokens: meter.usedOutputTokens - outputBefore,
         },
         truncated: reply.stopReason === 'maxTokens',
       };
@@ -106,14 +112,14 @@ export class LocalProvider implements Provider {
       throw e;
     } finally {
       session.dispose();
-      sequence.dispose();
       this.turn.release();
     }
   }
 
   async close(): Promise<void> {
     if (!this.loading) return;
-    const { llama, model, context } = await this.loading;
+    const { llama, model, context, sequence } = await this.loading;
+    sequence.dispose();
     await context.dispose();
     await model.dispose();
     await llama.dispose();
@@ -124,8 +130,14 @@ export class LocalProvider implements Provider {
       const lib = await importOptional();
       const llama = await lib.getLlama({ gpu: 'auto' });
       const model = await llama.loadModel({ modelPath: this.opts.modelPath });
-      const context = await model.createContext({ contextSize: this.opts.contextSize ?? 4096, sequences: 1 });
-      return { lib, llama, model, context };
+      // llama.cpp's default thread count can exceed the cores this process may use, and its
+      // threads spin: oversubscribed, a reply takes minutes instead of seconds.
+      const context = await model.createContext({
+        contextSize: this.opts.contextSize ?? 4096,
+        sequences: 1,
+        threads: availableParallelism(),
+      });
+      return { lib, llama, model, context, sequence: context.getSequence() };
     })();
     return this.loading;
   }

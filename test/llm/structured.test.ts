@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LlmReplyError, SqliteJournal } from '../../llm/index.js';
+import { Llm, LlmReplyError, SqliteJournal } from '../../llm/index.js';
+import { LlmConfig } from '../../schemas/llm.js';
 import { start } from '../llm-server/server.js';
 import { ask, Mcq, type Rig, rig } from './helpers.js';
 
@@ -161,5 +162,22 @@ describe('response journal', () => {
       await server.stop();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('config', () => {
+  it('fails at construction when the API key variable is not set', () => {
+    const config = LlmConfig.parse({ baseUrl: 'http://127.0.0.1:1/v1', apiKeyEnv: 'NO_SUCH_KEY_VAR' });
+    expect(() => new Llm(config, { env: {} })).toThrow(/NO_SUCH_KEY_VAR is not set/);
+  });
+
+  it('resolves each stage from the global block under its overrides', () => {
+    const config = LlmConfig.parse({
+      stages: { classify: { provider: 'openai', model: 'big', temperature: 0.5 } },
+    });
+    expect(config.provider).toBeUndefined();
+    // No baseUrl: the local model, except for the stage that asks for openai (and so needs a key).
+    expect(() => new Llm(config, { env: {} })).toThrow(/OPENAI_API_KEY/);
+    expect(() => new Llm(config, { env: { OPENAI_API_KEY: 'k' } })).not.toThrow();
   });
 });

@@ -1,0 +1,50 @@
+import { existsSync } from 'node:fs';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { Llm, MemoryJournal } from '../../llm/index.js';
+import { LlmConfig } from '../../schemas/llm.js';
+
+// The real local model: runs where the optional node-llama-cpp is installed and deploy/model.sh
+// has written the GGUF (or BIOALCHEMY_LOCAL_MODEL names one); skipped elsewhere.
+const modelPath = process.env.BIOALCHEMY_LOCAL_MODEL ?? 'data/models/gemma-3-270m-q4_k_m.gguf';
+const available =
+  existsSync(modelPath) &&
+  (await import('node-llama-cpp' as string).then(
+    () => true,
+    () => false,
+  ));
+
+const Relevance = z.object({ relevant: z.boolean(), reason: z.string().max(120) }).strict();
+
+describe.skipIf(!available)('local GGUF model', () => {
+  it('answers with a grammar-constrained reply that validates, journaled like any other', async () => {
+    const journal = new MemoryJournal();
+    const llm = new Llm(LlmConfig.parse({ provider: 'local', modelPath, maxTokens: 96 }), {
+      journal,
+      log: pino({ level: 'silent' }),
+    });
+    try {
+      const request = {
+        stage: 'relevance' as const,
+        schema: Relevance,
+        promptVersion: 'relevance-v1',
+        messages: [
+          {
+            role: 'system' as const,
+            content: 'Decide whether the passage is about biology. Answer in JSON.',
+          },
+          { role: 'user' as const, content: 'Passage: mitochondria make ATP by oxidative phosphorylation.' },
+        ],
+      };
+      const reply = await llm.complete(request);
+      expect(Relevance.parse(reply.value)).toEqual(reply.value);
+      expect(reply.model).toBe('gemma-3-270m-q4_k_m.gguf');
+      expect(reply.usage.outputTokens).toBeGreaterThan(0);
+      expect(journal.size).toBeGreaterThanOrEqual(1);
+      expect((await llm.complete(request)).cached).toBe(true);
+    } finally {
+      await llm.close();
+    }
+  }, 300_000);
+});
