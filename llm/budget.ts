@@ -51,10 +51,6 @@ export class Budget {
     this.wake();
   }
 
-  get spent(): { tokens: number; usd: number } {
-    return { tokens: this.tokens, usd: this.usd };
-  }
-
   /** Why no call may start now, or undefined when one may; starts a new day's count when one began. */
   private exceeded(): string | undefined {
     const today = this.today();

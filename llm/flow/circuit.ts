@@ -24,10 +24,6 @@ export class Circuit {
     private readonly onChange: (down: boolean) => void,
   ) {}
 
-  get isDown(): boolean {
-    return this.down;
-  }
-
   /** Resolves when the caller may send; true when its request is the probe. */
   pass(): Promise<boolean> {
     if (!this.down) return Promise.resolve(false);

@@ -45,10 +45,6 @@ export class Endpoint {
     this.circuit = new Circuit(opts.circuit, clock, hooks.onDown);
   }
 
-  get isDown(): boolean {
-    return this.circuit.isDown;
-  }
-
   /**
    * Sends `attempt` until it succeeds. `stage` is the caller's own throttle, entered before the
    * endpoint's so that a throttled stage does not hold endpoint slots while it waits.

@@ -19,8 +19,4 @@ export class Semaphore {
     if (next) next();
     else this.held--;
   }
-
-  get waiting(): number {
-    return this.waiters.length;
-  }
 }

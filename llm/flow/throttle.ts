@@ -37,9 +37,4 @@ export class Throttle {
       },
     };
   }
-
-  /** Requests held back here now. */
-  get waiting(): number {
-    return (this.slots?.waiting ?? 0) + (this.requests?.waiting ?? 0) + (this.tokens?.waiting ?? 0);
-  }
 }

@@ -33,10 +33,6 @@ export class TokenBucket {
     this.level = Math.min(this.perMinute, this.level - delta);
   }
 
-  get waiting(): number {
-    return this.queue.length;
-  }
-
   private async pump(): Promise<void> {
     this.pumping = true;
     while (this.queue.length) {
