@@ -4,6 +4,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   embedded: () => import('./embedded.js'),
   kafka: () => import('./kafka.js'),
   medline: () => import('./medline.js'),
+  llm: () => import('./llm.js'),
 };
 
 const wanted = process.argv.slice(2);

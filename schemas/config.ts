@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { LlmConfig } from './llm.js';
 import { PollerConfig } from './pollers.js';
 
 export const ProcessorConfig = z
@@ -26,22 +27,9 @@ export const Config = z
       .default('chdb:./data/chdb')
       .describe('chdb:DIR for in-process ClickHouse, or http(s)://user@host:port/database'),
     schemaRegistry: z.string().url().optional().describe('Confluent-compatible Schema Registry URL'),
-    llm: z
-      .object({
-        baseUrl: z
-          .string()
-          .url()
-          .optional()
-          .describe('OpenAI-compatible endpoint; unset means the local GGUF model'),
-        model: z.string().default('gpt-4o-mini'),
-        apiKeyEnv: z
-          .string()
-          .default('OPENAI_API_KEY')
-          .describe('name of the environment variable with the key'),
-        timeoutMs: z.number().int().positive().default(120_000),
-      })
-      .strict()
-      .default({ model: 'gpt-4o-mini', apiKeyEnv: 'OPENAI_API_KEY', timeoutMs: 120_000 }),
+    llm: LlmConfig.default(LlmConfig.parse({})).describe(
+      'LLM endpoint or local model, per-stage limits and prices, budget',
+    ),
     taxonomy: z.string().optional().describe('path of a taxonomy JSON file replacing MeSH Biology 2024'),
     metricsPort: z.number().int().min(0).max(65535).optional(),
     processors: z.record(z.string(), ProcessorConfig).default({}),

@@ -42,6 +42,23 @@ export interface StepContext {
   sink(write: () => Promise<void>): void;
 }
 
+/** How one input's slow work ended: its value, or the error it failed with. */
+export type Outcome<R = unknown> =
+  | { readonly ok: true; readonly value: R }
+  | { readonly ok: false; readonly error: unknown };
+
+/**
+ * Slow per-input work (LLM calls), split so it can run outside steps: start() runs concurrently
+ * with everything, touches no state and emits nothing; finish() runs inside a step, in offset
+ * order per partition, and turns the outcome into outputs, state and dead letters.
+ */
+export interface WindowedWork<R = unknown> {
+  /** Most inputs whose work is in flight at once, across batches and commits (Flink's capacity). */
+  readonly inFlight: number;
+  start(input: InputRecord): Promise<R>;
+  finish(input: InputRecord, outcome: Outcome<R>, ctx: StepContext): void | Promise<void>;
+}
+
 export interface Processor {
   readonly name: string;
   readonly description?: string;
@@ -56,6 +73,8 @@ export interface Processor {
   readonly batchSize?: number;
   /** Handles a batch; slow work inside should run concurrently (see mapConcurrent). */
   process(batch: readonly InputRecord[], ctx: StepContext): Promise<void>;
+  /** Work kept in flight across steps by run(); process() must then be windowed()'s. */
+  readonly window?: WindowedWork;
   /** A timer: runs in a step of its own every `everyMs`, with or without new input. */
   readonly punctuate?: { readonly everyMs: number; run(ctx: StepContext): Promise<void> };
 }

@@ -16,14 +16,22 @@ export interface RunOptions {
   readonly commitIntervalMs?: (processor: string) => number | undefined;
   readonly maintainEveryMs?: number;
   readonly lagEveryMs?: number;
+  /**
+   * Stop once every processor has committed its input to the end (`run --until-idle`). Nothing is
+   * then in flight either: an input whose work is in flight is not committed.
+   */
+  readonly untilIdle?: boolean;
+  /** How often untilIdle looks. */
+  readonly idleCheckMs?: number;
 }
 
-/** Records each processor has not committed yet, summed over its input partitions. */
+/** Records each processor has not committed yet, summed over its input partitions; returns the total. */
 export async function updateLag(
   runtime: Runtime,
   processors: readonly Processor[],
   metrics: EngineMetrics,
-): Promise<void> {
+): Promise<number> {
+  let total = 0;
   for (const p of processors) {
     const committed = await runtime.committedOffsets(p.name, p.reads);
     let behind = 0;
@@ -33,10 +41,15 @@ export async function updateLag(
       }
     }
     metrics.lag.set({ processor: p.name }, behind);
+    total += behind;
   }
+  return total;
 }
 
-/** Runs the topology's processors side by side in this process until the signal aborts. */
+/**
+ * Runs the topology's processors side by side in this process until the signal aborts, or with
+ * untilIdle until they have caught up with all their input.
+ */
 export async function runTopology(runtime: Runtime, topology: Topology, opts: RunOptions): Promise<void> {
   await runtime.ensureTopics(topology.topics);
   const metrics = opts.metrics ?? new EngineMetrics();
@@ -67,13 +80,46 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
         );
       }, opts.maintainEveryMs ?? 60_000)
     : null;
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  opts.signal.addEventListener('abort', onAbort, { once: true });
+  if (opts.signal.aborted) stop.abort();
+  // A processor's outputs are committed with its input offsets, so when every group is at the end
+  // of every input, no processor has anything left to emit: the whole graph is idle.
+  const idle = opts.untilIdle ? stopWhenIdle(runtime, chosen, metrics, stop, opts) : Promise.resolve();
   try {
     // With nothing to run yet (placeholders only), still serve until asked to stop.
-    await Promise.all([...tasks.map((t) => t.run(opts.signal)), untilAborted(opts.signal)]);
+    await Promise.all([...tasks.map((t) => t.run(stop.signal)), untilAborted(stop.signal), idle]);
   } finally {
+    stop.abort();
+    opts.signal.removeEventListener('abort', onAbort);
     if (maintenance) clearInterval(maintenance);
     clearInterval(lag);
     await Promise.all(tasks.map((t) => t.close()));
+  }
+}
+
+/**
+ * Aborts `stop` once no processor is behind. A processor's outputs are committed with its input
+ * offsets, so when every group is at the end of every input, none has anything left to emit.
+ */
+async function stopWhenIdle(
+  runtime: Runtime,
+  processors: readonly Processor[],
+  metrics: EngineMetrics,
+  stop: AbortController,
+  opts: RunOptions,
+): Promise<void> {
+  while (!stop.signal.aborted) {
+    await new Promise((resolve) => setTimeout(resolve, opts.idleCheckMs ?? 250));
+    try {
+      if ((await updateLag(runtime, processors, metrics)) === 0 && !stop.signal.aborted) {
+        opts.log.info('idle: every processor has committed all its input');
+        stop.abort();
+      }
+    } catch (err) {
+      opts.log.warn({ err }, 'lag not measured');
+    }
   }
 }
 

@@ -7,6 +7,7 @@ import { type LogRecord, type Offset, partitionKey, type StateChange, stateKey }
 import { FencedError, type LogTask, type Runtime } from './runtime/types.js';
 import { Step, TrustedInput } from './step.js';
 import type { Topology } from './topology.js';
+import { InFlightWindow, outcomeKey } from './window.js';
 
 /** Throw this for failures that will pass (rate limits, outages): the step is retried, never dead-lettered. */
 export class RetryableError extends Error {}
@@ -79,6 +80,8 @@ export class ProcessorTask {
   private commitTimer: NodeJS.Timeout | null = null;
   /** A step is being added to the open transaction: it must not be committed under it. */
   private adding = false;
+  /** Inputs whose work is in flight across steps, for a processor with a window (see run()). */
+  private readonly window: InFlightWindow | null;
   /** Input records committed since open(). */
   committedInputs = 0;
 
@@ -91,6 +94,7 @@ export class ProcessorTask {
     this.codecs = new TopicCodecs(topology);
     this.clock = opts.clock ?? Date.now;
     this.allowed = { writes: new Set(processor.writes), stores: new Set(processor.stores) };
+    this.window = processor.window ? new InFlightWindow(processor.window.inFlight) : null;
   }
 
   /** A key's value in one of this processor's stores, as the last step left it. */
@@ -125,11 +129,13 @@ export class ProcessorTask {
       try {
         // Until a rewind succeeds the task's view of offsets and state may be stale: no step before it.
         if (resync) {
+          this.window?.clear();
           await this.abandon();
           await this.task.rewind();
         }
         resync = false;
-        await this.advance(this.opts.pollWaitMs ?? 200, true);
+        const waitMs = this.opts.pollWaitMs ?? 200;
+        await (this.window ? this.advanceWindow(this.window, waitMs) : this.advance(waitMs, true));
         failures = 0;
       } catch (e) {
         failures++;
@@ -164,6 +170,59 @@ export class ProcessorTask {
     }
     await this.attempt(polled, (ctx, inputs) => this.processor.process(inputs, ctx), interval);
     return polled.length;
+  }
+
+  /**
+   * One turn of run() for a processor with a window: inputs start their work as soon as they are
+   * polled, up to the window's capacity, whatever is committing; the inputs finished in order
+   * (per partition) then take one step. So a step never waits for its slowest input while slots
+   * sit idle, and the outputs of an input commit with the offset that moves past it.
+   */
+  private async advanceWindow(window: InFlightWindow, waitMs: number): Promise<void> {
+    const timer = this.processor.punctuate;
+    if (timer && this.clock() >= this.nextTimer) {
+      await this.attempt([], (ctx) => timer.run(ctx), true);
+      this.nextTimer = this.clock() + timer.everyMs;
+      return;
+    }
+    let polled = 0;
+    if (window.free > 0) {
+      const batchSize = this.opts.batchSize ?? this.processor.batchSize ?? 256;
+      // With work in flight, new input must not keep finished work from its step: no waiting here.
+      const records = await this.task.poll(Math.min(window.free, batchSize), window.size > 0 ? 0 : waitMs);
+      for (const r of records) window.add(r, this.startWork(r));
+      polled = records.length;
+    }
+    if (window.size === 0) {
+      // Input ran dry: commit now instead of at the end of the interval.
+      if (polled === 0) await this.flush();
+      return;
+    }
+    if (!window.hasReady && (polled === 0 || window.free === 0)) await window.waitForWork(waitMs);
+    if (!window.hasReady) return;
+    const { records, outcomes } = window.takeReady();
+    const work = this.processor.window!;
+    await this.attempt(
+      records,
+      async (ctx, inputs) => {
+        for (const input of inputs) await work.finish(input, outcomes.get(outcomeKey(input))!, ctx);
+      },
+      true,
+    );
+  }
+
+  /** Starts an input's work; one that fails its schema gets none (its step dead-letters it). */
+  private startWork(r: LogRecord): Promise<unknown> | { ok: false; error: unknown } {
+    let input: InputRecord;
+    try {
+      input = this.codecs.trusts(r)
+        ? new TrustedInput(r)
+        : { ...r, value: this.codecs.decode(r.topic, r.value) };
+    } catch (error) {
+      return { ok: false, error };
+    }
+    // A synchronous throw in start() is its failure like any other.
+    return Promise.resolve().then(() => this.processor.window!.start(input));
   }
 
   /**

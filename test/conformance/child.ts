@@ -5,12 +5,23 @@ import { EngineMetrics } from '../../topology/metrics.js';
 import { partitionKey } from '../../topology/records.js';
 import { openRuntime } from '../../topology/runtime/open.js';
 import { ProcessorTask } from '../../topology/task.js';
-import { conformanceTopology, doubler } from './processors.js';
+import { conformanceTopology, doubler, windowedDoubler } from './processors.js';
 
-const [url, prefix, pace] = process.argv.slice(2) as [string, string, string];
-const topology = conformanceTopology(prefix, (t) =>
-  pace === 'slow' ? [doubler({ ...t, delayMs: 5, batchSize: 40 })] : [doubler({ ...t, batchSize: 500 })],
-);
+const [url, prefix, mode, pace] = process.argv.slice(2) as [string, string, 'batch' | 'window', string];
+const topology = conformanceTopology(prefix, (t) => {
+  // The processor's name, and so its group, is the same in both paces: a fast child finishes what slow ones began.
+  if (mode === 'window')
+    return [
+      windowedDoubler({
+        ...t,
+        inFlight: 16,
+        latencyMs: () => (pace === 'slow' ? 2 + Math.random() * 20 : 0),
+      }),
+    ];
+  return pace === 'slow'
+    ? [doubler({ ...t, delayMs: 5, batchSize: 40 })]
+    : [doubler({ ...t, batchSize: 500 })];
+});
 const processor = topology.processors[0]!;
 const input = processor.reads[0]!;
 const runtime = await openRuntime(url);

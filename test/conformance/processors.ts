@@ -1,5 +1,6 @@
 import { mapConcurrent, type Processor } from '../../topology/processor.js';
 import { defineTopology, type Topology } from '../../topology/topology.js';
+import { windowed } from '../../topology/window.js';
 
 export interface Numbered {
   n: number;
@@ -36,6 +37,45 @@ export function doubler(opts: {
       }
     },
   };
+}
+
+/**
+ * The doubler with its slow work windowed, as the LLM stages run: each input waits latencyMs(n)
+ * outside any step, and `seen` tracks how many are in flight at once.
+ */
+export function windowedDoubler(opts: {
+  input: string;
+  output: string;
+  inFlight: number;
+  batchSize?: number;
+  latencyMs: (n: number) => number;
+  seen?: { now: number; max: number };
+}): Processor {
+  const seen = opts.seen ?? { now: 0, max: 0 };
+  return windowed<number>({
+    name: `windowed-${opts.input}`,
+    reads: [opts.input],
+    writes: [opts.output],
+    stores: ['count'],
+    batchSize: opts.batchSize,
+    window: {
+      inFlight: opts.inFlight,
+      async start(input) {
+        const { n } = input.value as Numbered;
+        seen.max = Math.max(seen.max, ++seen.now);
+        await new Promise((r) => setTimeout(r, opts.latencyMs(n)));
+        seen.now--;
+        return n;
+      },
+      finish(_input, outcome, ctx) {
+        if (!outcome.ok) throw outcome.error;
+        ctx.emit(opts.output, String(outcome.value), { n: outcome.value, copy: 0 });
+        ctx.emit(opts.output, String(outcome.value), { n: outcome.value, copy: 1 });
+        const count = ctx.store('count');
+        count.put('total', (count.get<number>('total') ?? 0) + 1);
+      },
+    },
+  });
 }
 
 /** Topic names carry a prefix so suites can share one Kafka broker. */

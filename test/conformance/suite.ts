@@ -11,7 +11,7 @@ import type { Runtime } from '../../topology/runtime/types.js';
 import { ProcessorTask } from '../../topology/task.js';
 import { defineTopology, type Topology } from '../../topology/topology.js';
 import { sampleArticle } from '../fixtures/records.js';
-import { conformanceTopology, doubler } from './processors.js';
+import { conformanceTopology, doubler, windowedDoubler } from './processors.js';
 
 /** How a runtime under test is opened; each test gets fresh topic names from prefix(). */
 export interface Harness {
@@ -334,6 +334,49 @@ export function runtimeConformance(label: string, harness: Harness): void {
       expect(committedAtEnd).toEqual(sizes.map((_, i) => sizes.slice(0, i).reduce((a, b) => a + b, 0)));
     });
 
+    it('in run(), keeps work in flight across steps and commits, and commits outputs in offset order per partition', async () => {
+      const seen = { now: 0, max: 0 };
+      const total = 90;
+      const topology = conformanceTopology(prefix, (io) => [
+        // One slow input in every ten; batches of 4 against a window of 12: the window, not the
+        // batch, bounds the work in flight.
+        windowedDoubler({
+          ...io,
+          inFlight: 12,
+          batchSize: 4,
+          seen,
+          latencyMs: (n) => (n % 10 === 3 ? 150 : 5),
+        }),
+      ]);
+      const p = topology.processors[0]!;
+      await runtime.ensureTopics(topology.topics);
+      await runtime.append(numbers(`${prefix}.in`, 0, total));
+      const t = await new ProcessorTask(runtime, topology, p, {
+        log: silent,
+        metrics: new EngineMetrics(),
+        commitIntervalMs: 20,
+      }).open();
+      await runUntilCommitted(t, total);
+      expect(seen.max).toBe(12);
+      const out = await readAll(runtime, `${prefix}.out`);
+      expect(out).toHaveLength(2 * total);
+      expect(new Set(out.map((r) => JSON.stringify(r.value))).size).toBe(2 * total);
+      // Within a partition the outputs follow the inputs' order, whatever order the work ended in.
+      const inputs = await readAll(runtime, `${prefix}.in`);
+      for (let partition = 0; partition < 3; partition++) {
+        const order = inputs
+          .filter((r) => r.partition === partition)
+          .map((r) => (r.value as { n: number }).n);
+        const emitted = out
+          .filter((r) => r.partition === partition && (r.value as { copy: number }).copy === 0)
+          .map((r) => (r.value as { n: number }).n);
+        expect(emitted).toEqual(order);
+      }
+      const state = await runtime.openTask({ group: p.name, topics: p.reads, stores: p.stores });
+      expect(state.readState('count', 'total')).toBe(String(total));
+      await state.close();
+    });
+
     it('trusts the stamp of values the engine validated, validates the rest, and forwards bytes as they are', async () => {
       const articles = `${prefix}.articles`;
       const copies = `${prefix}.copies`;
@@ -396,28 +439,38 @@ export function runtimeConformance(label: string, harness: Harness): void {
       ]);
     });
 
-    it('writes every output exactly once across repeated kill -9 of the processing process', async () => {
-      const kills = Number(process.env.BIOALCHEMY_KILLS ?? harness.kills);
-      const total = 30_000;
-      const topology = conformanceTopology(prefix, (t) => [doubler(t)]);
-      await runtime.ensureTopics(topology.topics);
-      await runtime.append(numbers(`${prefix}.in`, 0, total));
-      let killed = 0;
-      for (; killed < kills; killed++) {
-        const finished = await runChild(harness.url(), prefix, { killAfterMs: 150 + Math.random() * 450 });
-        if (finished) break;
-      }
-      expect(killed).toBe(kills);
-      expect(await runChild(harness.url(), prefix, {})).toBe(true);
-      const out = await readAll(runtime, `${prefix}.out`);
-      const ids = out.map((r) => `${(r.value as { n: number }).n}/${(r.value as { copy: number }).copy}`);
-      expect(new Set(ids).size).toBe(2 * total);
-      expect(ids).toHaveLength(2 * total);
-      const p = topology.processors[0]!;
-      const state = await runtime.openTask({ group: p.name, topics: p.reads, stores: p.stores });
-      expect(state.readState('count', 'total')).toBe(String(total));
-      await state.close();
-    }, 600_000);
+    it.each([
+      ['the doubler', 'batch', 30_000, harness.kills],
+      ['work in flight across steps (a window)', 'window', 3_000, Math.min(harness.kills, 5)],
+    ] as const)(
+      'writes every output exactly once across repeated kill -9 of the processing process: %s',
+      async (_label, mode, total, defaultKills) => {
+        const kills = Number(process.env.BIOALCHEMY_KILLS ?? defaultKills);
+        const topology = conformanceTopology(prefix, (t) =>
+          mode === 'batch' ? [doubler(t)] : [windowedDoubler({ ...t, inFlight: 1, latencyMs: () => 0 })],
+        );
+        await runtime.ensureTopics(topology.topics);
+        await runtime.append(numbers(`${prefix}.in`, 0, total));
+        let killed = 0;
+        for (; killed < kills; killed++) {
+          const finished = await runChild(harness.url(), prefix, mode, {
+            killAfterMs: 150 + Math.random() * 450,
+          });
+          if (finished) break;
+        }
+        expect(killed).toBe(kills);
+        expect(await runChild(harness.url(), prefix, mode, {})).toBe(true);
+        const out = await readAll(runtime, `${prefix}.out`);
+        const ids = out.map((r) => `${(r.value as { n: number }).n}/${(r.value as { copy: number }).copy}`);
+        expect(new Set(ids).size).toBe(2 * total);
+        expect(ids).toHaveLength(2 * total);
+        const p = topology.processors[0]!;
+        const state = await runtime.openTask({ group: p.name, topics: p.reads, stores: p.stores });
+        expect(state.readState('count', 'total')).toBe(String(total));
+        await state.close();
+      },
+      600_000,
+    );
   });
 }
 
@@ -427,11 +480,16 @@ const CHILD = fileURLToPath(new URL('./child.ts', import.meta.url));
  * Runs the doubler in a child process. With killAfterMs, SIGKILLs it that long after it reports its
  * first commit and resolves false; otherwise waits for it to finish all input and resolves true.
  */
-function runChild(url: string, prefix: string, opts: { killAfterMs?: number }): Promise<boolean> {
+function runChild(
+  url: string,
+  prefix: string,
+  mode: 'batch' | 'window',
+  opts: { killAfterMs?: number },
+): Promise<boolean> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', CHILD, url, prefix, opts.killAfterMs ? 'slow' : 'fast'],
+      ['--import', 'tsx', CHILD, url, prefix, mode, opts.killAfterMs ? 'slow' : 'fast'],
       {
         stdio: ['ignore', 'pipe', 'inherit'],
       },
