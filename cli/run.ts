@@ -1,16 +1,26 @@
-import { createServer } from 'node:http';
+import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import { Command, Option } from 'commander';
+import type { Logger } from 'pino';
+import { type Analytics, openClickHouse } from '../analytics/clickhouse.js';
+import { LlmCallSink } from '../analytics/llm-calls.js';
+import { Llm, type LlmOptions, LogJournal } from '../llm/index.js';
 import { ingestProcessor } from '../processors/ingest.js';
 import { pipelineTopology } from '../processors/pipeline.js';
 import { configuredPollers, pollAll } from '../processors/poll.js';
+import type { Config } from '../schemas/config.js';
+import { loadTaxonomy } from '../schemas/taxonomy.js';
 import { EngineMetrics } from '../topology/metrics.js';
 import { runTopology } from '../topology/runner.js';
 import { openRuntime } from '../topology/runtime/open.js';
 import { ProcessorTask } from '../topology/task.js';
 import { configOf, type GlobalOptions, loggerOf, stopOnSignal, wholeNumber } from './context.js';
+import { LlmTally, runSummary } from './summary.js';
 
 interface RunOptions extends GlobalOptions {
   metricsPort?: number;
+  untilIdle?: boolean;
+  maxArticles?: number;
 }
 
 export function runCommand(): Command {
@@ -21,67 +31,137 @@ export function runCommand(): Command {
         .env('BIOALCHEMY_METRICS_PORT')
         .argParser(wholeNumber),
     )
+    .option('--until-idle', 'stop once every processor has read its input to the end, and print a summary')
+    .option(
+      '--max-articles <n>',
+      'extract takes at most n articles in this run; the rest stay queued',
+      wholeNumber,
+    )
     .addHelpText(
       'after',
       `
+The LLM is the config's llm.baseUrl (any OpenAI-compatible endpoint; key from the environment
+variable llm.apiKeyEnv names), or without one the local GGUF model (bioalchemy model pull).
+
 Examples:
-  $ bioalchemy run                                   # the embedded default, log in ./data
+  $ bioalchemy run                                   # the embedded default, log in ./data, until Ctrl-C
+  $ bioalchemy run --until-idle --max-articles 3     # what is queued (3 articles), then a summary
   $ bioalchemy run --metrics-port 9464 --config prod.json`,
     )
     .action((_opts, cmd: Command) => run(cmd.optsWithGlobals<RunOptions>()));
 }
 
 async function run(opts: RunOptions): Promise<void> {
+  const started = performance.now();
   const config = configOf(opts);
   const log = loggerOf(opts);
   const metrics = new EngineMetrics({ defaults: true });
   const port = opts.metricsPort ?? config.metricsPort;
   const runtime = await openRuntime(config.log);
   const signal = stopOnSignal(log);
-  const server =
-    port === undefined
-      ? null
-      : createServer(async (req, res) => {
-          if (req.url !== '/metrics') return void res.writeHead(404).end();
-          res
-            .writeHead(200, { 'content-type': metrics.registry.contentType })
-            .end(await metrics.registry.metrics());
-        });
-  if (server) {
-    await new Promise<void>((resolve, reject) =>
-      server.once('error', reject).listen(port, '127.0.0.1', resolve),
-    );
-    log.info({ port }, 'metrics on /metrics');
-  }
+  const server = port === undefined ? null : await serveMetrics(metrics, port);
+  if (server) log.info({ port }, 'metrics on /metrics');
+  let analytics: Analytics | null = null;
+  let llm: Llm | null = null;
   try {
-    const topology = pipelineTopology();
-    await runtime.ensureTopics(topology.topics);
+    // The topology's topics first: the journal topic must exist before it is read.
+    await runtime.ensureTopics(pipelineTopology().topics);
+    analytics = await openClickHouse(config.clickhouse);
+    const calls = new LlmCallSink(analytics);
+    const tally = new LlmTally();
+    llm = openLlm(config, {
+      registry: metrics.registry,
+      log: log.child({ layer: 'llm' }),
+      journal: await LogJournal.open(runtime),
+      onCall: (call) => {
+        tally.add(call);
+        calls.add(call);
+      },
+    });
+    const flushCalls = setInterval(
+      () => void calls.flush().catch((err) => log.warn({ err }, 'llm calls not recorded yet')),
+      2000,
+    );
+    const topology = pipelineTopology({ stages: { llm, taxonomy: loadTaxonomy(config.taxonomy), config } });
+    const dlqFrom = await runtime.endOffsets('dlq');
     // Pollers feed "articles" through their own ingest task, next to the processors.
-    const polling = config.sources.length
-      ? new ProcessorTask(runtime, topology, ingestProcessor, {
-          log: log.child({ processor: 'ingest' }),
-          metrics,
-        })
-          .open()
-          .then(async (task) => {
-            await pollAll(task, configuredPollers(config.sources, log), { signal, log }).finally(() =>
-              task.close(),
-            );
+    const polling =
+      config.sources.length && !opts.untilIdle
+        ? new ProcessorTask(runtime, topology, ingestProcessor, {
+            log: log.child({ processor: 'ingest' }),
+            metrics,
           })
-      : Promise.resolve();
-    await Promise.all([
-      runTopology(runtime, topology, {
-        log,
-        metrics,
-        signal,
-        batchSize: (p) => config.processors[p]?.batchSize,
-        commitIntervalMs: (p) => config.processors[p]?.commitIntervalMs,
-      }),
-      polling,
-    ]);
+            .open()
+            .then(async (task) => {
+              await pollAll(task, configuredPollers(config.sources, log), { signal, log }).finally(() =>
+                task.close(),
+              );
+            })
+        : Promise.resolve();
+    const progress = opts.untilIdle ? setInterval(() => void logProgress(metrics, log), 5000) : null;
+    try {
+      await Promise.all([
+        runTopology(runtime, topology, {
+          log,
+          metrics,
+          signal,
+          untilIdle: opts.untilIdle ?? false,
+          batchSize: (p) => config.processors[p]?.batchSize,
+          commitIntervalMs: (p) => config.processors[p]?.commitIntervalMs,
+          maxInputs: (p) => (p === 'extract' ? opts.maxArticles : undefined),
+        }),
+        polling,
+      ]);
+    } finally {
+      if (progress) clearInterval(progress);
+      clearInterval(flushCalls);
+      await calls.flush().catch((err) => log.warn({ err }, 'llm calls not recorded'));
+    }
+    if (opts.untilIdle) {
+      const processors = topology.processors.filter((p) => !p.placeholder).map((p) => p.name);
+      const seconds = (performance.now() - started) / 1000;
+      process.stdout.write(
+        `${await runSummary({ runtime, metrics, processors, llm: tally, dlqFrom, seconds })}\n`,
+      );
+    }
   } finally {
     server?.close();
+    await llm?.close();
+    await analytics?.close();
     await runtime.close();
   }
   log.info('stopped');
+}
+
+/** With no endpoint configured, the local model: it must be there, or nothing could run. */
+function openLlm(config: Config, options: LlmOptions): Llm {
+  const provider = config.llm.provider ?? (config.llm.baseUrl ? 'openai' : 'local');
+  if (provider === 'local' && !existsSync(config.llm.modelPath))
+    throw new Error(
+      `no LLM: the local model ${config.llm.modelPath} is missing (run "bioalchemy model pull"), ` +
+        'or set llm.baseUrl in the config to an OpenAI-compatible endpoint',
+    );
+  return new Llm(config.llm, options);
+}
+
+async function serveMetrics(metrics: EngineMetrics, port: number): Promise<Server> {
+  const server = createServer(async (req, res) => {
+    if (req.url !== '/metrics') return void res.writeHead(404).end();
+    res
+      .writeHead(200, { 'content-type': metrics.registry.contentType })
+      .end(await metrics.registry.metrics());
+  });
+  await new Promise<void>((resolve, reject) =>
+    server.once('error', reject).listen(port, '127.0.0.1', resolve),
+  );
+  return server;
+}
+
+/** One line every few seconds while --until-idle works: records committed per processor and their lag. */
+async function logProgress(metrics: EngineMetrics, log: Logger): Promise<void> {
+  const committed = Object.fromEntries(
+    (await metrics.recordsIn.get()).values.map((v) => [v.labels.processor, v.value]),
+  );
+  const lag = Object.fromEntries((await metrics.lag.get()).values.map((v) => [v.labels.processor, v.value]));
+  log.info({ committed, lag }, 'progress');
 }

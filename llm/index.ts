@@ -2,7 +2,7 @@
 export { type Clock, systemClock } from './clock.js';
 export { LlmReplyError, LlmRequestError } from './errors.js';
 export type { ResponseJournal } from './journal/journal.js';
+export { JOURNAL_TOPIC, LogJournal } from './journal/log.js';
 export { MemoryJournal } from './journal/memory.js';
-export { SqliteJournal } from './journal/sqlite.js';
 export { type Completion, type CompletionRequest, Llm, type LlmOptions } from './llm.js';
 export type { LlmMetrics } from './metrics.js';

@@ -1,5 +1,18 @@
+import { JOURNAL_TOPIC, type Llm } from '../llm/index.js';
+import type { Config } from '../schemas/config.js';
+import type { Taxonomy } from '../schemas/taxonomy.js';
 import type { InputRecord, Processor } from '../topology/processor.js';
 import { defineTopology, type Topology } from '../topology/topology.js';
+import { classifyProcessor } from './classify.js';
+import { extractProcessor } from './extract.js';
+import { gradeProcessor } from './grade.js';
+
+/** What the LLM stages run on; without it they are declared in the graph but not run. */
+export interface LlmStages {
+  readonly llm: Llm;
+  readonly taxonomy: Taxonomy;
+  readonly config: Pick<Config, 'extract' | 'grade' | 'processors'>;
+}
 
 /** A processor whose issue has not landed: it is part of the graph but the runner does not start it. */
 function placeholder(def: Omit<Processor, 'process' | 'placeholder'>): Processor {
@@ -12,9 +25,16 @@ function placeholder(def: Omit<Processor, 'process' | 'placeholder'>): Processor
   };
 }
 
+/** An LLM stage in a topology built without an LLM (to describe it, or to ingest): declared, never run. */
+function needsLlm(def: Pick<Processor, 'name' | 'reads' | 'writes' | 'stores'>): Processor {
+  return { ...placeholder(def), description: 'LLM stage (run wires the configured LLM)' };
+}
+
 /** The BioAlchemy pipeline of DESIGN.md: every arrow a topic, every box a processor. */
-export function pipelineTopology(opts: { partitions?: number } = {}): Topology {
+export function pipelineTopology(opts: { partitions?: number; stages?: LlmStages } = {}): Topology {
   const partitions = opts.partitions ?? 4;
+  const stages = opts.stages;
+  const inFlight = (name: string) => stages?.config.processors[name]?.concurrency ?? 16;
   return defineTopology({
     topics: [
       {
@@ -45,6 +65,7 @@ export function pipelineTopology(opts: { partitions?: number } = {}): Topology {
         schema: 'rollout-batch',
         description: 'batches leased to trainers',
       },
+      JOURNAL_TOPIC,
       {
         name: 'dlq',
         partitions: 1,
@@ -59,29 +80,28 @@ export function pipelineTopology(opts: { partitions?: number } = {}): Topology {
           'JATS, MEDLINE, JSONL, text, Markdown, PDF files; folder watch; PubMed/Europe PMC/bioRxiv pollers',
         writes: ['articles', 'dlq'],
       },
+      {
+        name: 'llm-journal',
+        description:
+          'every LLM reply, appended the moment it arrives, outside the steps (llm/journal/log.ts)',
+        writes: [JOURNAL_TOPIC.name],
+      },
     ],
     processors: [
-      placeholder({
-        name: 'extract',
-        description: 'LLM: passage relevance, MCQ generation and quality, free-form QA extraction',
-        reads: ['articles'],
-        writes: ['qa.candidates'],
-        stores: ['llm-cache', 'seen'],
-      }),
-      placeholder({
-        name: 'grade',
-        description: 'LLM judge and deterministic checks: quality, difficulty, answerability, verifiability',
-        reads: ['qa.candidates'],
-        writes: ['qa.graded', 'qa.rejected'],
-        stores: ['llm-cache'],
-      }),
-      placeholder({
-        name: 'classify',
-        description: 'LLM multi-label MeSH Biology classification, beside the MeSH-heading signal',
-        reads: ['qa.graded'],
-        writes: ['qa.classified'],
-        stores: ['llm-cache'],
-      }),
+      stages
+        ? extractProcessor({ llm: stages.llm, inFlight: inFlight('extract'), ...stages.config.extract })
+        : needsLlm({ name: 'extract', reads: ['articles'], writes: ['qa.candidates'], stores: [] }),
+      stages
+        ? gradeProcessor({ llm: stages.llm, inFlight: inFlight('grade'), ...stages.config.grade })
+        : needsLlm({
+            name: 'grade',
+            reads: ['qa.candidates'],
+            writes: ['qa.graded', 'qa.rejected'],
+            stores: ['dedup'],
+          }),
+      stages
+        ? classifyProcessor({ llm: stages.llm, inFlight: inFlight('classify'), taxonomy: stages.taxonomy })
+        : needsLlm({ name: 'classify', reads: ['qa.graded'], writes: ['qa.classified'], stores: [] }),
       placeholder({
         name: 'count-sink',
         description: 'QA rows and topic counts into ClickHouse, deduplicated by QA id',

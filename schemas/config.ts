@@ -6,7 +6,12 @@ import { PollerConfig } from './pollers.js';
 export const ProcessorConfig = z
   .object({
     batchSize: z.number().int().positive().default(256),
-    concurrency: z.number().int().positive().default(16).describe('records of a batch handled at once'),
+    concurrency: z
+      .number()
+      .int()
+      .positive()
+      .default(16)
+      .describe('inputs whose work is in flight at once (the LLM stages keep them in flight across steps)'),
     commitIntervalMs: z
       .number()
       .int()
@@ -30,6 +35,31 @@ export const Config = z
     llm: LlmConfig.default(LlmConfig.parse({})).describe(
       'LLM endpoint or local model, per-stage limits and prices, budget',
     ),
+    extract: z
+      .object({
+        maxPassages: z
+          .number()
+          .int()
+          .positive()
+          .default(8)
+          .describe('passages of one article sent to the model'),
+        passageTokens: z.number().int().min(50).default(400).describe('token budget of one passage'),
+      })
+      .strict()
+      .default({ maxPassages: 8, passageTokens: 400 }),
+    grade: z
+      .object({
+        nearDuplicate: z
+          .number()
+          .min(0.5)
+          .max(1)
+          .default(0.8)
+          .describe(
+            'estimated Jaccard similarity of question shingles at which a question is a near-duplicate',
+          ),
+      })
+      .strict()
+      .default({ nearDuplicate: 0.8 }),
     taxonomy: z.string().optional().describe('path of a taxonomy JSON file replacing MeSH Biology 2024'),
     metricsPort: z.number().int().min(0).max(65535).optional(),
     processors: z.record(z.string(), ProcessorConfig).default({}),

@@ -6,6 +6,12 @@ export const Provenance = z.object({
   source: z.string().min(1).describe('source reader or poller that produced the article, e.g. jats, medline'),
   sourceUri: z.string().optional().describe('file path or URL the article came from'),
   licence: z.string().nullable().describe('licence of the article text, as stated by the source'),
+  articleMesh: z
+    .array(z.string())
+    .default([])
+    .describe(
+      "the article's MeSH descriptors (UI, else name): classify maps them to categories without an LLM",
+    ),
 });
 export type Provenance = z.infer<typeof Provenance>;
 

@@ -72,7 +72,12 @@ export class TopicCodecs {
 }
 
 /** The dead letter for a log record refused by `processor`. */
-export function deadLetterForRecord(record: LogRecord, reason: string, processor: string | null): DeadLetter {
+export function deadLetterForRecord(
+  record: LogRecord,
+  reason: string,
+  processor: string | null,
+  payload: string = record.value,
+): DeadLetter {
   return {
     id: contentHash('record', record.topic, record.partition, record.offset, processor, reason),
     reason,
@@ -83,6 +88,6 @@ export function deadLetterForRecord(record: LogRecord, reason: string, processor
       partition: record.partition,
       offset: String(record.offset),
     },
-    payload: truncatePayload(record.value),
+    payload: truncatePayload(payload),
   };
 }

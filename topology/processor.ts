@@ -35,8 +35,12 @@ export interface StepContext {
    * as they are; otherwise this is emit().
    */
   forward(input: InputRecord, topic: string, key?: string | null): void;
-  /** Refuse an input with a reason; it goes to the dead-letter topic in the same step. */
-  deadLetter(input: InputRecord | null, reason: string): void;
+  /**
+   * Refuse an input, or a part of it, with a reason; it goes to the dead-letter topic in the same
+   * step. The payload is the input unless given (a model's raw reply, say); one input may have
+   * several dead letters with different reasons (one per failed passage).
+   */
+  deadLetter(input: InputRecord | null, reason: string, payload?: string): void;
   store(name: string): StateStore;
   /** Queue a write to an external system (ClickHouse...); it runs first at checkpoint and must be idempotent. */
   sink(write: () => Promise<void>): void;

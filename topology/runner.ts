@@ -14,6 +14,8 @@ export interface RunOptions {
   readonly only?: readonly string[];
   readonly batchSize?: (processor: string) => number | undefined;
   readonly commitIntervalMs?: (processor: string) => number | undefined;
+  /** Most inputs a processor takes in this run; the rest stay queued (see TaskOptions.maxInputs). */
+  readonly maxInputs?: (processor: string) => number | undefined;
   readonly maintainEveryMs?: number;
   readonly lagEveryMs?: number;
   /**
@@ -25,13 +27,13 @@ export interface RunOptions {
   readonly idleCheckMs?: number;
 }
 
-/** Records each processor has not committed yet, summed over its input partitions; returns the total. */
+/** Records each processor has not committed yet, summed over its input partitions, by processor. */
 export async function updateLag(
   runtime: Runtime,
   processors: readonly Processor[],
   metrics: EngineMetrics,
-): Promise<number> {
-  let total = 0;
+): Promise<Map<string, number>> {
+  const lags = new Map<string, number>();
   for (const p of processors) {
     const committed = await runtime.committedOffsets(p.name, p.reads);
     let behind = 0;
@@ -41,9 +43,9 @@ export async function updateLag(
       }
     }
     metrics.lag.set({ processor: p.name }, behind);
-    total += behind;
+    lags.set(p.name, behind);
   }
-  return total;
+  return lags;
 }
 
 /**
@@ -65,6 +67,7 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
         metrics,
         batchSize: opts.batchSize?.(p.name),
         commitIntervalMs: opts.commitIntervalMs?.(p.name),
+        maxInputs: opts.maxInputs?.(p.name),
       }).open(),
     ),
   );
@@ -86,7 +89,7 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
   if (opts.signal.aborted) stop.abort();
   // A processor's outputs are committed with its input offsets, so when every group is at the end
   // of every input, no processor has anything left to emit: the whole graph is idle.
-  const idle = opts.untilIdle ? stopWhenIdle(runtime, chosen, metrics, stop, opts) : Promise.resolve();
+  const idle = opts.untilIdle ? stopWhenIdle(runtime, tasks, metrics, stop, opts) : Promise.resolve();
   try {
     // With nothing to run yet (placeholders only), still serve until asked to stop.
     await Promise.all([...tasks.map((t) => t.run(stop.signal)), untilAborted(stop.signal), idle]);
@@ -100,12 +103,13 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
 }
 
 /**
- * Aborts `stop` once no processor is behind. A processor's outputs are committed with its input
- * offsets, so when every group is at the end of every input, none has anything left to emit.
+ * Aborts `stop` once no processor is behind, or has taken all the inputs it may. A processor's
+ * outputs are committed with its input offsets, so when every group is at the end of every input,
+ * none has anything left to emit.
  */
 async function stopWhenIdle(
   runtime: Runtime,
-  processors: readonly Processor[],
+  tasks: readonly ProcessorTask[],
   metrics: EngineMetrics,
   stop: AbortController,
   opts: RunOptions,
@@ -113,7 +117,13 @@ async function stopWhenIdle(
   while (!stop.signal.aborted) {
     await new Promise((resolve) => setTimeout(resolve, opts.idleCheckMs ?? 250));
     try {
-      if ((await updateLag(runtime, processors, metrics)) === 0 && !stop.signal.aborted) {
+      const lags = await updateLag(
+        runtime,
+        tasks.map((t) => t.processor),
+        metrics,
+      );
+      const idle = tasks.every((t) => t.exhausted || lags.get(t.processor.name) === 0);
+      if (idle && !stop.signal.aborted) {
         opts.log.info('idle: every processor has committed all its input');
         stop.abort();
       }

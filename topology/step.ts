@@ -86,18 +86,18 @@ export class Step implements StepContext {
     });
   }
 
-  deadLetter(input: InputRecord | null, reason: string): void {
+  deadLetter(input: InputRecord | null, reason: string, payload?: string): void {
     const record: LogRecord =
       input instanceof TrustedInput
         ? input.record
         : input
           ? { ...input, value: JSON.stringify(input.value) }
           : { topic: '(timer)', partition: -1, offset: -1, key: null, value: 'null', timestamp: this.now() };
-    this.deadLetterRaw(record, reason);
+    this.deadLetterRaw(record, reason, payload);
   }
 
-  deadLetterRaw(record: LogRecord, reason: string): void {
-    const dl = deadLetterForRecord(record, reason, this.processor);
+  deadLetterRaw(record: LogRecord, reason: string, payload?: string): void {
+    const dl = deadLetterForRecord(record, reason, this.processor, payload);
     this.push(this.topology.deadLetterTopic, dl.id, dl);
     this.deadLettered++;
   }

@@ -44,6 +44,8 @@ export interface TaskOptions {
    * the input runs dry. step() and stepWith() always commit before they return.
    */
   readonly commitIntervalMs?: number;
+  /** Most inputs this task takes before it stops polling (`run --max-articles`); the rest stay queued. */
+  readonly maxInputs?: number;
 }
 
 /** A transaction committing while the next one takes steps; its state changes are what they read. */
@@ -84,6 +86,8 @@ export class ProcessorTask {
   private readonly window: InFlightWindow | null;
   /** Input records committed since open(). */
   committedInputs = 0;
+  /** Input records polled and not yet committed: with committedInputs, what maxInputs counts. */
+  private pendingInputs = 0;
 
   constructor(
     private readonly runtime: Runtime,
@@ -132,6 +136,7 @@ export class ProcessorTask {
           this.window?.clear();
           await this.abandon();
           await this.task.rewind();
+          this.pendingInputs = 0;
         }
         resync = false;
         const waitMs = this.opts.pollWaitMs ?? 200;
@@ -154,6 +159,24 @@ export class ProcessorTask {
     return this.advance(waitMs, false);
   }
 
+  /** Whether the task has taken all the inputs maxInputs allows, and committed them. */
+  get exhausted(): boolean {
+    return this.opts.maxInputs !== undefined && this.committedInputs >= this.opts.maxInputs;
+  }
+
+  /** Polls at most max records, and none past maxInputs (then it waits as if the input were dry). */
+  private async poll(max: number, waitMs: number): Promise<LogRecord[]> {
+    const allowed =
+      (this.opts.maxInputs ?? Number.POSITIVE_INFINITY) - this.committedInputs - this.pendingInputs;
+    if (allowed <= 0) {
+      if (waitMs > 0) await sleep(waitMs);
+      return [];
+    }
+    const records = await this.task.poll(Math.min(max, allowed), waitMs);
+    this.pendingInputs += records.length;
+    return records;
+  }
+
   /** One step; `interval`: it may stay in an open transaction, or one still committing, on return. */
   private async advance(waitMs: number, interval: boolean): Promise<number> {
     const timer = this.processor.punctuate;
@@ -162,7 +185,7 @@ export class ProcessorTask {
       this.nextTimer = this.clock() + timer.everyMs;
       return 0;
     }
-    const polled = await this.task.poll(this.opts.batchSize ?? this.processor.batchSize ?? 256, waitMs);
+    const polled = await this.poll(this.opts.batchSize ?? this.processor.batchSize ?? 256, waitMs);
     if (polled.length === 0) {
       // Input ran dry: commit now instead of at the end of the interval.
       await this.flush();
@@ -189,7 +212,7 @@ export class ProcessorTask {
     if (window.free > 0) {
       const batchSize = this.opts.batchSize ?? this.processor.batchSize ?? 256;
       // With work in flight, new input must not keep finished work from its step: no waiting here.
-      const records = await this.task.poll(Math.min(window.free, batchSize), window.size > 0 ? 0 : waitMs);
+      const records = await this.poll(Math.min(window.free, batchSize), window.size > 0 ? 0 : waitMs);
       for (const r of records) window.add(r, this.startWork(r));
       polled = records.length;
     }
@@ -304,8 +327,10 @@ export class ProcessorTask {
         this.opts.log.warn({ err: e, attempt, records: polled.length, fenced }, 'step failed');
         if (fenced) {
           // Another member owns these partitions now: drop what is uncommitted, read on from what is.
+          this.window?.clear();
           await this.abandon();
           await this.task.rewind();
+          this.pendingInputs = 0;
           return;
         }
         // The log or a sink failing around the processor is no fault of these records: let the
@@ -435,6 +460,7 @@ export class ProcessorTask {
 
   private committed(tally: Tally, begunAt: number): void {
     this.committedInputs += tally.inputs;
+    this.pendingInputs = Math.max(0, this.pendingInputs - tally.inputs);
     const m = this.opts.metrics;
     const labels = { processor: this.processor.name };
     m.recordsIn.inc(labels, tally.inputs);

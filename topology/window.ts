@@ -1,4 +1,4 @@
-import type { InputRecord, Outcome, Processor, WindowedWork } from './processor.js';
+import type { Outcome, Processor, WindowedWork } from './processor.js';
 import { type LogRecord, partitionKey } from './records.js';
 
 interface Entry {

@@ -51,6 +51,8 @@ export interface Stats {
   byFault: Partial<Record<FaultKind, number>>;
   /** Requests per hash of their messages: more than one for a prompt means it was paid twice. */
   byPromptHash: Record<string, number>;
+  /** Replies sent per hash of their messages: more than one means a reply was paid for twice. */
+  answeredByPromptHash: Record<string, number>;
   inFlight: number;
   maxInFlight: number;
   /** Sum of the delays applied to answered requests, for the mean latency actually served. */
@@ -73,6 +75,7 @@ const emptyStats = (): Stats => ({
   answered: 0,
   byFault: {},
   byPromptHash: {},
+  answeredByPromptHash: {},
   inFlight: 0,
   maxInFlight: 0,
   latencySumMs: 0,
@@ -123,6 +126,7 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
     stats.inFlight--;
     if (res.destroyed) return;
     stats.answered++;
+    stats.answeredByPromptHash[promptHash] = (stats.answeredByPromptHash[promptHash] ?? 0) + 1;
     stats.latencySumMs += delay;
     const reply =
       fault === 'truncated'

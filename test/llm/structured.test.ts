@@ -2,8 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Llm, LlmReplyError, SqliteJournal } from '../../llm/index.js';
+import { JOURNAL_TOPIC, Llm, LlmReplyError, LogJournal } from '../../llm/index.js';
 import { LlmConfig } from '../../schemas/llm.js';
+import { EmbeddedRuntime } from '../../topology/runtime/embedded.js';
 import { start } from '../llm-server/server.js';
 import { ask, Mcq, type Rig, rig } from './helpers.js';
 
@@ -139,22 +140,27 @@ describe('response journal', () => {
     expect(r.server.stats().requests).toBe(3);
   });
 
-  it('survives reopening its file, repairs included: a replay pays for nothing', async () => {
+  it('survives reopening the log it is kept in, repairs included: a replay pays for nothing', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'llm-journal-'));
-    const path = join(dir, 'journal.db');
     const server = await start({ faults: { sequence: ['schema-break'] } });
+    const openJournal = async () => {
+      const runtime = EmbeddedRuntime.open(dir);
+      await runtime.ensureTopics([JOURNAL_TOPIC]);
+      return { runtime, journal: await LogJournal.open(runtime) };
+    };
     try {
-      let journal = new SqliteJournal(path);
-      r = await rig({}, { journal }, server);
+      let log = await openJournal();
+      r = await rig({}, { journal: log.journal }, server);
       const first = await Promise.all([1, 2, 3].map((i) => r!.llm.complete(mcq(i))));
       await r.close();
-      journal.close();
+      await log.runtime.close();
       expect(server.stats().requests).toBe(4);
 
-      journal = new SqliteJournal(path);
-      r = await rig({}, { journal }, server);
+      log = await openJournal();
+      expect(log.journal.size).toBe(4);
+      r = await rig({}, { journal: log.journal }, server);
       const replayed = await Promise.all([1, 2, 3].map((i) => r!.llm.complete(mcq(i))));
-      journal.close();
+      await log.runtime.close();
       expect(replayed.map((x) => x.value)).toEqual(first.map((x) => x.value));
       expect(replayed.every((x) => x.cached)).toBe(true);
       expect(server.stats().requests).toBe(4);

@@ -1,0 +1,83 @@
+import { type Llm, LlmReplyError } from '../llm/index.js';
+import {
+  CLASSIFY_PROMPT,
+  type ClassifyReply,
+  classifyMessages,
+  classifyReply,
+} from '../llm/prompts/classify.js';
+import type { ClassifiedQa, GradedQa } from '../schemas/qa.js';
+import type { Taxonomy } from '../schemas/taxonomy.js';
+import type { Processor } from '../topology/processor.js';
+import { windowed } from '../topology/window.js';
+
+export interface ClassifyOptions {
+  readonly llm: Llm;
+  readonly inFlight: number;
+  readonly taxonomy: Taxonomy;
+}
+
+type Classified =
+  | { readonly kind: 'labels'; readonly labels: ClassifyReply['labels']; readonly model: string }
+  | { readonly kind: 'unusable'; readonly reason: string; readonly raw: string };
+
+/**
+ * qa.graded -> qa.classified: the LLM's MeSH Biology labels (multi-label, with confidences), and
+ * beside them the categories the article's own MeSH headings reach through the taxonomy tree, a
+ * partial signal that costs no call.
+ */
+export function classifyProcessor(opts: ClassifyOptions): Processor {
+  const schema = classifyReply(opts.taxonomy);
+  return windowed<Classified>({
+    name: 'classify',
+    description: 'LLM: MeSH Biology subcategories, multi-label; article MeSH mapped beside them',
+    reads: ['qa.graded'],
+    writes: ['qa.classified'],
+    stores: [],
+    window: {
+      inFlight: opts.inFlight,
+      async start(input) {
+        const { candidate } = input.value as GradedQa;
+        try {
+          const reply = await opts.llm.complete({
+            stage: 'classify',
+            schema,
+            promptVersion: CLASSIFY_PROMPT,
+            messages: classifyMessages(opts.taxonomy, candidate),
+          });
+          return { kind: 'labels', labels: reply.value.labels, model: reply.model };
+        } catch (e) {
+          if (e instanceof LlmReplyError)
+            return { kind: 'unusable', reason: `${e.stage}: ${e.reason}`, raw: e.raw };
+          return { kind: 'unusable', reason: (e as Error).message, raw: JSON.stringify(candidate) };
+        }
+      },
+      finish(input, outcome, ctx) {
+        if (!outcome.ok) throw outcome.error;
+        const graded = input.value as GradedQa;
+        const result = outcome.value;
+        if (result.kind === 'unusable') {
+          ctx.deadLetter(input, `classify: ${result.reason}`, result.raw);
+          return;
+        }
+        // A category named twice keeps its highest confidence; the order stays the model's.
+        const best = new Map<string, number>();
+        for (const l of result.labels)
+          best.set(l.category, Math.max(best.get(l.category) ?? 0, l.confidence));
+        const classified: ClassifiedQa = {
+          ...graded,
+          classification: {
+            labels: [...best].map(([category, confidence]) => ({ category, confidence })),
+            meshLabels: [
+              ...new Set(
+                graded.candidate.provenance.articleMesh.flatMap((d) => opts.taxonomy.categoriesOf(d)),
+              ),
+            ].sort(),
+            taxonomy: { name: opts.taxonomy.name, meshYear: opts.taxonomy.meshYear },
+            classifiedBy: { model: result.model, promptVersion: CLASSIFY_PROMPT },
+          },
+        };
+        ctx.emit('qa.classified', graded.candidate.id, classified);
+      },
+    },
+  });
+}

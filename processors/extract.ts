@@ -1,0 +1,186 @@
+import { type Completion, type Llm, LlmReplyError } from '../llm/index.js';
+import { FREEFORM_PROMPT, FreeformReply, freeformMessages } from '../llm/prompts/freeform.js';
+import { MCQ_PROMPT, McqReply, mcqMessages } from '../llm/prompts/mcq.js';
+import { RELEVANCE_PROMPT, RelevanceReply, relevanceMessages } from '../llm/prompts/relevance.js';
+import type { Article } from '../schemas/article.js';
+import { contentHash } from '../schemas/ids.js';
+import type { Provenance } from '../schemas/provenance.js';
+import { type PassageSpan, QaCandidate } from '../schemas/qa.js';
+import type { Processor } from '../topology/processor.js';
+import { windowed } from '../topology/window.js';
+import { looksEnglish } from './qa/language.js';
+import { passagesOf } from './sources/passages.js';
+
+export interface ExtractOptions {
+  readonly llm: Llm;
+  /** Articles whose LLM work is in flight at once (the window's capacity). */
+  readonly inFlight: number;
+  /** Passages of one article sent to the model: abstract first, then sections in order. */
+  readonly maxPassages: number;
+  /** Token budget of a passage (~4 characters a token). */
+  readonly passageTokens: number;
+}
+
+/** A passage's end: questions for it, not relevant (with why), or failed (a dead letter). */
+interface PassageResult {
+  readonly passage: PassageSpan;
+  readonly candidates: QaCandidate[];
+  readonly skipped?: string;
+  readonly failure?: { reason: string; payload?: string };
+}
+
+/** A passage longer than this is not sent: the splitter cut no smaller (one huge word). */
+const MAX_PASSAGE_CHARS = 20_000;
+
+/**
+ * articles -> qa.candidates, the paper's first stages: each passage is judged for relevance, and
+ * a relevant one gets multiple-choice and free-form questions. An article's passages go out at
+ * once (the LLM layer bounds concurrency); the window keeps `inFlight` articles' calls running
+ * across steps. Every passage ends as questions, a skip counted in the metrics, or a dead letter
+ * with its reason; an article with no text at all is one dead letter.
+ */
+export function extractProcessor(opts: ExtractOptions): Processor {
+  return windowed<PassageResult[]>({
+    name: 'extract',
+    description: 'LLM: passage relevance, then MCQ and free-form QA per relevant passage',
+    reads: ['articles'],
+    writes: ['qa.candidates'],
+    stores: [],
+    window: {
+      inFlight: opts.inFlight,
+      async start(input) {
+        const article = input.value as Article;
+        const passages = passagesOf(article, { maxTokens: opts.passageTokens }).slice(0, opts.maxPassages);
+        return Promise.all(passages.map((p) => extractPassage(opts.llm, article, p)));
+      },
+      finish(input, outcome, ctx) {
+        if (!outcome.ok) {
+          ctx.deadLetter(input, `extract: ${(outcome.error as Error).message}`);
+          return;
+        }
+        if (outcome.value.length === 0) {
+          ctx.deadLetter(input, 'extract: article has no text to make passages from');
+          return;
+        }
+        for (const result of outcome.value) {
+          for (const c of result.candidates) ctx.emit('qa.candidates', c.id, c);
+          if (result.failure) {
+            const at = `passage ${result.passage.sectionIndex}:${result.passage.start}-${result.passage.end}`;
+            ctx.deadLetter(input, `extract: ${at}: ${result.failure.reason}`, result.failure.payload);
+          }
+        }
+      },
+    },
+  });
+}
+
+async function extractPassage(llm: Llm, article: Article, passage: PassageSpan): Promise<PassageResult> {
+  const done = (rest: Omit<PassageResult, 'passage' | 'candidates'> & { candidates?: QaCandidate[] }) => ({
+    passage,
+    candidates: [],
+    ...rest,
+  });
+  if (passage.text.trim().length === 0) return done({ failure: { reason: 'empty passage' } });
+  if (passage.text.length > MAX_PASSAGE_CHARS)
+    return done({
+      failure: {
+        reason: `passage of ${passage.text.length} characters, over ${MAX_PASSAGE_CHARS} (no break to cut it at)`,
+      },
+    });
+  if (!looksEnglish(passage.text)) return done({ failure: { reason: 'passage is not in English' } });
+  try {
+    const relevance = await llm.complete({
+      stage: 'relevance',
+      schema: RelevanceReply,
+      promptVersion: RELEVANCE_PROMPT,
+      messages: relevanceMessages(article.title, passage.text),
+    });
+    if (!relevance.value.relevant) return done({ skipped: relevance.value.reason });
+    const [mcq, freeform] = await Promise.all([
+      llm.complete({
+        stage: 'mcq',
+        schema: McqReply,
+        promptVersion: MCQ_PROMPT,
+        messages: mcqMessages(article.title, passage.text),
+      }),
+      llm.complete({
+        stage: 'freeform',
+        schema: FreeformReply,
+        promptVersion: FREEFORM_PROMPT,
+        messages: freeformMessages(article.title, passage.text),
+      }),
+    ]);
+    const provenance = provenanceOf(article);
+    const candidates: QaCandidate[] = [];
+    const refused: string[] = [];
+    const add = (draft: unknown, reply: Completion<unknown>) => {
+      const parsed = QaCandidate.safeParse(draft);
+      if (parsed.success) candidates.push(parsed.data);
+      else
+        refused.push(
+          `${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message} (${reply.model})`,
+        );
+    };
+    for (const q of mcq.value.questions) {
+      add(
+        {
+          id: contentHash(article.id, passage.text, q.question),
+          articleId: article.id,
+          passage,
+          kind: 'multiple-choice',
+          question: q.question.trim(),
+          options: q.options.map((o) => o.trim().replace(/^\(?[A-Ja-j][).:]\s+/, '')),
+          answer: optionLetter(q.answer),
+          rationale: q.rationale,
+          provenance,
+          generatedBy: { model: mcq.model, promptVersion: MCQ_PROMPT },
+        },
+        mcq,
+      );
+    }
+    for (const q of freeform.value.questions) {
+      add(
+        {
+          id: contentHash(article.id, passage.text, q.question),
+          articleId: article.id,
+          passage,
+          kind: 'free-form',
+          question: q.question.trim(),
+          answer: q.answer.trim(),
+          rationale: q.rationale,
+          provenance,
+          generatedBy: { model: freeform.model, promptVersion: FREEFORM_PROMPT },
+        },
+        freeform,
+      );
+    }
+    // A question the record schema refuses (no option letter as key, say) is a dead letter; the
+    // passage's other questions go on.
+    return done({
+      candidates,
+      ...(refused.length ? { failure: { reason: `question not usable: ${refused.join('; ')}` } } : {}),
+    });
+  } catch (e) {
+    // The layer retried what could pass; what is left is this passage's alone (a reply that would
+    // not validate, a refused request): a dead letter, while the article's other passages go on.
+    if (e instanceof LlmReplyError)
+      return done({ failure: { reason: `${e.stage}: ${e.reason}`, payload: e.raw } });
+    return done({ failure: { reason: (e as Error).message } });
+  }
+}
+
+/** "B", "b)", "(B)", "Option B" and "B. Mitochondria" are all key B; anything else stays as it is and fails the schema. */
+export function optionLetter(answer: string): string {
+  const m = answer.trim().match(/^(?:option\s+)?\(?([A-Ja-j])(?:[).:\s]|$)/i);
+  return m ? m[1]!.toUpperCase() : answer.trim();
+}
+
+export function provenanceOf(article: Article): Provenance {
+  return {
+    articleId: article.id,
+    source: article.source,
+    ...(article.sourceUri ? { sourceUri: article.sourceUri } : {}),
+    licence: article.licence,
+    articleMesh: article.mesh.map((m) => m.descriptorUi ?? m.name),
+  };
+}

@@ -1,0 +1,110 @@
+import { createHash } from 'node:crypto';
+import type { StateStore } from '../../topology/processor.js';
+
+/**
+ * Near-duplicate questions by MinHash over word shingles with LSH banding, held in a state store
+ * so the index survives restarts and follows the partition it serves. Two questions whose
+ * estimated Jaccard similarity of 3-word shingles reaches the threshold are near-duplicates.
+ */
+const HASHES = 64;
+const BANDS = 16;
+const ROWS = HASHES / BANDS;
+const SHINGLE = 3;
+
+/** Lower case, punctuation and extra spaces gone: "What is X?" and "what is x" are one text. */
+export function normaliseQuestion(text: string): string {
+  return text
+    .normalize('NFKC')
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s]+/gu, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+function shingles(normalised: string): string[] {
+  const words = normalised.split(' ').filter(Boolean);
+  if (words.length < SHINGLE) return [words.join(' ')];
+  const out = new Set<string>();
+  for (let i = 0; i + SHINGLE <= words.length; i++) out.add(words.slice(i, i + SHINGLE).join(' '));
+  return [...out];
+}
+
+// 64 seeds from one fixed digest: the same signature for the same text in every process, forever.
+const SEEDS = (() => {
+  const digest = createHash('sha512').update('bioalchemy-minhash-v1').digest();
+  const seeds: number[] = [];
+  for (let i = 0; i < HASHES; i++)
+    seeds.push((digest.readUInt32LE((i * 4) % 60) ^ Math.imul(i + 1, 0x9e3779b1)) >>> 0);
+  return seeds;
+})();
+
+/** FNV-1a of a string with a seed: cheap and stable; MinHash needs only a family of independent-ish hashes. */
+function hash(text: string, seed: number): number {
+  let h = (0x811c9dc5 ^ seed) >>> 0;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  // A final avalanche, so seeds differing in few bits give unrelated orders.
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b) >>> 0;
+  h ^= h >>> 13;
+  return h >>> 0;
+}
+
+export function signature(normalised: string): number[] {
+  const sh = shingles(normalised);
+  return SEEDS.map((seed) => {
+    let min = 0xffffffff;
+    for (const s of sh) min = Math.min(min, hash(s, seed));
+    return min;
+  });
+}
+
+export function similarity(a: readonly number[], b: readonly number[]): number {
+  let same = 0;
+  for (let i = 0; i < HASHES; i++) if (a[i] === b[i]) same++;
+  return same / HASHES;
+}
+
+/** The index over a processor's store: `exact:<hash>`, `band:<i>:<hash>` and `sig:<id>` keys. */
+export class NearDuplicateIndex {
+  constructor(
+    private readonly store: StateStore,
+    private readonly threshold = 0.8,
+  ) {}
+
+  /**
+   * The id of an indexed question this one duplicates exactly or nearly, if any; otherwise
+   * indexes it under `id` and returns null.
+   */
+  check(id: string, question: string): { kind: 'exact' | 'near'; of: string; similarity: number } | null {
+    const normalised = normaliseQuestion(question);
+    const exactKey = `exact:${createHash('sha256').update(normalised).digest('hex').slice(0, 24)}`;
+    const exact = this.store.get<string>(exactKey);
+    if (exact !== undefined && exact !== id) return { kind: 'exact', of: exact, similarity: 1 };
+    const sig = signature(normalised);
+    const bandKeys = Array.from(
+      { length: BANDS },
+      (_, b) => `band:${b}:${sig.slice(b * ROWS, (b + 1) * ROWS).join('.')}`,
+    );
+    const candidates = new Set<string>();
+    for (const key of bandKeys)
+      for (const other of this.store.get<string[]>(key) ?? []) if (other !== id) candidates.add(other);
+    let best: { of: string; similarity: number } | null = null;
+    for (const other of candidates) {
+      const otherSig = this.store.get<number[]>(`sig:${other}`);
+      if (!otherSig) continue;
+      const s = similarity(sig, otherSig);
+      if (s >= this.threshold && (!best || s > best.similarity)) best = { of: other, similarity: s };
+    }
+    if (best) return { kind: 'near', ...best };
+    this.store.put(exactKey, id);
+    this.store.put(`sig:${id}`, sig);
+    for (const key of bandKeys) {
+      const ids = this.store.get<string[]>(key) ?? [];
+      if (!ids.includes(id)) this.store.put(key, [...ids, id]);
+    }
+    return null;
+  }
+}
