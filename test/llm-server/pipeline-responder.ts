@@ -4,7 +4,7 @@ import { schemaResponder } from './server.js';
 /**
  * Replies for the pipeline's stages that read the passage, so end-to-end tests see what a real
  * model gives: relevant passages, questions built from the passage's own words (distinct per
- * passage, so duplicates come only from duplicated text), one in eight of them context-bound (the
+ * passage, so duplicates come only from duplicated text), one in four of them context-bound (the
  * checks must refuse it), and a judge that rejects about one in six. Deterministic: the same prompt
  * always gets the same reply.
  */
@@ -30,7 +30,7 @@ export const pipelineResponder: Responder = (request, context) => {
     case 'mcq': {
       const [a, b, ...options] = pick(6);
       if (!a || !b || options.length < 4) return JSON.stringify({ questions: [] });
-      const contextBound = context.random() < 0.125;
+      const contextBound = context.random() < 0.25;
       const question = `${contextBound ? 'In this study, which' : 'Which'} term is most closely associated with ${a} when the role of ${b} is considered?`;
       const answer = 'ABCD'[Math.floor(context.random() * 4)]!;
       return JSON.stringify({

@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openRuntime } from '../../topology/runtime/open.js';
+import { readAll } from '../conformance/suite.js';
+import { pipelineResponder } from '../llm-server/pipeline-responder.js';
+import { type LlmServer, start } from '../llm-server/server.js';
+import { cli, FIXTURES, runUntilIdle, summaryCounts, workspace } from './helpers.js';
+
+// The whole pipeline on the embedded runtime, through the CLI as a user runs it, against the
+// project's OpenAI-compatible test server behind the real `openai` client.
+describe('the pipeline end to end (embedded, test LLM server)', () => {
+  let server: LlmServer;
+  beforeAll(async () => {
+    server = await start({ responder: pipelineResponder });
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  async function topic(config: { dir: string }, name: string) {
+    const runtime = await openRuntime(`file:${config.dir}/log`);
+    try {
+      return await readAll(runtime, name);
+    } finally {
+      await runtime.close();
+    }
+  }
+
+  it('turns fixture articles into classified QA with provenance; every refusal has a reason; the summary adds up', async () => {
+    server.resetStats();
+    const ws = workspace(server.url);
+    const ingest = cli([
+      'ingest',
+      `${FIXTURES}jats`,
+      `${FIXTURES}medline/pubmed-sample.xml`,
+      '--config',
+      ws.config,
+    ]);
+    expect(ingest.status, ingest.stderr).toBe(0);
+    const run = await runUntilIdle(ws.config);
+    expect(run.code, run.stderr).toBe(0);
+    const counts = summaryCounts(run.stdout);
+    const articles = await topic(ws, 'articles');
+    expect(counts.extract!.in).toBe(articles.length);
+    // Every input of grade and classify ends in exactly one place.
+    const g = counts.grade!;
+    expect(g.in).toBe(counts.extract!['qa.candidates']);
+    expect(g.in).toBe((g['qa.graded'] ?? 0) + (g['qa.rejected'] ?? 0) + g['dead letters']!);
+    const c = counts.classify!;
+    expect(c.in).toBe(g['qa.graded']);
+    expect(c.in).toBe((c['qa.classified'] ?? 0) + c['dead letters']!);
+    expect(g['qa.rejected']).toBeGreaterThan(0);
+
+    const classified = await topic(ws, 'qa.classified');
+    expect(classified.length).toBe(c['qa.classified']);
+    expect(classified.length).toBeGreaterThan(5);
+    const ids = new Set(articles.map((a) => (a.value as { id: string }).id));
+    for (const { value } of classified) {
+      const qa = value as {
+        candidate: {
+          articleId: string;
+          passage: { text: string };
+          provenance: { articleId: string; source: string };
+          generatedBy: { model: string; promptVersion: string };
+        };
+        grade: { gradedBy: { model: string; promptVersion: string } };
+        classification: { labels: { category: string }[]; classifiedBy: { promptVersion: string } };
+      };
+      expect(ids.has(qa.candidate.articleId)).toBe(true);
+      expect(qa.candidate.provenance.articleId).toBe(qa.candidate.articleId);
+      expect(qa.candidate.passage.text.length).toBeGreaterThan(0);
+      expect(qa.candidate.generatedBy).toMatchObject({
+        model: 'test-model',
+        promptVersion: expect.stringMatching(/^(mcq|freeform)-v\d+$/),
+      });
+      expect(qa.grade.gradedBy.promptVersion).toMatch(/^(mcq-quality|freeform-grade)-v\d+$/);
+      expect(qa.classification.classifiedBy.promptVersion).toMatch(/^classify-v\d+$/);
+      expect(qa.classification.labels.length).toBeGreaterThan(0);
+    }
+    for (const { value } of await topic(ws, 'qa.rejected')) {
+      expect((value as { grade: { reasons: string[] } }).grade.reasons.length).toBeGreaterThan(0);
+    }
+    // The context-bound questions the test model writes are refused by the checks, with that reason.
+    const reasons = (await topic(ws, 'qa.rejected')).flatMap(
+      (r) => (r.value as { grade: { reasons: string[] } }).grade.reasons,
+    );
+    expect(reasons.some((r) => r.startsWith('self-contained:'))).toBe(true);
+    expect(reasons.some((r) => r.startsWith('judge:'))).toBe(true);
+    expect(run.stdout).toMatch(/^LLM: \d+ calls paid/m);
+
+    // A second run over the same log finds nothing to do and pays nothing.
+    const before = server.stats().requests;
+    const again = await runUntilIdle(ws.config);
+    expect(again.code, again.stderr).toBe(0);
+    expect(summaryCounts(again.stdout).extract!.in).toBe(0);
+    expect(server.stats().requests).toBe(before);
+  }, 300_000);
+});

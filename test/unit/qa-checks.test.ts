@@ -1,0 +1,134 @@
+import { describe, expect, it } from 'vitest';
+import { deterministicChecks } from '../../processors/qa/checks.js';
+import { looksEnglish } from '../../processors/qa/language.js';
+import { NearDuplicateIndex, normaliseQuestion } from '../../processors/qa/near-duplicates.js';
+import type { QaCandidate } from '../../schemas/qa.js';
+import type { StateStore } from '../../topology/processor.js';
+
+const base = {
+  id: 'q1',
+  articleId: 'doi:10.1/x',
+  passage: { sectionIndex: -1, start: 0, end: 10, text: 'Some text.' },
+  rationale: '',
+  provenance: { articleId: 'doi:10.1/x', source: 'test', licence: null, articleMesh: [] },
+  generatedBy: { model: 'm', promptVersion: 'mcq-v1' },
+};
+const mcq = (over: Partial<Extract<QaCandidate, { kind: 'multiple-choice' }>> = {}): QaCandidate => ({
+  ...base,
+  kind: 'multiple-choice',
+  question: 'Which organelle produces most of the ATP in aerobic eukaryotic cells?',
+  options: ['Mitochondrion', 'Golgi apparatus', 'Lysosome', 'Peroxisome'],
+  answer: 'A',
+  ...over,
+});
+const free = (question: string, answer: string): QaCandidate => ({
+  ...base,
+  kind: 'free-form',
+  question,
+  answer,
+});
+const checks = (c: QaCandidate) => deterministicChecks(c).map((f) => f.check);
+
+describe('deterministic QA checks', () => {
+  it('passes a good multiple-choice and free-form question', () => {
+    expect(checks(mcq())).toEqual([]);
+    expect(
+      checks(free('Which enzyme joins Okazaki fragments during DNA replication?', 'DNA ligase')),
+    ).toEqual([]);
+  });
+
+  it('refuses each failure with its own reason', () => {
+    expect(checks(mcq({ options: ['Mitochondrion', 'Lysosome', 'Peroxisome'] }))).toEqual(['options']);
+    expect(checks(mcq({ options: ['Mitochondrion', 'mitochondrion.', 'Lysosome', 'Peroxisome'] }))).toEqual([
+      'options',
+    ]);
+    expect(checks(mcq({ answer: 'E' }))).toEqual(['answer-key']);
+    expect(
+      checks(mcq({ options: ['Mitochondrion', 'Golgi apparatus', 'Lysosome', 'All of the above'] })),
+    ).toEqual(['answer-key']);
+    expect(
+      checks(mcq({ question: 'Is the mitochondrion the organelle that produces most of the ATP in cells?' })),
+    ).toEqual(['answer-leak']);
+    expect(checks(mcq({ question: 'Which organelle?' }))).toEqual(['length']);
+    expect(
+      checks(mcq({ question: 'In this study, which organelle produced most of the ATP in the cells?' })),
+    ).toEqual(['self-contained']);
+    expect(
+      checks(mcq({ question: 'Which organelle is labelled in Figure 2 as the main source of ATP?' })),
+    ).toEqual(['self-contained']);
+    expect(
+      checks(
+        free(
+          'Which enzyme joins Okazaki fragments during DNA replication?',
+          'an enzyme that seals nicks between Okazaki fragments using ATP or NAD as cofactor in bacteria',
+        ),
+      ),
+    ).toEqual(['length']);
+    expect(
+      checks(free('Which enzyme, DNA ligase or helicase, joins Okazaki fragments?', 'DNA ligase')),
+    ).toEqual(['answer-leak']);
+    expect(
+      checks(
+        free(
+          "Quelle enzyme relie les fragments d'Okazaki pendant la réplication de l'ADN dans la cellule ?",
+          'ADN ligase',
+        ),
+      ),
+    ).toEqual(['language']);
+  });
+});
+
+describe('language', () => {
+  it('tells English from other languages, and gives lists of terms the benefit of the doubt', () => {
+    expect(
+      looksEnglish('The mitochondrion is the site of oxidative phosphorylation in most eukaryotic cells.'),
+    ).toBe(true);
+    expect(
+      looksEnglish(
+        'Drought enriched three gene families: polyketide synthases; osmolyte transporters; spore coat proteins.',
+      ),
+    ).toBe(true);
+    expect(
+      looksEnglish(
+        'Die Mitochondrien sind der Ort der oxidativen Phosphorylierung in den meisten eukaryotischen Zellen und werden vererbt.',
+      ),
+    ).toBe(false);
+    expect(looksEnglish('线粒体是大多数真核细胞中氧化磷酸化的场所，也是细胞的能量工厂。')).toBe(false);
+  });
+});
+
+class MapStore implements StateStore {
+  readonly map = new Map<string, unknown>();
+  get<T>(key: string) {
+    return this.map.get(key) as T | undefined;
+  }
+  put(key: string, value: unknown) {
+    this.map.set(key, value);
+  }
+  delete(key: string) {
+    this.map.delete(key);
+  }
+}
+
+describe('near-duplicate index', () => {
+  it('finds exact duplicates after normalisation and near-duplicates by MinHash, not different questions', () => {
+    const index = new NearDuplicateIndex(new MapStore(), 0.7);
+    const q =
+      'Which kinase phosphorylates the retinoblastoma protein at the G1 to S phase transition in mammalian cells?';
+    expect(index.check('a', q)).toBeNull();
+    expect(index.check('b', q.toUpperCase().replace('?', ' ?'))).toMatchObject({ kind: 'exact', of: 'a' });
+    expect(index.check('c', q.replace('mammalian cells', 'mammalian cell lines'))).toMatchObject({
+      kind: 'near',
+      of: 'a',
+    });
+    expect(
+      index.check(
+        'd',
+        'Which transporter moves glucose into intestinal epithelial cells together with sodium ions?',
+      ),
+    ).toBeNull();
+    // The same id checked again (a replay) is not its own duplicate.
+    expect(index.check('a', q)).toBeNull();
+    expect(normaliseQuestion('  What is  X? ')).toBe('what is x');
+  });
+});
