@@ -82,7 +82,9 @@ async function run(opts: RunOptions): Promise<void> {
       () => void calls.flush().catch((err) => log.warn({ err }, 'llm calls not recorded yet')),
       2000,
     );
-    const topology = pipelineTopology({ stages: { llm, taxonomy: loadTaxonomy(config.taxonomy), config } });
+    const topology = pipelineTopology({
+      stages: { llm, taxonomy: loadTaxonomy(config.taxonomy), config, registry: metrics.registry },
+    });
     const dlqFrom = await runtime.endOffsets('dlq');
     // Pollers feed "articles" through their own ingest task, next to the processors.
     const polling =

@@ -57,6 +57,10 @@ export async function runSummary(opts: {
     const parts = outs.map((v) => `${v.labels.topic} ${v.value}`);
     lines.push(`  ${p.padEnd(9)} in ${n} -> ${[...parts, `dead letters ${dl}`].join(', ')}`);
   }
+  const passages =
+    (await opts.metrics.registry.getSingleMetric('bioalchemy_extract_passages_total')?.get())?.values ?? [];
+  if (passages.length)
+    lines.push(`  passages  ${passages.map((v) => `${v.labels.outcome} ${v.value}`).join(', ')}`);
   const reasons = new Map<string, number>();
   for (const [partition, from] of opts.dlqFrom.entries()) {
     for (let at = from; ; ) {

@@ -78,6 +78,8 @@ export class Llm {
   private readonly clock: Clock;
   private readonly budget: Budget;
   private readonly targets: Targets;
+  /** Requests sent and not yet answered, by request key. */
+  private readonly sending = new Map<string, Promise<{ reply: LlmJournalReply; attempts: number }>>();
 
   constructor(config: LlmConfig, options: LlmOptions = {}) {
     this.metrics = new LlmMetrics(options.registry ?? new Registry());
@@ -203,7 +205,29 @@ export class Llm {
 
     const journaled = await this.journal.get(key);
     if (journaled) return record(journaled, true, 0);
+    // The same request already on its way (two passages with one text, say): wait for its reply
+    // instead of paying for it twice.
+    const pending = this.sending.get(key);
+    if (pending) return record((await pending).reply, true, 0);
+    const sending = this.send(target, stage, messages, schema, params, key);
+    this.sending.set(key, sending);
+    try {
+      const sent = await sending;
+      return record(sent.reply, false, sent.attempts);
+    } finally {
+      this.sending.delete(key);
+    }
+  }
 
+  /** Sends one request under flow control and journals its reply the moment it arrives. */
+  private async send(
+    target: Target,
+    stage: LlmStage,
+    messages: LlmMessage[],
+    schema: { name: string; schema: Record<string, unknown> },
+    params: { temperature: number; maxTokens: number },
+    key: string,
+  ): Promise<{ reply: LlmJournalReply; attempts: number }> {
     await this.budget.admit();
     const estimate = Math.ceil(messages.reduce((n, m) => n + m.content.length, 0) / 4) + params.maxTokens;
     let sent: { reply: { reply: LlmJournalReply; tokens: number }; attempts: number };
@@ -227,7 +251,7 @@ export class Llm {
     }
     // Journaled before anything else happens to it: a crash from here on costs no second call.
     await this.journal.put(key, sent.reply.reply);
-    return record(sent.reply.reply, false, sent.attempts);
+    return { reply: sent.reply.reply, attempts: sent.attempts };
   }
 
   private account(r: LlmCallRecord): void {

@@ -1,3 +1,4 @@
+import { Counter, type Registry } from 'prom-client';
 import { type Completion, type Llm, LlmReplyError } from '../llm/index.js';
 import { FREEFORM_PROMPT, FreeformReply, freeformMessages } from '../llm/prompts/freeform.js';
 import { MCQ_PROMPT, McqReply, mcqMessages } from '../llm/prompts/mcq.js';
@@ -13,6 +14,8 @@ import { passagesOf } from './sources/passages.js';
 
 export interface ExtractOptions {
   readonly llm: Llm;
+  /** Where the passages counter goes (the process's registry); none in unit tests. */
+  readonly registry?: Registry;
   /** Articles whose LLM work is in flight at once (the window's capacity). */
   readonly inFlight: number;
   /** Passages of one article sent to the model: abstract first, then sections in order. */
@@ -40,6 +43,12 @@ const MAX_PASSAGE_CHARS = 20_000;
  * with its reason; an article with no text at all is one dead letter.
  */
 export function extractProcessor(opts: ExtractOptions): Processor {
+  const passages = new Counter({
+    name: 'bioalchemy_extract_passages_total',
+    help: 'Passages extract finished, by outcome: questions, none (relevant, no usable question), irrelevant, dead-letter',
+    labelNames: ['outcome'],
+    registers: opts.registry ? [opts.registry] : [],
+  });
   return windowed<PassageResult[]>({
     name: 'extract',
     description: 'LLM: passage relevance, then MCQ and free-form QA per relevant passage',
@@ -63,6 +72,15 @@ export function extractProcessor(opts: ExtractOptions): Processor {
           return;
         }
         for (const result of outcome.value) {
+          passages.inc({
+            outcome: result.failure
+              ? 'dead-letter'
+              : result.skipped !== undefined
+                ? 'irrelevant'
+                : result.candidates.length
+                  ? 'questions'
+                  : 'none',
+          });
           for (const c of result.candidates) ctx.emit('qa.candidates', c.id, c);
           if (result.failure) {
             const at = `passage ${result.passage.sectionIndex}:${result.passage.start}-${result.passage.end}`;

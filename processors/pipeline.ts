@@ -1,3 +1,4 @@
+import type { Registry } from 'prom-client';
 import { JOURNAL_TOPIC, type Llm } from '../llm/index.js';
 import type { Config } from '../schemas/config.js';
 import type { Taxonomy } from '../schemas/taxonomy.js';
@@ -12,6 +13,7 @@ export interface LlmStages {
   readonly llm: Llm;
   readonly taxonomy: Taxonomy;
   readonly config: Pick<Config, 'extract' | 'grade' | 'processors'>;
+  readonly registry?: Registry;
 }
 
 /** A processor whose issue has not landed: it is part of the graph but the runner does not start it. */
@@ -89,7 +91,12 @@ export function pipelineTopology(opts: { partitions?: number; stages?: LlmStages
     ],
     processors: [
       stages
-        ? extractProcessor({ llm: stages.llm, inFlight: inFlight('extract'), ...stages.config.extract })
+        ? extractProcessor({
+            llm: stages.llm,
+            inFlight: inFlight('extract'),
+            ...stages.config.extract,
+            ...(stages.registry ? { registry: stages.registry } : {}),
+          })
         : needsLlm({ name: 'extract', reads: ['articles'], writes: ['qa.candidates'], stores: [] }),
       stages
         ? gradeProcessor({ llm: stages.llm, inFlight: inFlight('grade'), ...stages.config.grade })

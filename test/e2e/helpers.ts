@@ -78,3 +78,30 @@ export function summaryCounts(stdout: string): Record<string, Record<string, num
   }
   return out;
 }
+
+/** The summary's passages line: `passages  questions 12, irrelevant 3, dead-letter 2`. */
+export function passageCounts(stdout: string): Record<string, number> {
+  const line = stdout.match(/^ {2}passages {2}(.*)$/m)?.[1] ?? '';
+  return Object.fromEntries(
+    line
+      .split(', ')
+      .filter(Boolean)
+      .map((part) => {
+        const [, name, n] = part.match(/^(.*) (\d+)$/)!;
+        return [name!, Number(n)];
+      }),
+  );
+}
+
+/** Adds up as the pipeline promises: every input of grade and classify ends in exactly one place. */
+export function expectSummaryAddsUp(
+  counts: Record<string, Record<string, number>>,
+  expect: (v: unknown) => { toBe(x: unknown): void },
+): void {
+  const g = counts.grade!;
+  expect(g.in).toBe(counts.extract!['qa.candidates'] ?? 0);
+  expect(g.in).toBe((g['qa.graded'] ?? 0) + (g['qa.rejected'] ?? 0) + (g['dead letters'] ?? 0));
+  const c = counts.classify!;
+  expect(c.in).toBe(g['qa.graded'] ?? 0);
+  expect(c.in).toBe((c['qa.classified'] ?? 0) + (c['dead letters'] ?? 0));
+}
