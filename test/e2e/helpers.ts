@@ -29,40 +29,85 @@ export function workspace(llmUrl: string, extra: Record<string, unknown> = {}) {
 
 const env = { ...process.env, E2E_LLM_KEY: 'test-key', BIOALCHEMY_LOG_LEVEL: 'warn' };
 
-export function cli(args: string[], timeout = 300_000): SpawnSyncReturns<string> {
-  return spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env, timeout });
+export function cli(args: string[], input?: string, timeout = 300_000): SpawnSyncReturns<string> {
+  return spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env, timeout, input });
 }
 
 /** `run --until-idle` in a child, async so an in-process test server can answer it. */
 export function runUntilIdle(
   config: string,
-  opts: { killAfterMs?: number; extraArgs?: string[] } = {},
+  opts: { killAfterRunningMs?: number; extraArgs?: string[] } = {},
 ): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
+    const kill = opts.killAfterRunningMs;
     const child = spawn(
       process.execPath,
       [BIN, 'run', '--until-idle', '--config', config, ...(opts.extraArgs ?? [])],
+      // At info, so the "running" line tells when the processors have started.
       {
-        env,
+        env: { ...env, BIOALCHEMY_LOG_LEVEL: kill === undefined ? 'warn' : 'info' },
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );
     let stdout = '';
     let stderr = '';
+    let timer: NodeJS.Timeout | null = null;
     child.stdout.on('data', (c: Buffer) => {
       stdout += c;
     });
     child.stderr.on('data', (c: Buffer) => {
       stderr += c;
+      if (kill !== undefined && !timer && stderr.includes('"msg":"running"'))
+        timer = setTimeout(() => child.kill('SIGKILL'), kill);
     });
-    const timer =
-      opts.killAfterMs === undefined ? null : setTimeout(() => child.kill('SIGKILL'), opts.killAfterMs);
     child.on('error', reject);
     child.on('exit', (code, signal) => {
       if (timer) clearTimeout(timer);
       resolve({ code, signal, stdout, stderr });
     });
   });
+}
+
+/** Synthetic articles with distinct, English, biology-flavoured abstracts, as JSON lines for `produce`. */
+export function syntheticArticles(n: number): string {
+  const vocabulary = (
+    'mitochondria ribosome chloroplast transcription translation kinase phosphatase receptor membrane ' +
+    'cytoskeleton microtubule chromatin histone methylation acetylation promoter enhancer silencer operon ' +
+    'plasmid bacteriophage biofilm quorum sensing symbiosis parasitism predation pollination germination ' +
+    'photosynthesis respiration glycolysis fermentation apoptosis autophagy mitosis meiosis recombination ' +
+    'mutation selection drift migration speciation phylogeny genome proteome metabolome neuron synapse'
+  ).split(' ');
+  let seed = 12345;
+  const random = () => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return seed / 2 ** 32;
+  };
+  const word = () => vocabulary[Math.floor(random() * vocabulary.length)]!;
+  const lines: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const sentences = Array.from(
+      { length: 6 },
+      () =>
+        `The ${word()} of the ${word()} increased with ${word()} and ${word()} in the ${word()} of cells ${i}.`,
+    );
+    lines.push(
+      JSON.stringify({
+        id: `doi:10.5555/synthetic.${i}`,
+        source: 'test',
+        doi: `10.5555/synthetic.${i}`,
+        pmid: null,
+        pmcid: null,
+        title: `Synthetic study ${i} of ${word()} and ${word()}`,
+        abstract: sentences.join(' '),
+        sections: [],
+        journal: null,
+        published: '2024-03',
+        licence: 'CC BY 4.0',
+        contentHash: `synthetic-${i}`,
+      }),
+    );
+  }
+  return `${lines.join('\n')}\n`;
 }
 
 /** The numbers of the summary's processor lines: `grade in 40 -> qa.graded 25, qa.rejected 13, dead letters 2`. */

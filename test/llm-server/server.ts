@@ -124,7 +124,11 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
     const content = await responder(request, { promptHash, random: seededFrom(promptHash) });
     if (delay > 0) await new Promise((r) => setTimeout(r, delay));
     stats.inFlight--;
-    if (res.destroyed) return;
+    // A client that went away (killed, timed out) has closed its side: the reply could not arrive.
+    if (res.destroyed || req.socket.readableEnded || req.socket.destroyed) {
+      req.socket.destroy();
+      return;
+    }
     stats.answered++;
     stats.answeredByPromptHash[promptHash] = (stats.answeredByPromptHash[promptHash] ?? 0) + 1;
     stats.latencySumMs += delay;

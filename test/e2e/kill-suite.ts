@@ -1,0 +1,73 @@
+import { expect } from 'vitest';
+import { openRuntime } from '../../topology/runtime/open.js';
+import { readAll } from '../conformance/suite.js';
+import type { LlmServer } from '../llm-server/server.js';
+import { cli, runUntilIdle, syntheticArticles } from './helpers.js';
+
+/**
+ * kill -9 of `run --until-idle` at random moments, then a run to the end: zero repeated calls for
+ * replies that had arrived (counted at the server), zero duplicate QA ids downstream, and every
+ * candidate graded exactly once. `fresh` makes a workspace (config file and log) for one runtime.
+ */
+export async function expectExactlyOnceAfterKills(
+  server: LlmServer,
+  fresh: () => { config: string; log?: string; dir: string },
+  kills: number,
+  /** Most calls one run has in flight: what a kill can cut off between the server's write and the read. */
+  inFlightPerRun: number,
+): Promise<void> {
+  const ws = fresh();
+  const produced = cli(['produce', 'articles', '--key', 'id', '--config', ws.config], syntheticArticles(80));
+  expect(produced.status, produced.stderr).toBe(0);
+  server.resetStats();
+  let landed = 0;
+  // A run that finishes before its kill lands is fine; keep killing until `kills` have landed.
+  for (let tries = 0; landed < kills && tries < 2 * kills; tries++) {
+    const run = await runUntilIdle(ws.config, { killAfterRunningMs: Math.floor(Math.random() * 1000) });
+    if (run.signal === 'SIGKILL') landed++;
+    else expect(run.code, run.stderr).toBe(0);
+  }
+  expect(landed).toBe(kills);
+  const last = await runUntilIdle(ws.config);
+  expect(last.code, last.stderr).toBe(0);
+
+  const runtime = await openRuntime(ws.log ?? `file:${ws.dir}/log`);
+  try {
+    // A reply arrives when the client reads it, and it is journaled that moment: a journaled reply
+    // is found by every later run, so no key is ever journaled twice (the journal topic is not
+    // compacted within a test run: every append is still there).
+    const journal = (await readAll(runtime, 'llm.journal')).map((r) => r.key);
+    expect(journal.length).toBeGreaterThan(0);
+    expect(new Set(journal).size).toBe(journal.length);
+    // The server sees a second request only for replies it wrote that the killed process had not
+    // read yet: no more than the calls in flight at each kill.
+    const repeated = Object.values(server.stats().answeredByPromptHash).filter((n) => n > 1).length;
+    expect(repeated).toBeLessThanOrEqual(landed * inFlightPerRun);
+    process.stdout.write(
+      `kills: ${landed} landed; replies lost in transit to a kill: ${repeated}; journaled: ${journal.length}\n`,
+    );
+    const ids = async (topic: string) =>
+      (await readAll(runtime, topic)).map(
+        (r) =>
+          (r.value as { id?: string; candidate?: { id: string } }).candidate?.id ??
+          (r.value as { id: string }).id,
+      );
+    const candidates = await ids('qa.candidates');
+    const graded = await ids('qa.graded');
+    const rejected = await ids('qa.rejected');
+    const classified = await ids('qa.classified');
+    expect(candidates.length).toBeGreaterThan(20);
+    expect(new Set(candidates).size).toBe(candidates.length);
+    expect(new Set(classified).size).toBe(classified.length);
+    // Every candidate is graded exactly once: accepted or rejected (or dead-lettered, counted below).
+    const gradedOnce = [...graded, ...rejected];
+    expect(new Set(gradedOnce).size).toBe(gradedOnce.length);
+    const dead = (await readAll(runtime, 'dlq')).filter(
+      (r) => (r.value as { processor: string }).processor === 'grade',
+    );
+    expect(gradedOnce.length + dead.length).toBe(candidates.length);
+    expect(classified.sort()).toEqual(graded.sort());
+  } finally {
+    await runtime.close();
+  }
+}
