@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { consumeCommand } from './consume.js';
 import { UsageError } from './context.js';
 import { ingestCommand } from './ingest.js';
+import { modelCommand } from './model.js';
 import { pollCommand } from './poll.js';
 import { produceCommand } from './produce.js';
 import { runCommand } from './run.js';
@@ -59,6 +60,7 @@ Examples:
     consumeCommand(),
     topologyCommand(),
     schemasCommand(),
+    modelCommand(),
   ]) {
     root.addCommand(command);
   }

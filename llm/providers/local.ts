@@ -56,6 +56,8 @@ interface Loaded {
 export interface LocalOptions {
   modelPath: string;
   contextSize?: number;
+  /** llama.cpp threads; the cores less one by default. */
+  threads?: number;
 }
 
 /**
@@ -131,11 +133,13 @@ export class LocalProvider implements Provider {
       const llama = await lib.getLlama({ gpu: 'auto' });
       const model = await llama.loadModel({ modelPath: this.opts.modelPath });
       // llama.cpp's default thread count can exceed the cores this process may use, and its
-      // threads spin: oversubscribed, a reply takes minutes instead of seconds.
+      // threads spin: oversubscribed, a reply takes minutes instead of seconds. One core is left
+      // to the event loop and the rest of the machine: on 2 busy cores (load 5), 2 threads took
+      // 75 s for five calls where 1 took 27 s; idle, both took 27 s (BENCHMARKS.md).
       const context = await model.createContext({
         contextSize: this.opts.contextSize ?? 4096,
         sequences: 1,
-        threads: availableParallelism(),
+        threads: this.opts.threads ?? Math.max(1, availableParallelism() - 1),
       });
       return { lib, llama, model, context, sequence: context.getSequence() };
     })();
@@ -146,11 +150,49 @@ export class LocalProvider implements Provider {
     const key = JSON.stringify(schema);
     let grammar = this.grammars.get(key);
     if (!grammar) {
-      grammar = llama.createGrammarForJsonSchema(schema);
+      grammar = llama.createGrammarForJsonSchema(boundedForGrammar(schema));
       this.grammars.set(key, grammar);
     }
     return grammar;
   }
+}
+
+/** The longest string, and the most items of an array, a reply may have where its schema sets none. */
+const GRAMMAR_MAX_STRING = 240;
+const GRAMMAR_MAX_ITEMS = 8;
+
+/**
+ * The schema as the grammar gets it, bounded where the schema is not: a small model tends to go on
+ * writing a string or an array until maxTokens (a reply cut there is no JSON at all), so strings
+ * and arrays get a length cap; and an integer range (1-5 scores), which the grammar builder
+ * ignores, becomes the enum of its values. The reply is still validated against the stage's schema.
+ */
+function boundedForGrammar(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(boundedForGrammar);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema))
+    out[key] = key === 'enum' || key === 'const' ? value : boundedForGrammar(value);
+  const { type, minimum, maximum } = out;
+  if (type === 'string' && !('enum' in out) && !('const' in out) && !('format' in out))
+    out.maxLength ??= GRAMMAR_MAX_STRING;
+  if (type === 'array') out.maxItems ??= GRAMMAR_MAX_ITEMS;
+  if (
+    type === 'integer' &&
+    Number.isInteger(minimum) &&
+    Number.isInteger(maximum) &&
+    (maximum as number) - (minimum as number) <= 20
+  ) {
+    const { type: _, minimum: __, maximum: ___, ...rest } = out;
+    return {
+      ...rest,
+      enum: Array.from(
+        { length: (maximum as number) - (minimum as number) + 1 },
+        (_, i) => (minimum as number) + i,
+      ),
+    };
+  }
+  return out;
 }
 
 async function importOptional(): Promise<NodeLlamaCpp> {
