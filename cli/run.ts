@@ -1,20 +1,19 @@
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { Command, Option } from 'commander';
 import type { Logger } from 'pino';
 import { type Analytics, openClickHouse } from '../analytics/clickhouse.js';
 import { LlmCallSink } from '../analytics/llm-calls.js';
-import { Llm, type LlmOptions, LogJournal } from '../llm/index.js';
+import { type Llm, LogJournal } from '../llm/index.js';
 import { ingestProcessor } from '../processors/ingest.js';
 import { pipelineTopology } from '../processors/pipeline.js';
 import { configuredPollers, pollAll } from '../processors/poll.js';
-import type { Config } from '../schemas/config.js';
 import { loadTaxonomy } from '../schemas/taxonomy.js';
 import { EngineMetrics } from '../topology/metrics.js';
 import { runTopology } from '../topology/runner.js';
 import { openRuntime } from '../topology/runtime/open.js';
 import { ProcessorTask } from '../topology/task.js';
 import { configOf, type GlobalOptions, loggerOf, stopOnSignal, wholeNumber } from './context.js';
+import { openLlm } from './llm.js';
 import { LlmTally, runSummary } from './summary.js';
 
 interface RunOptions extends GlobalOptions {
@@ -133,17 +132,6 @@ async function run(opts: RunOptions): Promise<void> {
     await runtime.close();
   }
   log.info('stopped');
-}
-
-/** With no endpoint configured, the local model: it must be there, or nothing could run. */
-function openLlm(config: Config, options: LlmOptions): Llm {
-  const provider = config.llm.provider ?? (config.llm.baseUrl ? 'openai' : 'local');
-  if (provider === 'local' && !existsSync(config.llm.modelPath))
-    throw new Error(
-      `no LLM: the local model ${config.llm.modelPath} is missing (run "bioalchemy model pull"), ` +
-        'or set llm.baseUrl in the config to an OpenAI-compatible endpoint',
-    );
-  return new Llm(config.llm, options);
 }
 
 async function serveMetrics(metrics: EngineMetrics, port: number): Promise<Server> {

@@ -33,16 +33,32 @@ export function cli(args: string[], input?: string, timeout = 300_000): SpawnSyn
   return spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env, timeout, input });
 }
 
-/** `run --until-idle` in a child, async so an in-process test server can answer it. */
+/** `run --until-idle` in a child; see cliAsync. */
 export function runUntilIdle(
   config: string,
   opts: { killAfterRunningMs?: number; extraArgs?: string[] } = {},
-): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+): Promise<ChildResult> {
+  return cliAsync(['run', '--until-idle', '--config', config, ...(opts.extraArgs ?? [])], opts);
+}
+
+export interface ChildResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * The CLI in a child, async: a command that talks to the in-process test server must not block
+ * this process's event loop (spawnSync would). With killAfterRunningMs, SIGKILLs it that long
+ * after it logs "running".
+ */
+export function cliAsync(args: string[], opts: { killAfterRunningMs?: number } = {}): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
     const kill = opts.killAfterRunningMs;
     const child = spawn(
       process.execPath,
-      [BIN, 'run', '--until-idle', '--config', config, ...(opts.extraArgs ?? [])],
+      [BIN, ...args],
       // At info, so the "running" line tells when the processors have started.
       {
         env: { ...env, BIOALCHEMY_LOG_LEVEL: kill === undefined ? 'warn' : 'info' },

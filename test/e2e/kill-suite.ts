@@ -71,3 +71,9 @@ export async function expectExactlyOnceAfterKills(
     await runtime.close();
   }
 }
+
+// Three articles in extract (a relevance call, then two generation calls each), three in grade, three in classify.
+export const IN_FLIGHT = 3 * 2 + 3 + 3;
+export const SLOW = {
+  processors: { extract: { concurrency: 3 }, grade: { concurrency: 3 }, classify: { concurrency: 3 } },
+};

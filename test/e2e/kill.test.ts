@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
 import { workspace } from './helpers.js';
-import { expectExactlyOnceAfterKills } from './kill-suite.js';
+import { expectExactlyOnceAfterKills, IN_FLIGHT, SLOW } from './kill-suite.js';
 
 describe('kill -9 of run (embedded)', () => {
   let server: LlmServer;
@@ -22,8 +22,3 @@ describe('kill -9 of run (embedded)', () => {
 });
 
 /** A few inputs in flight per stage, so a run lasts long enough to be killed in the middle. */
-// Three articles in extract (a relevance call, then two generation calls each), three in grade, three in classify.
-export const IN_FLIGHT = 3 * 2 + 3 + 3;
-export const SLOW = {
-  processors: { extract: { concurrency: 3 }, grade: { concurrency: 3 }, classify: { concurrency: 3 } },
-};

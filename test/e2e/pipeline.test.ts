@@ -3,7 +3,7 @@ import { openRuntime } from '../../topology/runtime/open.js';
 import { readAll } from '../conformance/suite.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
-import { cli, FIXTURES, runUntilIdle, summaryCounts, workspace } from './helpers.js';
+import { cli, cliAsync, FIXTURES, runUntilIdle, summaryCounts, workspace } from './helpers.js';
 
 // The whole pipeline on the embedded runtime, through the CLI as a user runs it, against the
 // project's OpenAI-compatible test server behind the real `openai` client.
@@ -94,4 +94,38 @@ describe('the pipeline end to end (embedded, test LLM server)', () => {
     expect(summaryCounts(again.stdout).extract!.in).toBe(0);
     expect(server.stats().requests).toBe(before);
   }, 300_000);
+
+  it('evaluates the classifier on articles whose MeSH headings reach the taxonomy', async () => {
+    const ws = workspace(server.url);
+    const article = (i: number, heading: string) =>
+      JSON.stringify({
+        id: `pmid:${900 + i}`,
+        source: 'medline',
+        doi: null,
+        pmid: String(900 + i),
+        pmcid: null,
+        title: `Study ${i}`,
+        abstract: 'Populations of the species declined where the habitat was fragmented.',
+        sections: [],
+        mesh: [{ descriptorUi: null, name: heading, majorTopic: true, qualifiers: [] }],
+        journal: null,
+        published: '2024',
+        licence: null,
+        contentHash: `h${i}`,
+      });
+    const lines = [
+      article(1, 'Ecology'),
+      article(2, 'Genetics'),
+      article(3, 'Humans'),
+      article(4, 'Ecology'),
+    ];
+    expect(cli(['produce', 'articles', '--config', ws.config], `${lines.join('\n')}\n`).status).toBe(0);
+    const r = await cliAsync(['eval', 'classify', '--limit', '2', '--config', ws.config]);
+    expect(r.code, r.stderr).toBe(0);
+    // The article whose only heading is outside Biology is not evaluated; --limit keeps 2 of the other 3.
+    expect(r.stdout).toMatch(/^classifier against MeSH-derived labels: 2 articles \(0 failed calls\)/m);
+    expect(r.stdout).toMatch(/^micro\s+\d+\.\d%/m);
+    expect(r.stdout).toMatch(/^macro\s+\d+\.\d%/m);
+    expect(r.stdout).toContain('F1 72.7%');
+  }, 120_000);
 });
