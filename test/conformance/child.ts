@@ -35,9 +35,14 @@ const running = task.run(stop.signal);
 
 /** Whether the group has committed up to the end of every input partition. */
 async function allCommitted(): Promise<boolean> {
-  const committed = await runtime.committedOffsets(processor.name, [input]);
-  const ends = await runtime.endOffsets(input);
-  return ends.every((end, p) => (committed.get(partitionKey(input, p)) ?? 0) >= end);
+  try {
+    const committed = await runtime.committedOffsets(processor.name, [input]);
+    const ends = await runtime.endOffsets(input);
+    return ends.every((end, p) => (committed.get(partitionKey(input, p)) ?? 0) >= end);
+  } catch {
+    // kafkajs's admin can fail a metadata read while the cluster settles: ask again.
+    return false;
+  }
 }
 
 let reported = false;

@@ -82,7 +82,15 @@ describe('ingest', () => {
     expect(all.length).toBeGreaterThanOrEqual(10);
     const xml = await expandPaths([join(FIXTURES, '**/*.xml')]);
     expect(xml.every((f) => f.endsWith('.xml'))).toBe(true);
-    expect(xml).toHaveLength(3);
+    // The .xml fixtures: articleset and plos-formulas (jats), four MEDLINE files.
+    expect(xml.map((f) => f.slice(FIXTURES.length).replace(/^\//, '')).sort()).toEqual([
+      'jats/articleset.xml',
+      'jats/plos-formulas.xml',
+      'medline/medline-1998.xml',
+      'medline/medline-citation-set.xml',
+      'medline/pubmed-sample.xml',
+      'medline/wrapped-export.xml',
+    ]);
     expect(await expandPaths([join(FIXTURES, 'text/*.md')])).toHaveLength(2);
   });
 
