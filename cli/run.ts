@@ -99,7 +99,17 @@ async function run(opts: RunOptions): Promise<void> {
               );
             })
         : Promise.resolve();
-    const progress = opts.untilIdle ? setInterval(() => void logProgress(metrics, log), 5000) : null;
+    const progress = setInterval(() => void logProgress(metrics, log), opts.untilIdle ? 5000 : 30_000);
+    // kill -HUP re-reads the config's llm.budget: raising the cap resumes stages paused at it.
+    const reloadBudget = () => {
+      try {
+        llm?.setBudget(configOf(opts).llm.budget);
+        log.info({ budget: configOf(opts).llm.budget }, 'llm budget re-read from the config');
+      } catch (err) {
+        log.error({ err }, 'config not re-read');
+      }
+    };
+    process.on('SIGHUP', reloadBudget);
     try {
       await Promise.all([
         runTopology(runtime, topology, {
@@ -114,7 +124,8 @@ async function run(opts: RunOptions): Promise<void> {
         polling,
       ]);
     } finally {
-      if (progress) clearInterval(progress);
+      clearInterval(progress);
+      process.off('SIGHUP', reloadBudget);
       clearInterval(flushCalls);
       await calls.flush().catch((err) => log.warn({ err }, 'llm calls not recorded'));
     }
