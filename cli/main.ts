@@ -1,6 +1,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { consumeCommand } from './consume.js';
 import { UsageError } from './context.js';
+import { evalCommand } from './eval.js';
 import { ingestCommand } from './ingest.js';
 import { modelCommand } from './model.js';
 import { pollCommand } from './poll.js';
@@ -61,6 +62,7 @@ Examples:
     topologyCommand(),
     schemasCommand(),
     modelCommand(),
+    evalCommand(),
   ]) {
     root.addCommand(command);
   }

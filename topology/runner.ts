@@ -18,13 +18,12 @@ export interface RunOptions {
   readonly maxInputs?: (processor: string) => number | undefined;
   readonly maintainEveryMs?: number;
   readonly lagEveryMs?: number;
-  /**
-   * Stop once every processor has committed its input to the end (`run --until-idle`). Nothing is
-   * then in flight either: an input whose work is in flight is not committed.
-   */
+  /** Stop once every processor has read its input to the end and nothing is in flight (`run --until-idle`). */
   readonly untilIdle?: boolean;
   /** How often untilIdle looks. */
   readonly idleCheckMs?: number;
+  /** How long every task must stay idle, committing nothing, before untilIdle stops. */
+  readonly idleQuietMs?: number;
 }
 
 /** Records each processor has not committed yet, summed over its input partitions, by processor. */
@@ -89,7 +88,7 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
   if (opts.signal.aborted) stop.abort();
   // A processor's outputs are committed with its input offsets, so when every group is at the end
   // of every input, no processor has anything left to emit: the whole graph is idle.
-  const idle = opts.untilIdle ? stopWhenIdle(runtime, tasks, metrics, stop, opts) : Promise.resolve();
+  const idle = opts.untilIdle ? stopWhenIdle(tasks, stop, opts) : Promise.resolve();
   try {
     // With nothing to run yet (placeholders only), still serve until asked to stop.
     await Promise.all([...tasks.map((t) => t.run(stop.signal)), untilAborted(stop.signal), idle]);
@@ -103,32 +102,27 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
 }
 
 /**
- * Aborts `stop` once no processor is behind, or has taken all the inputs it may. A processor's
- * outputs are committed with its input offsets, so when every group is at the end of every input,
- * none has anything left to emit.
+ * Aborts `stop` once every task has been idle, and none has committed anything, for a quiet
+ * period: then every processor has polled past the last outputs any other one wrote, so none has
+ * anything left to emit (outputs are committed with the inputs that made them).
  */
 async function stopWhenIdle(
-  runtime: Runtime,
   tasks: readonly ProcessorTask[],
-  metrics: EngineMetrics,
   stop: AbortController,
   opts: RunOptions,
 ): Promise<void> {
+  const committed = () => tasks.reduce((n, t) => n + t.committedInputs, 0);
+  let quietSince = performance.now();
+  let seen = committed();
   while (!stop.signal.aborted) {
-    await new Promise((resolve) => setTimeout(resolve, opts.idleCheckMs ?? 250));
-    try {
-      const lags = await updateLag(
-        runtime,
-        tasks.map((t) => t.processor),
-        metrics,
-      );
-      const idle = tasks.every((t) => t.exhausted || lags.get(t.processor.name) === 0);
-      if (idle && !stop.signal.aborted) {
-        opts.log.info('idle: every processor has committed all its input');
-        stop.abort();
-      }
-    } catch (err) {
-      opts.log.warn({ err }, 'lag not measured');
+    await new Promise((resolve) => setTimeout(resolve, opts.idleCheckMs ?? 100));
+    const now = committed();
+    if (!tasks.every((t) => t.idle) || now !== seen) {
+      quietSince = performance.now();
+      seen = now;
+    } else if (performance.now() - quietSince >= (opts.idleQuietMs ?? 1000)) {
+      opts.log.info('idle: every processor has read its input to the end');
+      stop.abort();
     }
   }
 }

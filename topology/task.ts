@@ -88,6 +88,8 @@ export class ProcessorTask {
   committedInputs = 0;
   /** Input records polled and not yet committed: with committedInputs, what maxInputs counts. */
   private pendingInputs = 0;
+  /** The last poll found nothing (or maxInputs was reached). */
+  private drained = false;
 
   constructor(
     private readonly runtime: Runtime,
@@ -159,9 +161,19 @@ export class ProcessorTask {
     return this.advance(waitMs, false);
   }
 
-  /** Whether the task has taken all the inputs maxInputs allows, and committed them. */
-  get exhausted(): boolean {
-    return this.opts.maxInputs !== undefined && this.committedInputs >= this.opts.maxInputs;
+  /**
+   * Nothing to do right now: the last poll found no input (or maxInputs is reached) and nothing
+   * polled is in flight or uncommitted. (Consumer lag cannot tell this on Kafka, where each
+   * transaction's commit marker takes an offset that no record fills.)
+   */
+  get idle(): boolean {
+    return (
+      this.drained &&
+      this.pendingInputs === 0 &&
+      (this.window?.size ?? 0) === 0 &&
+      this.filling === null &&
+      this.committing === null
+    );
   }
 
   /** Polls at most max records, and none past maxInputs (then it waits as if the input were dry). */
@@ -169,11 +181,13 @@ export class ProcessorTask {
     const allowed =
       (this.opts.maxInputs ?? Number.POSITIVE_INFINITY) - this.committedInputs - this.pendingInputs;
     if (allowed <= 0) {
+      this.drained = true;
       if (waitMs > 0) await sleep(waitMs);
       return [];
     }
     const records = await this.task.poll(Math.min(max, allowed), waitMs);
     this.pendingInputs += records.length;
+    this.drained = records.length === 0;
     return records;
   }
 
