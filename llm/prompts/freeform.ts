@@ -3,7 +3,7 @@ import type { LlmMessage } from '../../schemas/llm.js';
 import { DATA_RULE, dataBlock, QUESTION_RULES } from './data-block.js';
 
 /** Free-form QA extraction: questions whose answer is a short canonical string. */
-export const FREEFORM_PROMPT = 'freeform-v1';
+export const FREEFORM_PROMPT = 'freeform-v2';
 
 export const FreeformReply = z
   .object({
@@ -31,7 +31,7 @@ export function freeformMessages(title: string, passage: string): LlmMessage[] {
         'Write up to three questions (none if nothing fits) whose answer is short and canonical, so that a string match can check it: a gene or protein name, an organism, a process, a number with its unit. No answers of a sentence or more.',
         `Rules:\n- ${QUESTION_RULES}`,
         DATA_RULE,
-        'Reply with JSON: {"questions": [{"question": "...", "answer": "...", "rationale": "..."}]}.',
+        'Reply with JSON: {"questions": [{"question": "<a self-contained question about the text>", "answer": "<a term, name or number>", "rationale": "<where the text says so>"}]}. Replace every <...> with your own words.',
       ].join('\n'),
     },
     { role: 'user', content: `Article title: ${title}\n\n${dataBlock(passage)}` },

@@ -3,7 +3,7 @@ import type { LlmMessage } from '../../schemas/llm.js';
 import { DATA_RULE, dataBlock, QUESTION_RULES } from './data-block.js';
 
 /** Multiple-choice generation: up to three questions, four or five options, one key. */
-export const MCQ_PROMPT = 'mcq-v1';
+export const MCQ_PROMPT = 'mcq-v2';
 
 export const McqReply = z
   .object({
@@ -33,7 +33,7 @@ export function mcqMessages(title: string, passage: string): LlmMessage[] {
         'Do not use "all of the above", "none of the above" or "both A and B". Do not copy the correct option into the question.',
         `Rules:\n- ${QUESTION_RULES}`,
         DATA_RULE,
-        'Reply with JSON: {"questions": [{"question": "...", "options": ["...", "...", "...", "..."], "answer": "B", "rationale": "..."}]}.',
+        'Reply with JSON: {"questions": [{"question": "<a self-contained question about the text>", "options": ["<first option>", "<second option>", "<third option>", "<fourth option>"], "answer": "<the correct letter>", "rationale": "<why, from the text>"}]}. Replace every <...> with your own words.',
       ].join('\n'),
     },
     { role: 'user', content: `Article title: ${title}\n\n${dataBlock(passage)}` },
