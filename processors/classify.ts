@@ -1,4 +1,4 @@
-import { type Llm, LlmReplyError } from '../llm/index.js';
+import type { Llm } from '../llm/index.js';
 import {
   CLASSIFY_PROMPT,
   type ClassifyReply,
@@ -9,6 +9,7 @@ import type { ClassifiedQa, GradedQa } from '../schemas/qa.js';
 import type { Taxonomy } from '../schemas/taxonomy.js';
 import type { Processor } from '../topology/processor.js';
 import { windowed } from '../topology/window.js';
+import { type LlmFailure, llmFailure } from './llm-failure.js';
 
 export interface ClassifyOptions {
   readonly llm: Llm;
@@ -18,7 +19,7 @@ export interface ClassifyOptions {
 
 type Classified =
   | { readonly kind: 'labels'; readonly labels: ClassifyReply['labels']; readonly model: string }
-  | { readonly kind: 'unusable'; readonly reason: string; readonly raw: string };
+  | ({ readonly kind: 'unusable' } & LlmFailure);
 
 /**
  * qa.graded -> qa.classified: the LLM's MeSH Biology labels (multi-label, with confidences), and
@@ -46,9 +47,7 @@ export function classifyProcessor(opts: ClassifyOptions): Processor {
           });
           return { kind: 'labels', labels: reply.value.labels, model: reply.model };
         } catch (e) {
-          if (e instanceof LlmReplyError)
-            return { kind: 'unusable', reason: `${e.stage}: ${e.reason}`, raw: e.raw };
-          return { kind: 'unusable', reason: (e as Error).message, raw: JSON.stringify(candidate) };
+          return { kind: 'unusable', ...llmFailure(e, candidate) };
         }
       },
       finish(input, outcome, ctx) {
@@ -56,7 +55,7 @@ export function classifyProcessor(opts: ClassifyOptions): Processor {
         const graded = input.value as GradedQa;
         const result = outcome.value;
         if (result.kind === 'unusable') {
-          ctx.deadLetter(input, `classify: ${result.reason}`, result.raw);
+          ctx.deadLetter(input, `classify: ${result.reason}`, result.payload);
           return;
         }
         // A category named twice keeps its highest confidence; the order stays the model's.

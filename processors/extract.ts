@@ -1,5 +1,5 @@
 import { Counter, type Registry } from 'prom-client';
-import { type Completion, type Llm, LlmReplyError } from '../llm/index.js';
+import type { Completion, Llm } from '../llm/index.js';
 import { FREEFORM_PROMPT, FreeformReply, freeformMessages } from '../llm/prompts/freeform.js';
 import { MCQ_PROMPT, McqReply, mcqMessages } from '../llm/prompts/mcq.js';
 import { RELEVANCE_PROMPT, RelevanceReply, relevanceMessages } from '../llm/prompts/relevance.js';
@@ -9,6 +9,7 @@ import type { Provenance } from '../schemas/provenance.js';
 import { type PassageSpan, QaCandidate } from '../schemas/qa.js';
 import type { Processor } from '../topology/processor.js';
 import { windowed } from '../topology/window.js';
+import { llmFailure } from './llm-failure.js';
 import { looksEnglish } from './qa/language.js';
 import { passagesOf } from './sources/passages.js';
 
@@ -179,11 +180,8 @@ async function extractPassage(llm: Llm, article: Article, passage: PassageSpan):
       ...(refused.length ? { failure: { reason: `question not usable: ${refused.join('; ')}` } } : {}),
     });
   } catch (e) {
-    // The layer retried what could pass; what is left is this passage's alone (a reply that would
-    // not validate, a refused request): a dead letter, while the article's other passages go on.
-    if (e instanceof LlmReplyError)
-      return done({ failure: { reason: `${e.stage}: ${e.reason}`, payload: e.raw } });
-    return done({ failure: { reason: (e as Error).message } });
+    // A dead letter for this passage, while the article's other passages go on.
+    return done({ failure: llmFailure(e, passage) });
   }
 }
 

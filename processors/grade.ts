@@ -1,10 +1,11 @@
-import { type Llm, LlmReplyError } from '../llm/index.js';
+import type { Llm } from '../llm/index.js';
 import { FREEFORM_GRADE_PROMPT, freeformGradeMessages } from '../llm/prompts/freeform-grade.js';
 import { JudgeReply } from '../llm/prompts/judge.js';
 import { MCQ_QUALITY_PROMPT, mcqQualityMessages } from '../llm/prompts/mcq-quality.js';
 import type { Grade, GradedQa, QaCandidate } from '../schemas/qa.js';
 import type { Processor } from '../topology/processor.js';
 import { windowed } from '../topology/window.js';
+import { type LlmFailure, llmFailure } from './llm-failure.js';
 import { type CheckFailure, deterministicChecks } from './qa/checks.js';
 import { NearDuplicateIndex } from './qa/near-duplicates.js';
 
@@ -21,7 +22,7 @@ export const CHECKS_STAMP = { model: 'deterministic-checks', promptVersion: 'che
 type Judged =
   | { readonly kind: 'checks'; readonly failures: CheckFailure[] }
   | { readonly kind: 'judge'; readonly grade: Grade }
-  | { readonly kind: 'unusable'; readonly reason: string; readonly raw: string };
+  | ({ readonly kind: 'unusable' } & LlmFailure);
 
 /**
  * qa.candidates -> qa.graded | qa.rejected, one of the two (or a dead letter) per candidate.
@@ -46,9 +47,7 @@ export function gradeProcessor(opts: GradeOptions): Processor {
         try {
           return { kind: 'judge', grade: await judge(opts.llm, candidate) };
         } catch (e) {
-          if (e instanceof LlmReplyError)
-            return { kind: 'unusable', reason: `${e.stage}: ${e.reason}`, raw: e.raw };
-          return { kind: 'unusable', reason: (e as Error).message, raw: JSON.stringify(candidate) };
+          return { kind: 'unusable', ...llmFailure(e, candidate) };
         }
       },
       finish(input, outcome, ctx) {
@@ -56,7 +55,7 @@ export function gradeProcessor(opts: GradeOptions): Processor {
         const candidate = input.value as QaCandidate;
         const judged = outcome.value;
         if (judged.kind === 'unusable') {
-          ctx.deadLetter(input, `grade: ${judged.reason}`, judged.raw);
+          ctx.deadLetter(input, `grade: ${judged.reason}`, judged.payload);
           return;
         }
         const reject = (grade: Grade) =>

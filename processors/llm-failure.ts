@@ -1,0 +1,17 @@
+import { LlmReplyError } from '../llm/index.js';
+
+/** An LLM call that failed for good: its reason, and what to keep in the dead letter. */
+export interface LlmFailure {
+  readonly reason: string;
+  readonly payload: string;
+}
+
+/**
+ * The layer has retried whatever could pass; what is left belongs to this input alone: a reply
+ * that would not validate even after its repair (kept raw in the dead letter), or a request the
+ * endpoint refused (the input is kept).
+ */
+export function llmFailure(e: unknown, input: unknown): LlmFailure {
+  if (e instanceof LlmReplyError) return { reason: `${e.stage}: ${e.reason}`, payload: e.raw };
+  return { reason: (e as Error).message, payload: JSON.stringify(input) };
+}
