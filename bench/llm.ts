@@ -1,11 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
+import http from 'node:http';
 import { createInterface } from 'node:readline';
 import OpenAI from 'openai';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { replyJsonSchema } from '../llm/json-schema.js';
 import { Llm } from '../llm/llm.js';
+import { httpFetch } from '../llm/providers/http-fetch.js';
 import { LlmConfig } from '../schemas/llm.js';
 import type { Stats } from '../test/llm-server/server.js';
 
@@ -13,8 +16,15 @@ import type { Stats } from '../test/llm-server/server.js';
  * The LLM layer against the test server (its own process, so this one's CPU is the client's):
  * - throughput at C = 64 calls in flight vs the ideal C / L, for L fixed at 200 ms and for a
  *   log-normal L (median 200 ms, p99 2 s), L being the mean of the delays the server served;
+ *   after a warm-up (connections open, code compiled), runs through the layer and through the
+ *   bare openai client interleaved against one server, medians reported;
+ * - the same workload through bespoke curator (bench/curator/run.py, Python, PyPI
+ *   bespokelabs-curator, from the venv .deploy/bench-venv) against the same server, as a ratio;
  * - the layer's own CPU per call at zero latency (flow control, journal, accounting, validation),
- *   as process CPU per call through the layer minus the same through the bare openai client.
+ *   as process CPU per call through the layer minus the same through the bare openai client on
+ *   the layer's transport; and the bare client on Node's built-in fetch, for scale. User CPU is
+ *   the layer's code; system CPU is mostly loopback TCP, where a write also pays for the server's
+ *   receive and wake-up, so it moves with how busy the server is rather than with the layer.
  */
 const C = 64;
 const KEY_ENV = 'BIOALCHEMY_BENCH_LLM_KEY';
@@ -34,6 +44,7 @@ const messages = (i: number) => [
 interface Server {
   url: string;
   stats(): Promise<Stats>;
+  resetStats(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -48,6 +59,9 @@ async function server(args: string[]): Promise<Server> {
   return {
     url,
     stats: async () => (await fetch(`${root}/stats`)).json() as Promise<Stats>,
+    resetStats: async () => {
+      await fetch(`${root}/control`, { method: 'POST', body: JSON.stringify({ resetStats: true }) });
+    },
     stop: async () => {
       child.kill('SIGTERM');
       await once(child, 'exit');
@@ -67,11 +81,15 @@ function layer(url: string, promptVersion: string) {
   };
 }
 
-/** A bare openai client with the layer's request, for the baselines. */
-function bareClient(url: string) {
-  const client = new OpenAI({ baseURL: url, apiKey: 'bench', maxRetries: 0 });
+/**
+ * A bare openai client with the layer's request, for the baselines: on the layer's transport
+ * (pooled node:http connections), or on Node's built-in fetch (the client's default).
+ */
+function bareClient(url: string, transport: 'layer' | 'builtin' = 'layer') {
+  const http = transport === 'layer' ? httpFetch() : undefined;
+  const client = new OpenAI({ baseURL: url, apiKey: 'bench', maxRetries: 0, fetch: http?.fetch });
   const schema = replyJsonSchema(Reply);
-  return async (i: number) => {
+  const call = async (i: number) => {
     const c = await client.chat.completions.create({
       model: 'bench',
       messages: messages(i),
@@ -79,46 +97,185 @@ function bareClient(url: string) {
     });
     return JSON.parse(c.choices[0]!.message.content!);
   };
+  return { call, close: () => http?.close() };
 }
 
 /**
- * Completions per second while saturated (up to the moment only C calls remained), n calls through
- * the layer (all submitted at once, its concurrency limit C) or through C workers on the bare client.
+ * The same request over node:http alone (keep-alive, no openai client, no layer): what the server
+ * and the machine allow at the moment, the ceiling the other clients are read against.
  */
-async function throughput(
-  args: string[],
-  n: number,
-  via: 'layer' | 'bare',
-): Promise<{ achieved: number; ideal: number }> {
-  const srv = await server(args);
-  try {
-    const done: number[] = [];
-    const started = performance.now();
-    if (via === 'layer') {
-      const { llm, call } = layer(srv.url, 'throughput');
-      await Promise.all(
-        Array.from({ length: n }, (_, i) => call(i).then(() => done.push(performance.now()))),
+function rawClient(url: string) {
+  const agent = new http.Agent({ keepAlive: true });
+  const target = new URL(`${url}/chat/completions`);
+  const schema = replyJsonSchema(Reply);
+  const call = (i: number) =>
+    new Promise<unknown>((resolve, reject) => {
+      const body = JSON.stringify({
+        model: 'bench',
+        messages: messages(i),
+        response_format: { type: 'json_schema', json_schema: { name: 'relevance', schema, strict: true } },
+      });
+      const req = http.request(
+        target,
+        {
+          agent,
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+            authorization: 'Bearer bench',
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', reject);
+          res.on('end', () => {
+            const reply = JSON.parse(Buffer.concat(chunks).toString()) as {
+              choices: { message: { content: string } }[];
+            };
+            resolve(JSON.parse(reply.choices[0]!.message.content));
+          });
+        },
       );
-      await llm.close();
-    } else {
-      const call = bareClient(srv.url);
-      let next = 0;
-      const worker = async () => {
-        while (next < n) await call(next++).then(() => done.push(performance.now()));
-      };
-      await Promise.all(Array.from({ length: C }, worker));
+      req.on('error', reject);
+      req.end(body);
+    });
+  return { call, close: () => agent.destroy() };
+}
+
+/**
+ * n calls, C in flight (`all`: submitted at once, for the layer and its concurrency limit C;
+ * `workers`: C workers, for the bare clients), numbered from `first` so no call repeats an earlier
+ * one. Completions per second in steady state: the n - 2C completions after the C-th up to the
+ * (n - C)-th, over the time between those two. The first C (connections opening, the layer taking
+ * in all n calls at once) and the last C (fewer than C left in flight) are left out alike for
+ * every client, curator included; at a fixed latency L the window is a whole number of rounds
+ * of C calls, so the ideal is exactly C / L.
+ */
+async function saturated(
+  call: (i: number) => Promise<unknown>,
+  n: number,
+  first: number,
+  submit: 'all' | 'workers',
+): Promise<number> {
+  const done: number[] = [];
+  if (submit === 'all') {
+    await Promise.all(
+      Array.from({ length: n }, (_, i) => call(first + i).then(() => done.push(performance.now()))),
+    );
+  } else {
+    let next = 0;
+    const worker = async () => {
+      while (next < n) await call(first + next++).then(() => done.push(performance.now()));
+    };
+    await Promise.all(Array.from({ length: C }, worker));
+  }
+  done.sort((a, b) => a - b);
+  return (n - 2 * C) / ((done[n - C - 1]! - done[C - 1]!) / 1000);
+}
+
+interface Throughput {
+  layer: number;
+  bare: number;
+  raw: number;
+  curator?: { achieved: number; wall_s: number };
+  /** Why curator was not measured. */
+  curatorSkipped?: string;
+  /** C over the mean delay the server served. */
+  ideal: number;
+}
+
+const VENV_PYTHON = '.deploy/bench-venv/bin/python';
+
+/** bench/curator/run.py against `url`: its achieved rate, or why it could not run. */
+async function curator(
+  url: string,
+  n: number,
+  first: number,
+): Promise<{ achieved: number; wall_s: number } | string> {
+  if (!existsSync(VENV_PYTHON)) {
+    return `no ${VENV_PYTHON}: python3 -m venv .deploy/bench-venv && .deploy/bench-venv/bin/pip install -r bench/curator/requirements.txt`;
+  }
+  const child = spawn(
+    VENV_PYTHON,
+    [
+      'bench/curator/run.py',
+      '--url',
+      url,
+      '--n',
+      String(n),
+      '--concurrency',
+      String(C),
+      '--offset',
+      String(first),
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d;
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    err += d;
+  });
+  const [code] = (await once(child, 'exit')) as [number | null];
+  const result = out.split('\n').find((l) => l.startsWith('CURATOR_RESULT '));
+  if (code !== 0 || !result) {
+    const why = `${err}\n${out}`.trim().split('\n').slice(-3).join(' | ');
+    return `bench/curator/run.py exited ${code}: ${why}`;
+  }
+  return JSON.parse(result.slice('CURATOR_RESULT '.length)) as { achieved: number; wall_s: number };
+}
+
+/**
+ * One server with `args`; the layer and the bare and raw clients warmed up, then `rounds`
+ * interleaved measured runs of n calls each (layer, bare, raw, layer, ...), then curator's run of n.
+ */
+async function throughput(args: string[], n: number, rounds: number): Promise<Throughput> {
+  const srv = await server(args);
+  const { llm, call } = layer(srv.url, 'throughput');
+  const bare = bareClient(srv.url);
+  const raw = rawClient(srv.url);
+  try {
+    let first = 0;
+    const next = (k: number) => {
+      first += k;
+      return first - k;
+    };
+    await saturated(call, 3 * C, next(3 * C), 'all');
+    await saturated(bare.call, 3 * C, next(3 * C), 'workers');
+    await saturated(raw.call, 3 * C, next(3 * C), 'workers');
+    await srv.resetStats();
+    const layers: number[] = [];
+    const bares: number[] = [];
+    const raws: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      layers.push(await saturated(call, n, next(n), 'all'));
+      bares.push(await saturated(bare.call, n, next(n), 'workers'));
+      raws.push(await saturated(raw.call, n, next(n), 'workers'));
     }
-    done.sort((a, b) => a - b);
     const stats = await srv.stats();
-    const meanMs = stats.latencySumMs / stats.answered;
-    return { achieved: (n - C) / ((done[n - C - 1]! - started) / 1000), ideal: C / (meanMs / 1000) };
+    const ideal = C / (stats.latencySumMs / stats.answered / 1000);
+    const viaCurator = await curator(srv.url, n, next(n));
+    return {
+      layer: median(layers),
+      bare: median(bares),
+      raw: median(raws),
+      ideal,
+      ...(typeof viaCurator === 'string' ? { curatorSkipped: viaCurator } : { curator: viaCurator }),
+    };
   } finally {
+    await llm.close();
+    bare.close();
+    raw.close();
     await srv.stop();
   }
 }
 
-/** Process CPU microseconds per call, `n` calls with C in flight. */
-async function cpuPerCall(n: number, call: (i: number) => Promise<unknown>): Promise<number> {
+/** Process CPU microseconds per call (user, and user + system), `n` calls with C in flight. */
+async function cpuPerCall(n: number, call: (i: number) => Promise<unknown>): Promise<Cpu> {
   let next = 0;
   const worker = async () => {
     while (next < n) await call(next++);
@@ -126,50 +283,76 @@ async function cpuPerCall(n: number, call: (i: number) => Promise<unknown>): Pro
   const before = process.cpuUsage();
   await Promise.all(Array.from({ length: C }, worker));
   const used = process.cpuUsage(before);
-  return (used.user + used.system) / n;
+  return { user: used.user / n, total: (used.user + used.system) / n };
 }
 
-async function cpuCost(n: number, rounds: number): Promise<{ layer: number; bare: number }> {
+interface Cpu {
+  user: number;
+  total: number;
+}
+
+async function cpuCost(n: number, rounds: number): Promise<{ layer: Cpu; bare: Cpu; builtin: Cpu }> {
   const srv = await server(['--latency-ms', '0']);
+  const { llm, call } = layer(srv.url, 'cpu');
+  const bare = bareClient(srv.url);
+  const builtin = bareClient(srv.url, 'builtin');
   try {
-    const bare = bareClient(srv.url);
-    const layers: number[] = [];
-    const bares: number[] = [];
-    await cpuPerCall(500, bare); // warm both paths before measuring
-    await cpuPerCall(500, layer(srv.url, 'warm').call);
+    const runs = { layer: [] as Cpu[], bare: [] as Cpu[], builtin: [] as Cpu[] };
+    // Warm every path before measuring; every call through the layer a new passage, so none is
+    // a journal hit.
+    const warm = 1_000_000;
+    await cpuPerCall(500, (i) => call(warm + i));
+    await cpuPerCall(500, bare.call);
+    await cpuPerCall(500, builtin.call);
     for (let round = 0; round < rounds; round++) {
-      // Each round a fresh prompt version, so no call is a journal hit.
-      const { llm, call } = layer(srv.url, `cpu-${round}`);
-      layers.push(await cpuPerCall(n, (i) => call(i)));
-      await llm.close();
-      bares.push(await cpuPerCall(n, (i) => bare(n * round + i)));
+      runs.layer.push(await cpuPerCall(n, (i) => call(n * round + i)));
+      runs.bare.push(await cpuPerCall(n, (i) => bare.call(n * round + i)));
+      runs.builtin.push(await cpuPerCall(n, (i) => builtin.call(n * round + i)));
     }
-    return { layer: median(layers), bare: median(bares) };
+    const med = (xs: Cpu[]) => ({
+      user: median(xs.map((x) => x.user)),
+      total: median(xs.map((x) => x.total)),
+    });
+    return { layer: med(runs.layer), bare: med(runs.bare), builtin: med(runs.builtin) };
   } finally {
+    await llm.close();
+    bare.close();
     await srv.stop();
   }
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-const ratio = (r: { achieved: number; ideal: number }) =>
-  `${r.achieved.toFixed(1)} calls/s vs ideal C/L ${r.ideal.toFixed(1)} = ${(r.achieved / r.ideal).toFixed(3)}`;
+const vsIdeal = (rate: number, ideal: number) =>
+  `${rate.toFixed(1)} calls/s = ${(rate / ideal).toFixed(3)} of ideal`;
+
+const loadavg = () => {
+  try {
+    return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  } catch {
+    return 'unknown';
+  }
+};
 
 export async function run(): Promise<string[]> {
-  const lines: string[] = [];
-  for (const [label, args, n] of [
-    ['fixed 200 ms', ['--latency-ms', '200'], C * 40],
-    ['log-normal median 200 ms, p99 2 s', ['--median-ms', '200', '--p99-ms', '2000'], C * 60],
+  const lines: string[] = [`machine load (1, 5, 15 min) at start: ${loadavg()}`];
+  for (const [label, args, n, rounds] of [
+    ['fixed 200 ms', ['--latency-ms', '200'], C * 30, 3],
+    ['log-normal median 200 ms, p99 2 s', ['--median-ms', '200', '--p99-ms', '2000'], C * 60, 1],
   ] as const) {
-    const viaLayer = await throughput([...args], n, 'layer');
-    const bare = await throughput([...args], n, 'bare');
+    const t = await throughput([...args], n, rounds);
     lines.push(
-      `throughput, C=${C}, latency ${label}: layer ${ratio(viaLayer)} (target >= 0.95); bare openai client ${ratio(bare)}`,
+      `throughput, C=${C}, latency ${label}, ${n} calls x ${rounds}: ideal C/L ${t.ideal.toFixed(1)} calls/s; layer ${vsIdeal(t.layer, t.ideal)} (target >= 0.95); bare openai client ${vsIdeal(t.bare, t.ideal)}; raw node:http ${vsIdeal(t.raw, t.ideal)}`,
+      t.curator !== undefined
+        ? `  curator (bespokelabs-curator, same server, ${n} calls): ${vsIdeal(t.curator.achieved, t.ideal)}; layer / curator = ${(t.layer / t.curator.achieved).toFixed(2)}x (curator's whole run, set-up and dataset included: ${t.curator.wall_s.toFixed(1)} s)`
+        : `  curator skipped: ${t.curatorSkipped}`,
     );
   }
-  const { layer: withLayer, bare } = await cpuCost(2000, 3);
+  const cpu = await cpuCost(2000, 5);
+  const us = (x: number) => `${x.toFixed(0)} us`;
   lines.push(
-    `CPU per call at zero latency: ${withLayer.toFixed(0)} us through the layer vs ${bare.toFixed(0)} us bare openai client = ${(withLayer - bare).toFixed(0)} us the layer's own`,
+    `CPU per call at zero latency, user (user + system): through the layer ${us(cpu.layer.user)} (${us(cpu.layer.total)}) vs bare openai client on the same transport ${us(cpu.bare.user)} (${us(cpu.bare.total)}) = the layer's own ${us(cpu.layer.user - cpu.bare.user)} (${us(cpu.layer.total - cpu.bare.total)}); bare openai client on the built-in fetch ${us(cpu.builtin.user)} (${us(cpu.builtin.total)})`,
+    `machine load (1, 5, 15 min) at end: ${loadavg()}`,
   );
   return lines;
 }

@@ -1,14 +1,17 @@
 import OpenAI from 'openai';
 import { TransientError } from '../errors.js';
+import { type HttpFetch, httpFetch } from './http-fetch.js';
 import type { Provider, ProviderRequest } from './provider.js';
 
 /** An OpenAI-compatible chat completions endpoint, through the `openai` client. */
 export class OpenAiProvider implements Provider {
   private readonly client: OpenAI;
+  private readonly http: HttpFetch = httpFetch();
 
   constructor(baseUrl: string | undefined, apiKey: string) {
     // maxRetries 0: the client's own retries would hide failures from the circuit and the accounting.
-    this.client = new OpenAI({ baseURL: baseUrl, apiKey, maxRetries: 0 });
+    // Requests go over pooled node:http connections, not the built-in fetch: about half the CPU.
+    this.client = new OpenAI({ baseURL: baseUrl, apiKey, maxRetries: 0, fetch: this.http.fetch });
   }
 
   async chat(request: ProviderRequest) {
@@ -42,7 +45,9 @@ export class OpenAiProvider implements Provider {
     };
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    this.http.close();
+  }
 }
 
 function transient(e: unknown): TransientError | undefined {

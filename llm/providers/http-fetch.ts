@@ -1,0 +1,90 @@
+import http from 'node:http';
+import https from 'node:https';
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
+
+const decoders: Record<string, (b: Buffer) => Promise<Buffer>> = {
+  gzip: promisify(zlib.gunzip),
+  'x-gzip': promisify(zlib.gunzip),
+  deflate: promisify(zlib.inflate),
+  br: promisify(zlib.brotliDecompress),
+};
+
+export interface HttpFetch {
+  fetch: typeof fetch;
+  /** Closes the pooled connections. */
+  close(): void;
+}
+
+/**
+ * A `fetch` for the openai client over node:http(s) with pooled keep-alive connections: the same
+ * request and response for the client's JSON calls at a fraction of the CPU of Node's built-in
+ * fetch (its web streams and request cloning cost about a millisecond a call, which at 64 calls in
+ * flight is most of the client's time). Buffered bodies only: a string or bytes sent, the whole
+ * response read before it resolves (the providers make no streaming calls). Redirects are not
+ * followed; an encoded response (gzip, deflate, br) is decoded. Aborting the signal rejects with
+ * an AbortError, which the openai client reports as a timeout when its own timer aborted.
+ */
+export function httpFetch(): HttpFetch {
+  const agents = {
+    'http:': new http.Agent({ keepAlive: true }),
+    'https:': new https.Agent({ keepAlive: true }),
+  };
+  const fetchOverHttp = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
+    if (input instanceof Request) throw new TypeError('httpFetch: pass a URL and init, not a Request');
+    const body = init.body;
+    if (body != null && typeof body !== 'string' && !(body instanceof Uint8Array)) {
+      throw new TypeError('httpFetch: only string or byte bodies are supported');
+    }
+    const url = new URL(input);
+    const agent = agents[url.protocol as keyof typeof agents];
+    if (!agent) throw new TypeError(`httpFetch: unsupported protocol ${url.protocol}`);
+    const headers: Record<string, string> = {};
+    new Headers(init.headers).forEach((value, name) => {
+      headers[name] = value;
+    });
+    const signal = init.signal ?? undefined;
+    const method = init.method ?? 'GET';
+    return new Promise<{ res: http.IncomingMessage; raw: Buffer }>((resolve, reject) => {
+      const send = url.protocol === 'https:' ? https.request : http.request;
+      const req = send(url, { agent, method, headers, signal }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', reject);
+        res.on('end', () => resolve({ res, raw: Buffer.concat(chunks) }));
+        res.on('close', () => {
+          if (!res.complete) reject(signal?.aborted ? signal.reason : new Error('response ended early'));
+        });
+      });
+      req.on('error', reject);
+      req.end(body ?? undefined);
+    }).then(async ({ res, raw }) => {
+      const status = res.statusCode ?? 0;
+      const encoding = res.headers['content-encoding']?.trim().toLowerCase();
+      const decode = encoding ? decoders[encoding] : undefined;
+      const bytes = decode ? await decode(raw) : raw;
+      const responseHeaders = new Headers();
+      for (let i = 0; i < res.rawHeaders.length; i += 2) {
+        const name = res.rawHeaders[i]!;
+        // The body is decoded here: its encoding and length are no longer the header's.
+        if (decode && /^content-(encoding|length)$/i.test(name)) continue;
+        responseHeaders.append(name, res.rawHeaders[i + 1]!);
+      }
+      const empty = status === 204 || status === 205 || status === 304 || method === 'HEAD';
+      const response = new Response(empty ? null : bytes, {
+        status,
+        statusText: res.statusMessage ?? '',
+        headers: responseHeaders,
+      });
+      Object.defineProperty(response, 'url', { value: url.href });
+      return response;
+    });
+  };
+  return {
+    fetch: fetchOverHttp as typeof fetch,
+    close: () => {
+      agents['http:'].destroy();
+      agents['https:'].destroy();
+    },
+  };
+}
