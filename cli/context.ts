@@ -1,8 +1,9 @@
+import { basename, join } from 'node:path';
 import { InvalidArgumentError } from 'commander';
 import type { Logger } from 'pino';
 import { ingestProcessor } from '../processors/ingest.js';
 import { pipelineTopology } from '../processors/pipeline.js';
-import { type Config, loadConfig } from '../schemas/index.js';
+import { Config, loadConfig } from '../schemas/index.js';
 import { EngineMetrics } from '../topology/metrics.js';
 import { openRuntime } from '../topology/runtime/open.js';
 import { ProcessorTask } from '../topology/task.js';
@@ -19,9 +20,27 @@ export interface GlobalOptions {
   logLevel?: string;
 }
 
+/**
+ * The config, with --data (BIOALCHEMY_DATA) moving everything the embedded default keeps under
+ * ./data: the log, and chdb and the local model where the config leaves them at their defaults.
+ */
 export function configOf(opts: GlobalOptions): Config {
   const config = loadConfig(opts.config);
-  return opts.data ? { ...config, log: `file:${opts.data}` } : config;
+  if (!opts.data) return config;
+  const defaults = Config.parse({});
+  return {
+    ...config,
+    log: `file:${opts.data}`,
+    clickhouse:
+      config.clickhouse === defaults.clickhouse ? `chdb:${join(opts.data, 'chdb')}` : config.clickhouse,
+    llm: {
+      ...config.llm,
+      modelPath:
+        config.llm.modelPath === defaults.llm.modelPath
+          ? join(opts.data, 'models', basename(defaults.llm.modelPath))
+          : config.llm.modelPath,
+    },
+  };
 }
 
 export function loggerOf(opts: GlobalOptions): Logger {
