@@ -2,8 +2,9 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { sampleArticle } from '../fixtures/records.js';
+import { start as startLlmServer } from '../llm-server/server.js';
 
 const BIN = new URL('../../bin/bioalchemy.js', import.meta.url).pathname;
 
@@ -153,9 +154,15 @@ describe('bioalchemy CLI', () => {
 
   it('runs until SIGINT and shuts down cleanly, serving metrics meanwhile', async () => {
     const port = 20000 + Math.floor(Math.random() * 20000);
-    const child = spawn(process.execPath, [BIN, 'run', '--data', data, '--metrics-port', String(port)], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const llm = await startLlmServer();
+    const config = join(data, 'run.json');
+    writeFileSync(config, JSON.stringify({ llm: { baseUrl: llm.url, apiKeyEnv: 'CLI_TEST_KEY' } }));
+    const child = spawn(
+      process.execPath,
+      [BIN, 'run', '--config', config, '--data', data, '--metrics-port', String(port)],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CLI_TEST_KEY: 'k' } },
+    );
+    onTestFinished(() => llm.stop());
     await waitFor(child, /"msg":"running"/);
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(metrics).toContain('bioalchemy_transaction_seconds');
