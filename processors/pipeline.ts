@@ -16,20 +16,22 @@ export interface LlmStages {
   readonly registry?: Registry;
 }
 
-/** A processor whose issue has not landed: it is part of the graph but the runner does not start it. */
+/** A processor in the graph that the runner does not start: its issue has not landed, or it needs what `run` wires. */
 function placeholder(def: Omit<Processor, 'process' | 'placeholder'>): Processor {
   return {
     ...def,
     placeholder: true,
     async process(_batch: readonly InputRecord[]) {
-      throw new Error(`processor "${def.name}" is not implemented yet`);
+      throw new Error(
+        `processor "${def.name}" is not run: its issue has not landed, or it needs what run wires`,
+      );
     },
   };
 }
 
 /** An LLM stage in a topology built without an LLM (to describe it, or to ingest): declared, never run. */
 function needsLlm(def: Pick<Processor, 'name' | 'reads' | 'writes' | 'stores'>): Processor {
-  return { ...placeholder(def), description: 'LLM stage (run wires the configured LLM)' };
+  return { ...placeholder(def), description: 'LLM stage: `run` wires it to the configured LLM' };
 }
 
 /** The BioAlchemy pipeline of DESIGN.md: every arrow a topic, every box a processor. */

@@ -157,7 +157,7 @@ export function describeTopology(t: Topology): string {
   }
   lines.push('', 'Processors:');
   for (const p of t.processors) {
-    lines.push(`  ${p.name}${p.placeholder ? '  (placeholder: not implemented yet)' : ''}`);
+    lines.push(`  ${p.name}${p.placeholder ? '  (placeholder: not run)' : ''}`);
     if (p.description) lines.push(`    ${p.description}`);
     lines.push(
       `    reads:  ${p.reads.join(', ') || '—'}${p.punctuate ? `  (timer every ${p.punctuate.everyMs} ms)` : ''}`,

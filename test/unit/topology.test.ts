@@ -30,6 +30,7 @@ describe('topology validation', () => {
       'qa.classified',
       'mix.state',
       'rollout.batches',
+      'llm.journal',
       'dlq',
     ]);
     expect(t.processors.map((p) => p.name)).toEqual([
@@ -94,6 +95,6 @@ describe('topology describe', () => {
     expect(text).toContain('mix.state        1 partition, compacted, schema mix-state');
     expect(text).toContain('qa.candidates ──► grade ──► qa.graded + qa.rejected');
     expect(text).toContain('(ingest) ──► articles + dlq');
-    expect(text).toMatch(/sampler {2}\(placeholder: not implemented yet\)[\s\S]*timer every 60000 ms/);
+    expect(text).toMatch(/sampler {2}\(placeholder: not run\)[\s\S]*timer every 60000 ms/);
   });
 });
