@@ -15,6 +15,8 @@ export default defineConfig({
         test: {
           ...shared,
           name: 'unit',
+          // The local model for the one test that runs it (test/llm/local.test.ts).
+          globalSetup: ['test/model-setup.ts'],
           include: ['test/**/*.test.ts'],
           exclude: ['test/services/**', 'test/conformance/kafka.test.ts', 'test/analytics/http.test.ts'],
         },
