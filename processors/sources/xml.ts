@@ -477,11 +477,20 @@ export function firstDescendant(
   return found;
 }
 
+/** What walk() calls on the way through a tree; every handler is optional. */
+export interface WalkHandlers {
+  /** A descendant element, with the chain of elements above it (el first); false skips its children. */
+  enter?(child: XmlElement, ancestors: readonly XmlElement[]): boolean;
+  text?(text: string): void;
+  /** An element whose children are done, el itself last. */
+  exit?(el: XmlElement): void;
+}
+
 /**
- * Visits the descendant elements of el in document order with an explicit stack (never
- * recursion); visit returns false to skip an element's children.
+ * Walks el's tree in document order with an explicit stack, never recursion, so no depth of
+ * input can overflow: the one traversal the helpers below share.
  */
-export function forEachDescendant(el: XmlElement, visit: (e: XmlElement) => boolean): void {
+export function walk(el: XmlElement, on: WalkHandlers): void {
   const els: XmlElement[] = [el];
   const at: number[] = [0];
   while (els.length > 0) {
@@ -489,18 +498,24 @@ export function forEachDescendant(el: XmlElement, visit: (e: XmlElement) => bool
     const parent = els[top]!;
     const i = at[top]!;
     if (i >= parent.children.length) {
+      on.exit?.(parent);
       els.pop();
       at.pop();
       continue;
     }
     at[top] = i + 1;
     const c = parent.children[i]!;
-    if (typeof c === 'string') continue;
-    if (visit(c) && c.children.length > 0) {
+    if (typeof c === 'string') on.text?.(c);
+    else if ((on.enter?.(c, els) ?? true) && c.children.length > 0) {
       els.push(c);
       at.push(0);
-    }
+    } else on.exit?.(c);
   }
+}
+
+/** Visits the descendant elements of el in document order; visit returns false to skip an element's children. */
+export function forEachDescendant(el: XmlElement, visit: (e: XmlElement) => boolean): void {
+  walk(el, { enter: visit });
 }
 
 /** An attribute by local name, whatever its prefix (xlink:href, ali:…). */
@@ -517,25 +532,11 @@ export function rawText(el: XmlElement | undefined): string {
   const only = el.children.length === 1 ? el.children[0] : undefined;
   if (typeof only === 'string') return only;
   let s = '';
-  const els: XmlElement[] = [el];
-  const at: number[] = [0];
-  while (els.length > 0) {
-    const top = els.length - 1;
-    const parent = els[top]!;
-    const i = at[top]!;
-    if (i >= parent.children.length) {
-      els.pop();
-      at.pop();
-      continue;
-    }
-    at[top] = i + 1;
-    const c = parent.children[i]!;
-    if (typeof c === 'string') s += c;
-    else {
-      els.push(c);
-      at.push(0);
-    }
-  }
+  walk(el, {
+    text: (t) => {
+      s += t;
+    },
+  });
   return s;
 }
 
@@ -550,27 +551,14 @@ function openTag(el: XmlElement): string {
 /** Serialises a record back to XML for a dead letter's payload. Iterative. */
 export function toXml(el: XmlElement): string {
   const parts: string[] = [openTag(el)];
-  const els: XmlElement[] = [el];
-  const at: number[] = [0];
-  while (els.length > 0) {
-    const top = els.length - 1;
-    const parent = els[top]!;
-    const i = at[top]!;
-    if (i >= parent.children.length) {
-      parts.push(`</${parent.name}>`);
-      els.pop();
-      at.pop();
-      continue;
-    }
-    at[top] = i + 1;
-    const c = parent.children[i]!;
-    if (typeof c === 'string') parts.push(escText(c));
-    else {
+  walk(el, {
+    enter: (c) => {
       parts.push(openTag(c));
-      els.push(c);
-      at.push(0);
-    }
-  }
+      return true;
+    },
+    text: (t) => parts.push(escText(t)),
+    exit: (e) => parts.push(`</${e.name}>`),
+  });
   return parts.join('');
 }
 
@@ -619,26 +607,15 @@ export function elementPath(root: XmlElement, target: XmlElement): string | null
     return n > 1 ? `${el.name}[${pos}]` : el.name;
   };
   if (root === target) return root.name;
-  const els: XmlElement[] = [root];
-  const at: number[] = [0];
-  while (els.length > 0) {
-    const top = els.length - 1;
-    const parent = els[top]!;
-    const i = at[top]!;
-    if (i >= parent.children.length) {
-      els.pop();
-      at.pop();
-      continue;
-    }
-    at[top] = i + 1;
-    const c = parent.children[i]!;
-    if (typeof c === 'string') continue;
-    if (c === target) {
-      const chain = [...els, c];
-      return chain.map((e, k) => step(chain[k - 1], e)).join('/');
-    }
-    els.push(c);
-    at.push(0);
-  }
-  return null;
+  let chain: XmlElement[] | null = null;
+  walk(root, {
+    enter: (c, ancestors) => {
+      if (chain) return false;
+      if (c === target) chain = [...ancestors, c];
+      return chain === null;
+    },
+  });
+  if (chain === null) return null;
+  const found: XmlElement[] = chain;
+  return found.map((e, k) => step(found[k - 1], e)).join('/');
 }
