@@ -1,19 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Circuit } from '../../llm/flow/circuit.js';
 import { TokenBucket } from '../../llm/flow/token-bucket.js';
-import { ask, FastClock, ManualClock, Mcq, type Rig, rig, settle, until } from './helpers.js';
+import { FastClock, ManualClock, mcq, type Rig, rig, settle, until } from './helpers.js';
 
 let r: Rig | undefined;
 afterEach(async () => {
   await r?.close();
   r = undefined;
-});
-
-const mcq = (i: number | string) => ({
-  stage: 'mcq' as const,
-  messages: ask(i),
-  schema: Mcq,
-  promptVersion: 'mcq-v1',
 });
 
 /** Starts takes and reports, in order, which have been granted so far. */

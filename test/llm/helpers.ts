@@ -26,6 +26,14 @@ export const ask = (i: number | string) => [
  * its deadline: backoff, Retry-After and rate limits cost no real time, and `elapsed` says how
  * much waiting they asked for. `sleeps` lists each request.
  */
+/** The request most tests send: the mcq stage with a numbered question. */
+export const mcq = (i: number | string) => ({
+  stage: 'mcq' as const,
+  messages: ask(i),
+  schema: Mcq,
+  promptVersion: 'mcq-v1',
+});
+
 export class FastClock implements Clock {
   private t = 0;
   readonly sleeps: number[] = [];

@@ -1,18 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { LlmReplyError, LlmRequestError } from '../../llm/index.js';
-import { ask, FastClock, ManualClock, Mcq, type Rig, rig, until } from './helpers.js';
+import { FastClock, ManualClock, Mcq, mcq, type Rig, rig, until } from './helpers.js';
 
 let r: Rig | undefined;
 afterEach(async () => {
   await r?.close();
   r = undefined;
-});
-
-const mcq = (i: number | string) => ({
-  stage: 'mcq' as const,
-  messages: ask(i),
-  schema: Mcq,
-  promptVersion: 'mcq-v1',
 });
 
 describe('retries', () => {

@@ -6,19 +6,12 @@ import { JOURNAL_TOPIC, Llm, LlmReplyError, LogJournal } from '../../llm/index.j
 import { LlmConfig } from '../../schemas/llm.js';
 import { EmbeddedRuntime } from '../../topology/runtime/embedded.js';
 import { start } from '../llm-server/server.js';
-import { ask, Mcq, type Rig, rig } from './helpers.js';
+import { Mcq, mcq, type Rig, rig } from './helpers.js';
 
 let r: Rig | undefined;
 afterEach(async () => {
   await r?.close();
   r = undefined;
-});
-
-const mcq = (i: number | string) => ({
-  stage: 'mcq' as const,
-  messages: ask(i),
-  schema: Mcq,
-  promptVersion: 'mcq-v1',
 });
 
 describe('structured replies', () => {
