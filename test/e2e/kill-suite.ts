@@ -1,22 +1,26 @@
 import { expect } from 'vitest';
 import { openRuntime } from '../../topology/runtime/open.js';
 import { readAll } from '../conformance/suite.js';
-import type { LlmServer } from '../llm-server/server.js';
-import { cli, runUntilIdle, syntheticArticles } from './helpers.js';
+import { pipelineResponder } from '../llm-server/pipeline-responder.js';
+import { type LlmServer, start } from '../llm-server/server.js';
+import { cli, runUntilIdle, syntheticArticles, workspace } from './helpers.js';
+
+/** The server the kill runs talk to: latency long enough that calls are in flight at a kill. */
+export function startKillServer(): Promise<LlmServer> {
+  return start({ responder: pipelineResponder, latency: { kind: 'lognormal', medianMs: 60, p99Ms: 400 } });
+}
 
 /**
  * kill -9 of `run --until-idle` at random moments, then a run to the end: zero repeated calls for
  * replies that had arrived (counted at the server), zero duplicate QA ids downstream, and every
- * candidate graded exactly once. `fresh` makes a workspace (config file and log) for one runtime.
+ * candidate graded exactly once; on the embedded log, or on `log` (a kafka:// URL).
  */
 export async function expectExactlyOnceAfterKills(
   server: LlmServer,
-  fresh: () => { config: string; log?: string; dir: string },
   kills: number,
-  /** Most calls one run has in flight: what a kill can cut off between the server's write and the read. */
-  inFlightPerRun: number,
+  log?: string,
 ): Promise<void> {
-  const ws = fresh();
+  const ws = workspace(server.url, { ...SLOW, ...(log ? { log } : {}) });
   const produced = cli(['produce', 'articles', '--key', 'id', '--config', ws.config], syntheticArticles(80));
   expect(produced.status, produced.stderr).toBe(0);
   server.resetStats();
@@ -31,7 +35,7 @@ export async function expectExactlyOnceAfterKills(
   const last = await runUntilIdle(ws.config);
   expect(last.code, last.stderr).toBe(0);
 
-  const runtime = await openRuntime(ws.log ?? `file:${ws.dir}/log`);
+  const runtime = await openRuntime(log ?? `file:${ws.dir}/log`);
   try {
     // A reply arrives when the client reads it, and it is journaled that moment: a journaled reply
     // is found by every later run, so no key is ever journaled twice (the journal topic is not
@@ -42,7 +46,7 @@ export async function expectExactlyOnceAfterKills(
     // The server sees a second request only for replies it wrote that the killed process had not
     // read yet: no more than the calls in flight at each kill.
     const repeated = Object.values(server.stats().answeredByPromptHash).filter((n) => n > 1).length;
-    expect(repeated).toBeLessThanOrEqual(landed * inFlightPerRun);
+    expect(repeated).toBeLessThanOrEqual(landed * IN_FLIGHT);
     process.stdout.write(
       `kills: ${landed} landed; replies lost in transit to a kill: ${repeated}; journaled: ${journal.length}\n`,
     );
@@ -72,8 +76,11 @@ export async function expectExactlyOnceAfterKills(
   }
 }
 
-// Three articles in extract (a relevance call, then two generation calls each), three in grade, three in classify.
-export const IN_FLIGHT = 3 * 2 + 3 + 3;
-export const SLOW = {
+// Most calls one run has in flight, what a kill can cut off between the server's write and the
+// read: three articles in extract (a relevance call, then two generation calls each), three in
+// grade, three in classify.
+const IN_FLIGHT = 3 * 2 + 3 + 3;
+/** A few inputs in flight per stage, so a run lasts long enough to be killed in the middle. */
+const SLOW = {
   processors: { extract: { concurrency: 3 }, grade: { concurrency: 3 }, classify: { concurrency: 3 } },
 };

@@ -1,10 +1,8 @@
 import kafkajs from 'kafkajs';
 import { afterAll, beforeAll, beforeEach, describe, it } from 'vitest';
 import { pipelineTopology } from '../../processors/pipeline.js';
-import { workspace } from '../e2e/helpers.js';
-import { expectExactlyOnceAfterKills, IN_FLIGHT, SLOW } from '../e2e/kill-suite.js';
-import { pipelineResponder } from '../llm-server/pipeline-responder.js';
-import { type LlmServer, start } from '../llm-server/server.js';
+import { expectExactlyOnceAfterKills, startKillServer } from '../e2e/kill-suite.js';
+import type { LlmServer } from '../llm-server/server.js';
 import { KAFKA } from './env.js';
 
 /**
@@ -34,10 +32,7 @@ async function clearPipeline(): Promise<void> {
 describe('kill -9 of run on Kafka', () => {
   let server: LlmServer;
   beforeAll(async () => {
-    server = await start({
-      responder: pipelineResponder,
-      latency: { kind: 'lognormal', medianMs: 60, p99Ms: 400 },
-    });
+    server = await startKillServer();
   });
   afterAll(async () => {
     await server.stop();
@@ -46,13 +41,7 @@ describe('kill -9 of run on Kafka', () => {
 
   for (const client of ['kafkajs', 'rdkafka'] as const) {
     it(`${client}: pays no second call for a reply that arrived (journaled) and writes no QA twice, across 10 kills`, async () => {
-      const log = `kafka://${KAFKA}?client=${client}`;
-      await expectExactlyOnceAfterKills(
-        server,
-        () => ({ ...workspace(server.url, { ...SLOW, log }), log }),
-        10,
-        IN_FLIGHT,
-      );
+      await expectExactlyOnceAfterKills(server, 10, `kafka://${KAFKA}?client=${client}`);
     }, 900_000);
   }
 });
