@@ -103,8 +103,9 @@ async function run(opts: RunOptions): Promise<void> {
     // kill -HUP re-reads the config's llm.budget: raising the cap resumes stages paused at it.
     const reloadBudget = () => {
       try {
-        llm?.setBudget(configOf(opts).llm.budget);
-        log.info({ budget: configOf(opts).llm.budget }, 'llm budget re-read from the config');
+        const { budget } = configOf(opts).llm;
+        llm?.setBudget(budget);
+        log.info({ budget }, 'llm budget re-read from the config');
       } catch (err) {
         log.error({ err }, 'config not re-read');
       }

@@ -1,6 +1,6 @@
 import type { Registry } from 'prom-client';
 import { JOURNAL_TOPIC, type Llm } from '../llm/index.js';
-import type { Config } from '../schemas/config.js';
+import { type Config, ProcessorConfig } from '../schemas/config.js';
 import type { Taxonomy } from '../schemas/taxonomy.js';
 import type { InputRecord, Processor } from '../topology/processor.js';
 import { defineTopology, type Topology } from '../topology/topology.js';
@@ -38,7 +38,8 @@ function needsLlm(def: Pick<Processor, 'name' | 'reads' | 'writes' | 'stores'>):
 export function pipelineTopology(opts: { partitions?: number; stages?: LlmStages } = {}): Topology {
   const partitions = opts.partitions ?? 4;
   const stages = opts.stages;
-  const inFlight = (name: string) => stages?.config.processors[name]?.concurrency ?? 16;
+  const inFlight = (name: string) =>
+    stages?.config.processors[name]?.concurrency ?? ProcessorConfig.parse({}).concurrency;
   return defineTopology({
     topics: [
       {

@@ -26,13 +26,12 @@ export interface RunOptions {
   readonly idleQuietMs?: number;
 }
 
-/** Records each processor has not committed yet, summed over its input partitions, by processor. */
+/** Records each processor has not committed yet, summed over its input partitions. */
 export async function updateLag(
   runtime: Runtime,
   processors: readonly Processor[],
   metrics: EngineMetrics,
-): Promise<Map<string, number>> {
-  const lags = new Map<string, number>();
+): Promise<void> {
   for (const p of processors) {
     const committed = await runtime.committedOffsets(p.name, p.reads);
     let behind = 0;
@@ -42,9 +41,7 @@ export async function updateLag(
       }
     }
     metrics.lag.set({ processor: p.name }, behind);
-    lags.set(p.name, behind);
   }
-  return lags;
 }
 
 /**
@@ -82,19 +79,15 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
         );
       }, opts.maintainEveryMs ?? 60_000)
     : null;
-  const stop = new AbortController();
-  const onAbort = () => stop.abort();
-  opts.signal.addEventListener('abort', onAbort, { once: true });
-  if (opts.signal.aborted) stop.abort();
-  // A processor's outputs are committed with its input offsets, so when every group is at the end
-  // of every input, no processor has anything left to emit: the whole graph is idle.
-  const idle = opts.untilIdle ? stopWhenIdle(tasks, stop, opts) : Promise.resolve();
+  // Stops on the caller's signal, or with untilIdle once the whole graph is idle.
+  const idleStop = new AbortController();
+  const signal = AbortSignal.any([opts.signal, idleStop.signal]);
+  const idle = opts.untilIdle ? stopWhenIdle(tasks, idleStop, signal, opts) : Promise.resolve();
   try {
     // With nothing to run yet (placeholders only), still serve until asked to stop.
-    await Promise.all([...tasks.map((t) => t.run(stop.signal)), untilAborted(stop.signal), idle]);
+    await Promise.all([...tasks.map((t) => t.run(signal)), untilAborted(signal), idle]);
   } finally {
-    stop.abort();
-    opts.signal.removeEventListener('abort', onAbort);
+    idleStop.abort();
     if (maintenance) clearInterval(maintenance);
     clearInterval(lag);
     await Promise.all(tasks.map((t) => t.close()));
@@ -109,12 +102,13 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
 async function stopWhenIdle(
   tasks: readonly ProcessorTask[],
   stop: AbortController,
+  signal: AbortSignal,
   opts: RunOptions,
 ): Promise<void> {
   const committed = () => tasks.reduce((n, t) => n + t.committedInputs, 0);
   let quietSince = performance.now();
   let seen = committed();
-  while (!stop.signal.aborted) {
+  while (!signal.aborted) {
     await new Promise((resolve) => setTimeout(resolve, opts.idleCheckMs ?? 100));
     const now = committed();
     if (!tasks.every((t) => t.idle) || now !== seen) {

@@ -191,14 +191,18 @@ export class ProcessorTask {
     return records;
   }
 
+  /** Runs the processor's timer in a step of its own if it is due; says whether it ran. */
+  private async runDueTimer(interval: boolean): Promise<boolean> {
+    const timer = this.processor.punctuate;
+    if (!timer || this.clock() < this.nextTimer) return false;
+    await this.attempt([], (ctx) => timer.run(ctx), interval);
+    this.nextTimer = this.clock() + timer.everyMs;
+    return true;
+  }
+
   /** One step; `interval`: it may stay in an open transaction, or one still committing, on return. */
   private async advance(waitMs: number, interval: boolean): Promise<number> {
-    const timer = this.processor.punctuate;
-    if (timer && this.clock() >= this.nextTimer) {
-      await this.attempt([], (ctx) => timer.run(ctx), interval);
-      this.nextTimer = this.clock() + timer.everyMs;
-      return 0;
-    }
+    if (await this.runDueTimer(interval)) return 0;
     const polled = await this.poll(this.opts.batchSize ?? this.processor.batchSize ?? 256, waitMs);
     if (polled.length === 0) {
       // Input ran dry: commit now instead of at the end of the interval.
@@ -216,12 +220,7 @@ export class ProcessorTask {
    * sit idle, and the outputs of an input commit with the offset that moves past it.
    */
   private async advanceWindow(window: InFlightWindow, waitMs: number): Promise<void> {
-    const timer = this.processor.punctuate;
-    if (timer && this.clock() >= this.nextTimer) {
-      await this.attempt([], (ctx) => timer.run(ctx), true);
-      this.nextTimer = this.clock() + timer.everyMs;
-      return;
-    }
+    if (await this.runDueTimer(true)) return;
     let polled = 0;
     if (window.free > 0) {
       const batchSize = this.opts.batchSize ?? this.processor.batchSize ?? 256;

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type Analytics, openClickHouse, UnsupportedByServerError } from '../../analytics/clickhouse.js';
+import { insertLlmCalls, spendByStage } from '../../analytics/llm-calls.js';
 import { readMigrations } from '../../analytics/migrations.js';
 import {
   insertQa,
@@ -123,6 +124,49 @@ export function storeSuite(b: Backend): void {
       expect(await snapshotTopicCounts(a, new Date())).toEqual([]);
       expect(await topicCounts(a)).toEqual([]);
       expect(await topicCountHistory(a)).toEqual([]);
+    });
+
+    it('records LLM calls idempotently by call id, and sums spend per stage', async () => {
+      const call = (callId: string, stage: 'mcq' | 'classify', cached: boolean) => ({
+        callId,
+        requestKey: `key-${callId}`,
+        stage,
+        provider: 'openai' as const,
+        model: 'm',
+        inputTokens: cached ? 0 : 100,
+        outputTokens: cached ? 0 : 10,
+        latencyMs: 12.5,
+        costUsd: cached ? 0 : 0.25,
+        cached,
+        attempts: cached ? 0 : 1,
+        repair: false,
+        at: 1_764_000_000_000,
+      });
+      const calls = [call('c1', 'mcq', false), call('c2', 'mcq', true), call('c3', 'classify', false)];
+      await insertLlmCalls(a, calls);
+      // A flush retried after a failure sends the same records again.
+      await insertLlmCalls(a, calls);
+      expect(await count(a, 'SELECT count() AS n FROM llm_calls FINAL')).toBe(3);
+      expect(await spendByStage(a)).toEqual([
+        {
+          stage: 'classify',
+          calls: 1,
+          paid: 1,
+          journalHits: 0,
+          inputTokens: 100,
+          outputTokens: 10,
+          costUsd: 0.25,
+        },
+        {
+          stage: 'mcq',
+          calls: 2,
+          paid: 1,
+          journalHits: 1,
+          inputTokens: 100,
+          outputTokens: 10,
+          costUsd: 0.25,
+        },
+      ]);
     });
 
     it('recordRewards is idempotent by (run, QA id, step)', async () => {
