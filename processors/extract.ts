@@ -197,6 +197,8 @@ export function provenanceOf(article: Article): Provenance {
     source: article.source,
     ...(article.sourceUri ? { sourceUri: article.sourceUri } : {}),
     licence: article.licence,
+    journal: article.journal,
+    published: article.published,
     articleMesh: article.mesh.map((m) => m.descriptorUi ?? m.name),
   };
 }

@@ -6,6 +6,13 @@ export const Provenance = z.object({
   source: z.string().min(1).describe('source reader or poller that produced the article, e.g. jats, medline'),
   sourceUri: z.string().optional().describe('file path or URL the article came from'),
   licence: z.string().nullable().describe('licence of the article text, as stated by the source'),
+  journal: z.string().nullable().default(null),
+  published: z
+    .string()
+    .regex(/^\d{4}(-\d{2}(-\d{2})?)?$/)
+    .nullable()
+    .default(null)
+    .describe("the article's publication date: YYYY, YYYY-MM or YYYY-MM-DD"),
   articleMesh: z
     .array(z.string())
     .default([])

@@ -79,6 +79,12 @@ export interface Processor {
   process(batch: readonly InputRecord[], ctx: StepContext): Promise<void>;
   /** Work kept in flight across steps by run(); process() must then be windowed()'s. */
   readonly window?: WindowedWork;
+  /**
+   * 'partition' (the default): state is per input partition, so many workers can share the input.
+   * 'global': the processor needs every partition's records in one view (the sampler's selection
+   * spans all QA), so one worker owns all its input partitions and its state is one store.
+   */
+  readonly scope?: 'partition' | 'global';
   /** A timer: runs in a step of its own every `everyMs`, with or without new input. */
   readonly punctuate?: { readonly everyMs: number; run(ctx: StepContext): Promise<void> };
 }
