@@ -22,10 +22,11 @@ export type HeldOut = z.infer<typeof HeldOut>;
 
 /**
  * One topic's part of the mix. Its quota is counted in label occurrences (an item is counted once
- * in each of its topics, as the paper's percentages are). `level` and `threshold` are the selection
- * rule that anyone holding the mix can apply to an item (processors/sampler/selection.ts copiesOf):
- * an item of this topic is taken `level - 1` times, and once more when its hash u(seed, id) is at
- * most `threshold`; an item of several topics takes the most any of them gives.
+ * in each of its topics, as the paper's percentages are). `level`, `threshold` and `damp` are the
+ * selection rule that anyone holding the mix can apply to an item (processors/sampler/selection.ts
+ * copiesOf): an item's draw is u(seed, id) divided by the smallest `damp` of its topics; an item of
+ * this topic is taken `level - 1` times, and once more when its draw is below `threshold`; an item
+ * of several topics takes the most any of them gives.
  */
 export const TopicQuota = z.object({
   share: z.number().min(0).max(1).describe('target share p_c(α)'),
@@ -33,6 +34,11 @@ export const TopicQuota = z.object({
   upsample: z.number().nonnegative().describe('p_c(α) / p_c(1)'),
   level: z.number().int().nonnegative(),
   threshold: z.number().min(0).max(1),
+  damp: z
+    .number()
+    .gt(0)
+    .max(1)
+    .describe("below 1 for a topic that other topics' shared items overfill: its items are taken less often"),
 });
 export type TopicQuota = z.infer<typeof TopicQuota>;
 
@@ -40,7 +46,9 @@ export type TopicQuota = z.infer<typeof TopicQuota>;
 export const MixState = z.object({
   version: z.number().int().nonnegative(),
   at: z.string().datetime(),
-  reason: z.string().describe('why this version exists: new data, the timer, a config change, the reward policy'),
+  reason: z
+    .string()
+    .describe('why this version exists: new data, the timer, a config change, the reward policy'),
   alpha: z.number().min(0).max(1),
   seed: z.number().int().nonnegative(),
   repeatCap: z.number().int().positive().describe('most copies of one item in the mix'),
@@ -66,7 +74,12 @@ export const MixState = z.object({
     tvdReference: z.number().min(0).max(1),
     tvdTarget: z.number().min(0).max(1),
     jsTarget: z.number().min(0).max(1).describe('Jensen-Shannon distance (base 2) to the target'),
-    kept: z.number().min(0).max(1).nullable().describe('share of the previous version selection still selected'),
+    kept: z
+      .number()
+      .min(0)
+      .max(1)
+      .nullable()
+      .describe('share of the previous version selection still selected'),
   }),
 });
 export type MixState = z.infer<typeof MixState>;
