@@ -26,11 +26,16 @@ export const QaRow = z.object({
   model: z.string(),
   promptVersion: z.string(),
   mixVersion: z.number().int().nonnegative().default(0),
+  source: z.string().default(''),
+  journal: z.string().nullable().default(null),
+  published: z.string().nullable().default(null),
+  /** When the QA was classified: its log record's timestamp (ms), so a replay writes the same. */
+  classifiedAt: z.number().int().nonnegative().default(0),
 });
 export type QaRow = z.input<typeof QaRow>;
 
-/** The row the count sink writes for a classified QA. */
-export function qaRow(qa: ClassifiedQa, mixVersion = 0): QaRow {
+/** The row the count sink writes for a classified QA, classified at `classifiedAt` (ms). */
+export function qaRow(qa: ClassifiedQa, classifiedAt = 0): QaRow {
   const { candidate, grade, classification } = qa;
   return {
     id: candidate.id,
@@ -43,7 +48,10 @@ export function qaRow(qa: ClassifiedQa, mixVersion = 0): QaRow {
     ...grade.scores,
     model: candidate.generatedBy.model,
     promptVersion: candidate.generatedBy.promptVersion,
-    mixVersion,
+    source: candidate.provenance.source,
+    journal: candidate.provenance.journal,
+    published: candidate.provenance.published,
+    classifiedAt,
   };
 }
 
@@ -67,6 +75,11 @@ export async function insertQa(a: Analytics, rows: readonly QaRow[]): Promise<vo
       model: r.model,
       prompt_version: r.promptVersion,
       mix_version: r.mixVersion,
+      source: r.source,
+      journal: r.journal ?? '',
+      published: r.published ?? '',
+      // Seconds since the epoch: a formatted string would be read in the server's time zone.
+      classified_at: Math.floor(r.classifiedAt / 1000),
     };
   });
   await a.client.insert({ table: 'qa', values, format: 'JSONEachRow' });
@@ -92,6 +105,64 @@ export async function topicCounts(a: Analytics): Promise<TopicCount[]> {
     format: 'JSONEachRow',
   });
   return z.array(TopicCount).parse(await rs.json());
+}
+
+export const TopicCountBy = z.object({ category: z.string(), key: z.string(), n: Count });
+export type TopicCountBy = z.infer<typeof TopicCountBy>;
+
+/**
+ * Accepted QA per category and source, or per category and day (YYYY-MM-DD of classification),
+ * from the topic_counts materialized view: exact distinct ids, cheap at any size.
+ */
+export async function topicCountsBy(a: Analytics, by: 'source' | 'day'): Promise<TopicCountBy[]> {
+  const key = by === 'source' ? 'source' : 'toString(day)';
+  const rs = await a.client.query({
+    query: `SELECT category, ${key} AS key, uniqExactMerge(items) AS n
+            FROM topic_counts
+            GROUP BY category, key
+            ORDER BY category, key`,
+    format: 'JSONEachRow',
+  });
+  return z.array(TopicCountBy).parse(await rs.json());
+}
+
+/** Accepted QA per category from the materialized view (what the count sink's counts are). */
+export async function viewTopicCounts(a: Analytics): Promise<TopicCount[]> {
+  const rs = await a.client.query({
+    query: `SELECT category, uniqExactMerge(items) AS n FROM topic_counts GROUP BY category ORDER BY category`,
+    format: 'JSONEachRow',
+  });
+  return z.array(TopicCount).parse(await rs.json());
+}
+
+const ItemRow = z.object({
+  id: z.string(),
+  categories: z.array(z.string()),
+  source: z.string(),
+  published: z.string(),
+});
+
+/**
+ * Every accepted QA item as the sampler sees it (id, topics, source, publication date), streamed
+ * so millions of rows never sit in memory as JSON at once.
+ */
+export async function forEachQaItem(
+  a: Analytics,
+  visit: (item: { id: string; topics: string[]; source: string; published: string | null }) => void,
+): Promise<number> {
+  const rs = await a.client.query({
+    query: `SELECT id, categories, source, published FROM qa FINAL WHERE verdict = 'accept'`,
+    format: 'JSONEachRow',
+  });
+  let n = 0;
+  for await (const rows of rs.stream()) {
+    for (const row of rows) {
+      const r = ItemRow.parse(row.json());
+      visit({ id: r.id, topics: r.categories, source: r.source, published: r.published || null });
+      n++;
+    }
+  }
+  return n;
 }
 
 /** A per-item reward from a trainer ack. */

@@ -5,7 +5,14 @@ import { ClassifiedQa } from '../../schemas/qa.js';
 export function qa(
   id: string,
   categories: readonly string[],
-  opts: { verdict?: 'accept' | 'reject'; question?: string; answer?: string } = {},
+  opts: {
+    verdict?: 'accept' | 'reject';
+    question?: string;
+    answer?: string;
+    source?: string;
+    published?: string;
+    classifiedAt?: number;
+  } = {},
 ): QaRow {
   const record = ClassifiedQa.parse({
     candidate: {
@@ -15,7 +22,12 @@ export function qa(
       kind: 'free-form',
       question: opts.question ?? `What does ${id} ask?`,
       answer: opts.answer ?? 'mitochondria',
-      provenance: { articleId: 'doi:10.1000/xyz', source: 'jats', licence: 'CC BY 4.0' },
+      provenance: {
+        articleId: 'doi:10.1000/xyz',
+        source: opts.source ?? 'jats',
+        licence: 'CC BY 4.0',
+        published: opts.published ?? null,
+      },
       generatedBy: { model: 'm', promptVersion: 'extract-v1' },
     },
     grade: {
@@ -31,7 +43,7 @@ export function qa(
       classifiedBy: { model: 'm', promptVersion: 'classify-v1' },
     },
   });
-  return qaRow(record);
+  return qaRow(record, opts.classifiedAt ?? 0);
 }
 
 /** The SQL-injection probe of the brief, plus the characters string escaping gets wrong. */

@@ -3,14 +3,19 @@ import { z } from 'zod';
 import { type Analytics, openClickHouse, UnsupportedByServerError } from '../../analytics/clickhouse.js';
 import { insertLlmCalls, spendByStage } from '../../analytics/llm-calls.js';
 import { readMigrations } from '../../analytics/migrations.js';
+import { insertMixVersions, mixHistory } from '../../analytics/mix-store.js';
 import {
+  forEachQaItem,
   insertQa,
   recordRewards,
   rewardsByTopic,
   snapshotTopicCounts,
   topicCountHistory,
   topicCounts,
+  topicCountsBy,
+  viewTopicCounts,
 } from '../../analytics/qa-store.js';
+import { mixFixture } from '../sampler/mix-fixture.js';
 import { NASTY, qa } from './rows.js';
 
 /**
@@ -93,6 +98,60 @@ export function storeSuite(b: Backend): void {
       expect(await count(a, 'SELECT count() AS n FROM qa FINAL')).toBe(2);
       // The duplicates are really there, unmerged: FINAL is what hides them.
       expect(await count(a, 'SELECT count() AS n FROM qa')).toBe(5);
+    });
+
+    it('the topic_counts view counts each QA id once per category, source and day, replays included', async () => {
+      const day1 = Date.parse('2026-03-01T10:00:00Z');
+      const day2 = Date.parse('2026-03-02T23:59:59Z');
+      const rows = [
+        qa('q1', ['genetics', 'microbiology'], { source: 'jats', classifiedAt: day1 }),
+        qa('q2', ['genetics', 'genetics'], { source: 'medline', classifiedAt: day1 }),
+        qa('q3', ['genetics'], { source: 'jats', classifiedAt: day2 }),
+        qa('q4', ['ecology'], { verdict: 'reject', classifiedAt: day2 }),
+      ];
+      await insertQa(a, rows);
+      await insertQa(a, rows); // a replayed batch
+      await insertQa(a, rows.slice(2)); // and a restarted sink's partial one
+      const expected = [
+        { category: 'genetics', n: 3 },
+        { category: 'microbiology', n: 1 },
+      ];
+      expect(await viewTopicCounts(a)).toEqual(expected);
+      expect(await topicCounts(a)).toEqual(expected);
+      expect(await topicCountsBy(a, 'source')).toEqual([
+        { category: 'genetics', key: 'jats', n: 2 },
+        { category: 'genetics', key: 'medline', n: 1 },
+        { category: 'microbiology', key: 'jats', n: 1 },
+      ]);
+      expect(await topicCountsBy(a, 'day')).toEqual([
+        { category: 'genetics', key: '2026-03-01', n: 2 },
+        { category: 'genetics', key: '2026-03-02', n: 1 },
+        { category: 'microbiology', key: '2026-03-01', n: 1 },
+      ]);
+    });
+
+    it('streams every accepted QA item with its topics, source and publication date', async () => {
+      await insertQa(a, [
+        qa('q1', ['genetics', 'microbiology'], { source: 'jats', published: '2023-04' }),
+        qa('q2', ['ecology'], { verdict: 'reject' }),
+        qa('q3', ['ecology'], { source: 'medline' }),
+      ]);
+      await insertQa(a, [qa('q1', ['genetics', 'microbiology'], { source: 'jats', published: '2023-04' })]);
+      const items: unknown[] = [];
+      expect(await forEachQaItem(a, (it) => items.push(it))).toBe(2);
+      expect(items.sort((x, y) => JSON.stringify(x).localeCompare(JSON.stringify(y)))).toEqual([
+        { id: 'q1', topics: ['genetics', 'microbiology'], source: 'jats', published: '2023-04' },
+        { id: 'q3', topics: ['ecology'], source: 'medline', published: null },
+      ]);
+    });
+
+    it('keeps every mix version once, oldest first', async () => {
+      const v1 = mixFixture({ version: 1, reason: 'new data' });
+      const v2 = mixFixture({ version: 2, reason: 'timer' });
+      await insertMixVersions(a, [v1, v2]);
+      await insertMixVersions(a, [v2]); // a replayed step
+      expect(await mixHistory(a)).toEqual([v1, v2]);
+      expect(await mixHistory(a, 1)).toEqual([v2]);
     });
 
     it('a re-written QA (same id) replaces the earlier row', async () => {
