@@ -35,7 +35,9 @@ function needsLlm(def: Pick<Processor, 'name' | 'reads' | 'writes' | 'stores'>):
 }
 
 /** The BioAlchemy pipeline of DESIGN.md: every arrow a topic, every box a processor. */
-export function pipelineTopology(opts: { partitions?: number; stages?: LlmStages } = {}): Topology {
+export function pipelineTopology(
+  opts: { partitions?: number; stages?: LlmStages; feeder?: Processor } = {},
+): Topology {
   const partitions = opts.partitions ?? 4;
   const stages = opts.stages;
   const inFlight = (name: string) =>
@@ -129,14 +131,17 @@ export function pipelineTopology(opts: { partitions?: number; stages?: LlmStages
         stores: ['counts'],
         punctuate: { everyMs: 60_000, run: async () => {} },
       }),
-      placeholder({
-        name: 'feeder',
-        description: 'rollout batches leased to trainer ranks; acks carry rewards back to ClickHouse',
-        reads: ['mix.state', 'qa.classified'],
-        writes: ['rollout.batches'],
-        stores: ['leases', 'pool'],
-        sinks: ['http:feeder', 'clickhouse:rewards'],
-      }),
+      // The feeder needs what `run` wires (its file, the HTTP server): processors/feeder/processor.ts.
+      opts.feeder ??
+        placeholder({
+          name: 'feeder',
+          description: 'rollout batches leased to trainer ranks over HTTP; acks carry rewards back to ClickHouse',
+          reads: ['mix.state', 'qa.classified'],
+          writes: ['rollout.batches'],
+          stores: ['published'],
+          sinks: ['feeder:pool', 'clickhouse:rewards'],
+          scope: 'global',
+        }),
     ],
   });
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { FeederConfig, ServerConfig } from './feeder.js';
 import { LlmConfig } from './llm.js';
 import { PollerConfig } from './pollers.js';
 
@@ -64,6 +65,8 @@ export const Config = z
     metricsPort: z.number().int().min(0).max(65535).optional(),
     processors: z.record(z.string(), ProcessorConfig).default({}),
     sources: z.array(PollerConfig).default([]).describe('literature pollers run by `run` and `poll`'),
+    server: ServerConfig.default(ServerConfig.parse({})).describe('the HTTP server `run` starts (feeder API)'),
+    feeder: FeederConfig.default(FeederConfig.parse({})).describe('leases, batches, prompt templates'),
   })
   .strict();
 export type Config = z.infer<typeof Config>;

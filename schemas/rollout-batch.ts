@@ -4,26 +4,57 @@ export const ChatMessage = z.object({
   role: z.enum(['system', 'user', 'assistant']),
   content: z.string(),
 });
+export type ChatMessage = z.infer<typeof ChatMessage>;
 
-export const RewardSpec = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('mcq-letter'), letters: z.array(z.string().length(1)).min(2) }),
-  z.object({ kind: z.literal('free-form-match'), aliases: z.array(z.string()).default([]) }),
-]);
+/** The kind of a question as the reward sees it (QaCandidate's 'multiple-choice' is 'mcq'). */
+export const RewardKind = z.enum(['mcq', 'free-form']);
+export type RewardKind = z.infer<typeof RewardKind>;
 
+/**
+ * One training item as one superset row that verl, TRL and Hugging Face `datasets` read as-is:
+ * verl's columns (data_source, prompt, ability, reward_model, extra_info), the flat ground_truth /
+ * answer / solution that TRL reward functions take as keyword arguments, and what our reward
+ * needs (extra_info.kind, extra_info.options).
+ */
 export const RolloutItem = z.object({
-  id: z.string().min(1).describe('the QA id'),
-  prompt: z.array(ChatMessage).min(1),
-  groundTruth: z.string().min(1),
-  rewardSpec: RewardSpec,
-  topics: z.array(z.string()),
-  dataSource: z.string(),
+  data_source: z.string().min(1),
+  prompt: z.array(ChatMessage).min(1).describe('chat messages, rendered from the per-kind template'),
+  ability: z.string().min(1),
+  reward_model: z.object({
+    style: z.literal('rule'),
+    ground_truth: z.string().min(1).describe('the option letter (MCQ) or the short canonical answer'),
+  }),
+  ground_truth: z.string().min(1),
+  answer: z.string().min(1),
+  solution: z.string().min(1).describe('the reference answer as a final-answer line: "Answer: C"'),
+  extra_info: z.object({
+    index: z.number().int().nonnegative().describe('position in the epoch (feeder) or in the file (export)'),
+    split: z.enum(['train', 'heldout']),
+    qa_id: z.string().min(1),
+    article_id: z.string().min(1),
+    topics: z.array(z.string()),
+    kind: RewardKind,
+    options: z.array(z.string()).describe('MCQ options in letter order; empty for free-form'),
+    grade: z.object({
+      quality: z.number(),
+      difficulty: z.number(),
+      answerability: z.number(),
+      verifiability: z.number(),
+    }),
+    copy: z.number().int().nonnegative().describe('which copy of an upsampled item (0 for the first)'),
+  }),
 });
+export type RolloutItem = z.infer<typeof RolloutItem>;
 
+/** A batch as leased to one trainer rank (on `rollout.batches`, one record per lease). */
 export const RolloutBatch = z.object({
   id: z.string().min(1),
   run: z.string().min(1),
   mixVersion: z.number().int().nonnegative(),
   rank: z.number().int().nonnegative(),
+  epoch: z.number().int().nonnegative().default(0),
+  index: z.number().int().nonnegative().default(0).describe("the batch's position in its epoch"),
+  attempt: z.number().int().positive().default(1).describe('1 for the first lease, 2+ for redeliveries'),
   items: z.array(RolloutItem).min(1),
   leaseDeadline: z.string().datetime(),
 });

@@ -1,0 +1,194 @@
+import { z } from 'zod';
+import { RewardKind, RolloutBatch } from './rollout-batch.js';
+
+/** The HTTP server `run` starts next to the processors (feeder API, reward, OpenAPI document). */
+export const ServerConfig = z
+  .object({
+    host: z.string().min(1).default('127.0.0.1'),
+    port: z.number().int().min(0).max(65535).default(8787).describe('0 picks a free port'),
+    bodyLimit: z.number().int().positive().default(1_048_576).describe('largest request body in bytes'),
+  })
+  .strict();
+export type ServerConfig = z.infer<typeof ServerConfig>;
+
+export const PromptTemplates = z
+  .object({
+    system: z.string().nullable().default(null).describe('a system message before the question, or null'),
+    mcq: z
+      .string()
+      .default(
+        '{question}\n\n{options}\n\nThink it through, then give the letter of the correct option as \\boxed{X}.',
+      )
+      .describe('{question} and {options} ("A) text" lines) are replaced'),
+    freeForm: z
+      .string()
+      .default('{question}\n\nThink it through, then give a short final answer as \\boxed{answer}.')
+      .describe('{question} is replaced'),
+  })
+  .strict();
+export type PromptTemplates = z.infer<typeof PromptTemplates>;
+
+export const FeederConfig = z
+  .object({
+    state: z
+      .string()
+      .optional()
+      .describe(
+        'SQLite file of leases, acks and the item pool; default feeder.sqlite beside the embedded log',
+      ),
+    batchSize: z
+      .number()
+      .int()
+      .min(1)
+      .max(4096)
+      .default(128)
+      .describe('prompts per batch unless a lease asks'),
+    leaseMs: z.number().int().min(100).default(600_000).describe('how long a lease lasts unless extended'),
+    maxLeaseMs: z
+      .number()
+      .int()
+      .min(100)
+      .default(6 * 3_600_000),
+    readyBatches: z
+      .number()
+      .int()
+      .min(0)
+      .default(2)
+      .describe('batches cut ahead per rank of each active run (backpressure: no more are prepared)'),
+    rewardRange: z
+      .tuple([z.number(), z.number()])
+      .default([-1, 1])
+      .describe('acked rewards outside it are refused'),
+    dataSource: z.string().min(1).default('bioalchemy'),
+    ability: z.string().min(1).default('biology'),
+    templates: PromptTemplates.default(PromptTemplates.parse({})),
+  })
+  .strict();
+export type FeederConfig = z.infer<typeof FeederConfig>;
+
+/** A run name: what a trainer calls itself; also a ClickHouse `rewards.run`. */
+const RunName = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/,
+    'a run is 1-128 of A-Z a-z 0-9 . _ : - (starting alphanumeric)',
+  );
+
+export const LeaseRequest = z
+  .object({
+    run: RunName,
+    rank: z.number().int().nonnegative(),
+    worldSize: z.number().int().min(1).max(4096),
+    batchSize: z.number().int().min(1).max(4096).optional().describe("the feeder's batchSize when absent"),
+    leaseMs: z.number().int().min(100).optional(),
+  })
+  .strict()
+  .refine((r) => r.rank < r.worldSize, { message: 'rank must be below worldSize', path: ['rank'] });
+export type LeaseRequest = z.infer<typeof LeaseRequest>;
+
+export const LeaseResponse = z.discriminatedUnion('status', [
+  z.object({
+    status: z.literal('leased'),
+    leaseId: z.string(),
+    batch: RolloutBatch,
+  }),
+  z.object({
+    status: z.literal('wait'),
+    epoch: z.number().int(),
+    retryAfterMs: z.number().int().nonnegative(),
+    reason: z.string(),
+  }),
+  z.object({
+    status: z.literal('epoch-end'),
+    epoch: z.number().int().describe('the epoch this rank has finished; the next lease starts the next one'),
+  }),
+]);
+export type LeaseResponse = z.infer<typeof LeaseResponse>;
+
+const Reward = z.number().finite().nullable();
+
+export const AckRequest = z
+  .object({
+    run: RunName,
+    batchId: z.string().min(1),
+    leaseId: z.string().min(1),
+    rewards: z
+      .array(Reward)
+      .optional()
+      .describe('one per item in batch order (the mean over its rollouts), null for unscored'),
+    responseLengths: z.array(z.number().int().nonnegative().nullable()).optional(),
+    step: z.number().int().nonnegative().max(0xffff_ffff).optional().describe("the trainer's step"),
+  })
+  .strict();
+export type AckRequest = z.infer<typeof AckRequest>;
+
+export const AckResponse = z.object({
+  acked: z.string(),
+  items: z.number().int(),
+  rewards: z.number().int(),
+});
+
+export const ExtendRequest = z
+  .object({
+    run: RunName,
+    batchId: z.string().min(1),
+    leaseId: z.string().min(1),
+    leaseMs: z.number().int().min(100).optional(),
+  })
+  .strict();
+export type ExtendRequest = z.infer<typeof ExtendRequest>;
+
+export const ExtendResponse = z.object({ leaseDeadline: z.string().datetime() });
+
+export const RankStatus = z.object({
+  rank: z.number().int(),
+  epoch: z.number().int(),
+  leased: z.number().int(),
+  acked: z.number().int(),
+});
+
+export const RunStatus = z.object({
+  run: z.string(),
+  worldSize: z.number().int(),
+  batchSize: z.number().int(),
+  epoch: z.number().int().describe('the epoch being cut'),
+  mixVersion: z.number().int().nullable().describe('the mix version the epoch order follows'),
+  planned: z.number().int().describe("items (copies) in this epoch's order"),
+  cutItems: z.number().int().describe('of them, already in batches'),
+  batches: z.object({
+    ready: z.number().int(),
+    leased: z.number().int(),
+    acked: z.number().int(),
+    redelivered: z.number().int().describe('leases that were second or later attempts'),
+  }),
+  ackedItems: z.number().int().describe('items acked over the whole run'),
+  ranks: z.array(RankStatus),
+});
+export type RunStatus = z.infer<typeof RunStatus>;
+
+export const FeederStatus = z.object({
+  mixVersion: z.number().int().nullable(),
+  pool: z.number().int().describe('classified QA items known'),
+  selected: z.number().int().describe('copies in the current training selection'),
+  runs: z.array(z.string()),
+});
+export type FeederStatus = z.infer<typeof FeederStatus>;
+
+export const RewardRequestItem = z
+  .object({
+    kind: RewardKind,
+    ground_truth: z.string().min(1),
+    options: z.array(z.string()).default([]),
+    aliases: z.array(z.string()).default([]),
+    output: z.string(),
+  })
+  .strict();
+export type RewardRequestItem = z.infer<typeof RewardRequestItem>;
+
+export const RewardResult = z.object({ score: z.union([z.literal(0), z.literal(1)]), reason: z.string() });
+export type RewardResult = z.infer<typeof RewardResult>;
+
+export const RewardBatchRequest = z.object({ items: z.array(RewardRequestItem).min(1).max(10_000) }).strict();
+export const RewardBatchResponse = z.object({ scores: z.array(RewardResult) });
+
+export const ApiError = z.object({ error: z.string(), reason: z.string() });
