@@ -1,0 +1,615 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import type { RewardRow } from '../../analytics/qa-store.js';
+import {
+  type AckRequest,
+  type ExtendRequest,
+  type FeederConfig,
+  FeederConfig as FeederConfigSchema,
+  type FeederStatus,
+  type LeaseRequest,
+  type LeaseResponse,
+  type RunStatus,
+} from '../../schemas/feeder.js';
+import type { MixState } from '../../schemas/mix-state.js';
+import type { RolloutBatch } from '../../schemas/rollout-batch.js';
+import { copiesOf } from '../sampler/selection.js';
+import { epochOrder, epochSeed, type Slot } from './order.js';
+import { type PoolItem, rolloutRow } from './row.js';
+
+// Leases and acks are answered over HTTP, outside the processor's steps, so they are kept in a
+// SQLite file of the feeder's own (WAL, one transaction per request) rather than in the
+// processor's state stores: a store write becomes durable only when the step commits (up to
+// commitIntervalMs later), so a lease answered before that commit would be forgotten by a crash
+// and leased again to another rank, and one answered after it would cost 100 ms. A SQLite
+// transaction commits in microseconds and survives kill -9. The item pool and the mix are written
+// into the same file by the processor through ctx.sink (idempotent upserts, before the step
+// commits), so the file never lags the processor's committed offsets. Every method below runs
+// synchronously to its end: the event loop is the lock, so no two requests interleave.
+
+/** A refused request: the HTTP status and the reason; nothing in the feeder changed. */
+export class FeederError extends Error {
+  constructor(
+    readonly status: 400 | 404 | 409 | 413 | 503,
+    readonly code: string,
+    reason: string,
+  ) {
+    super(reason);
+  }
+}
+
+interface RunRow {
+  run: string;
+  world_size: number;
+  batch_size: number;
+  epoch: number;
+  mix_version: number | null;
+  planned: number;
+  base: number;
+  pos: number;
+  next_index: number;
+  cut: number;
+  acked_items: number;
+}
+
+interface BatchRow {
+  id: string;
+  run: string;
+  epoch: number;
+  idx: number;
+  rank: number;
+  seq: number;
+  mix_version: number;
+  slots: string;
+  state: 'ready' | 'leased' | 'acked';
+  lease_id: string | null;
+  deadline: number | null;
+  attempts: number;
+}
+
+/** A slot of a batch: the item, its copy, its position in the epoch. */
+type BatchSlot = [id: string, copy: number, index: number];
+
+export interface FeederOptions {
+  /** Milliseconds since the epoch; tests move it. */
+  readonly now?: () => number;
+}
+
+export class Feeder {
+  readonly config: FeederConfig;
+  private readonly db: Database.Database;
+  private readonly now: () => number;
+  private mix: MixState | null = null;
+  /** The epoch order of each run's current epoch, read from the file once. */
+  private readonly plans = new Map<string, { epoch: number; version: number; slots: Slot[] }>();
+  /** Rendered items (a JSON array) of batches cut and not yet acked. */
+  private readonly rendered = new Map<string, string>();
+  private readonly q: ReturnType<typeof statements>;
+
+  private constructor(db: Database.Database, config: FeederConfig, opts: FeederOptions) {
+    this.db = db;
+    this.config = config;
+    this.now = opts.now ?? Date.now;
+    this.q = statements(db);
+    const mix = this.q.getMeta.get('mix') as { value: string } | undefined;
+    this.mix = mix ? (JSON.parse(mix.value) as MixState) : null;
+  }
+
+  /** Opens (or creates) the feeder's file; ':memory:' for a throwaway one. */
+  static open(path: string, config: Partial<FeederConfig> = {}, opts: FeederOptions = {}): Feeder {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    const db = new Database(path);
+    db.pragma('journal_mode = WAL');
+    // NORMAL in WAL mode: a commit survives the process being killed (the OS has it); only a
+    // power cut can lose the last transactions.
+    db.pragma('synchronous = NORMAL');
+    db.exec(SCHEMA);
+    return new Feeder(db, FeederConfigSchema.parse(config), opts);
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  // ---- what the processor writes (idempotent) ------------------------------------------------
+
+  /** Adds or replaces pool items (a replayed record rewrites the same row). */
+  addItems(items: readonly PoolItem[]): void {
+    this.db.transaction(() => {
+      for (const it of items) {
+        this.q.putItem.run(it.id, JSON.stringify(it.topics), it.source, it.published, JSON.stringify(it));
+      }
+    })();
+  }
+
+  /** Takes a mix version newer than the one held; an older or equal one is ignored. */
+  setMix(mix: MixState): boolean {
+    if (this.mix && mix.version <= this.mix.version) return false;
+    this.q.putMeta.run('mix', JSON.stringify(mix));
+    this.mix = mix;
+    return true;
+  }
+
+  get mixVersion(): number | null {
+    return this.mix?.version ?? null;
+  }
+
+  // ---- the trainer API -----------------------------------------------------------------------
+
+  lease(req: LeaseRequest): LeaseResponse {
+    return this.leaseRaw(req).response;
+  }
+
+  /**
+   * A lease, with the response also as a JSON string whose items were rendered when the batch
+   * was cut (the HTTP handler sends the string as it is).
+   */
+  leaseRaw(req: LeaseRequest): { response: LeaseResponse; json: string } {
+    const batchSize = req.batchSize ?? this.config.batchSize;
+    const leaseMs = Math.min(req.leaseMs ?? this.config.leaseMs, this.config.maxLeaseMs);
+    if (!this.mix)
+      throw new FeederError(503, 'no-mix', 'no mix.state yet: the sampler has not published a mix');
+    return this.db.transaction(() => {
+      let run = this.q.getRun.get(req.run) as RunRow | undefined;
+      if (run && (run.world_size !== req.worldSize || run.batch_size !== batchSize)) {
+        throw new FeederError(
+          409,
+          'run-mismatch',
+          `run "${req.run}" has worldSize ${run.world_size} and batchSize ${run.batch_size}; start a new run to change them`,
+        );
+      }
+      if (!run) {
+        this.q.insertRun.run(req.run, req.worldSize, batchSize, this.now());
+        run = this.q.getRun.get(req.run) as RunRow;
+      }
+      const epoch = this.rankEpoch(req.run, req.rank);
+      const now = this.now();
+      let batch = this.q.nextForRank.get(req.run, req.rank, epoch, now) as BatchRow | undefined;
+      if (!batch && run.epoch <= epoch) batch = this.cutFor(run, req.rank, epoch);
+      if (batch) {
+        const leaseId = randomUUID();
+        const deadline = now + leaseMs;
+        const attempt = batch.attempts + 1;
+        this.q.leaseBatch.run(leaseId, deadline, attempt, batch.id);
+        this.q.outbox.run(batch.id, leaseId, deadline, attempt);
+        const head = this.batchHead(batch, deadline, attempt);
+        const items = this.itemsJson(batch);
+        const json = `{"status":"leased","leaseId":"${leaseId}","batch":${head.slice(0, -1)},"items":${items}}}`;
+        const response: LeaseResponse = {
+          status: 'leased',
+          leaseId,
+          batch: { ...(JSON.parse(head) as Omit<RolloutBatch, 'items'>), items: JSON.parse(items) },
+        };
+        return { response, json };
+      }
+      const held = this.q.heldByRank.get(req.run, req.rank, epoch) as { n: number; first: number | null };
+      let response: LeaseResponse;
+      if (held.n > 0) {
+        response = {
+          status: 'wait',
+          epoch,
+          retryAfterMs: Math.max(10, Math.min(1000, (held.first ?? now) - now)),
+          reason: `rank ${req.rank} holds ${held.n} unacked batch(es) and epoch ${epoch} has no more for it`,
+        };
+      } else if (this.epochIsEmpty(run, epoch)) {
+        response = { status: 'wait', epoch, retryAfterMs: 1000, reason: 'the mix selects no items yet' };
+      } else {
+        this.q.setRankEpoch.run(req.run, req.rank, epoch + 1);
+        response = { status: 'epoch-end', epoch };
+      }
+      return { response, json: JSON.stringify(response) };
+    })();
+  }
+
+  ack(req: AckRequest): { acked: string; items: number; rewards: number } {
+    return this.db.transaction(() => {
+      const batch = this.heldBatch(req);
+      const slots = JSON.parse(batch.slots) as BatchSlot[];
+      const [lo, hi] = this.config.rewardRange;
+      for (const [name, values] of [
+        ['rewards', req.rewards],
+        ['responseLengths', req.responseLengths],
+      ] as const) {
+        if (values && values.length !== slots.length)
+          throw new FeederError(
+            400,
+            'bad-length',
+            `${name} has ${values.length} entries; the batch has ${slots.length} items`,
+          );
+      }
+      const bad = (req.rewards ?? []).findIndex((r) => r !== null && (r < lo || r > hi));
+      if (bad >= 0)
+        throw new FeederError(
+          400,
+          'reward-range',
+          `rewards[${bad}] = ${req.rewards![bad]} is outside [${lo}, ${hi}]`,
+        );
+      const now = this.now();
+      this.q.ackBatch.run(now, batch.id);
+      this.q.addAcked.run(slots.length, req.run);
+      // One row per (run, item, step): copies of one item in one batch share their mean.
+      const step = req.step ?? batch.seq;
+      const byItem = new Map<string, number[]>();
+      (req.rewards ?? []).forEach((r, i) => {
+        if (r === null) return;
+        const id = slots[i]![0];
+        byItem.set(id, [...(byItem.get(id) ?? []), r]);
+      });
+      const rows: RewardRow[] = [...byItem].map(([qaId, rs]) => ({
+        qaId,
+        run: req.run,
+        step,
+        reward: rs.reduce((a, b) => a + b, 0) / rs.length,
+        mixVersion: batch.mix_version,
+      }));
+      if (rows.length) this.q.queueRewards.run(JSON.stringify(rows));
+      this.rendered.delete(batch.id);
+      return { acked: batch.id, items: slots.length, rewards: rows.length };
+    })();
+  }
+
+  extend(req: ExtendRequest): { leaseDeadline: string } {
+    return this.db.transaction(() => {
+      const batch = this.heldBatch(req);
+      const ms = Math.min(req.leaseMs ?? this.config.leaseMs, this.config.maxLeaseMs);
+      const deadline = this.now() + ms;
+      this.q.extend.run(deadline, batch.id);
+      return { leaseDeadline: new Date(deadline).toISOString() };
+    })();
+  }
+
+  runStatus(name: string): RunStatus {
+    const run = this.q.getRun.get(name) as RunRow | undefined;
+    if (!run)
+      throw new FeederError(404, 'unknown-run', `no run "${name}" (a run starts with its first lease)`);
+    const now = this.now();
+    const counts = this.q.batchCounts.get(now, now, name) as {
+      ready: number;
+      leased: number;
+      acked: number;
+      redelivered: number;
+    };
+    const ranks = Array.from({ length: run.world_size }, (_, rank) => {
+      const r = this.q.rankCounts.get(now, name, rank) as { leased: number; acked: number };
+      return { rank, epoch: this.rankEpoch(name, rank), leased: r.leased ?? 0, acked: r.acked ?? 0 };
+    });
+    return {
+      run: name,
+      worldSize: run.world_size,
+      batchSize: run.batch_size,
+      epoch: run.epoch,
+      mixVersion: run.mix_version,
+      planned: run.planned,
+      cutItems: run.base + run.pos,
+      batches: {
+        ready: counts.ready ?? 0,
+        leased: counts.leased ?? 0,
+        acked: counts.acked ?? 0,
+        redelivered: counts.redelivered ?? 0,
+      },
+      ackedItems: run.acked_items,
+      ranks,
+    };
+  }
+
+  status(): FeederStatus {
+    const runs = (this.q.runNames.all() as { run: string }[]).map((r) => r.run);
+    return {
+      mixVersion: this.mixVersion,
+      pool: (this.q.poolSize.get() as { n: number }).n,
+      selected: this.mix ? this.selection().reduce((s, i) => s + i.copies, 0) : 0,
+      runs,
+    };
+  }
+
+  // ---- what the processor's timer does -------------------------------------------------------
+
+  /**
+   * Keeps every run ready: re-plans an epoch whose mix version is old and cuts batches until each
+   * rank has `readyBatches` waiting in its epoch (no more: the rest waits for acks). Returns the
+   * batches cut.
+   */
+  prepare(): number {
+    if (!this.mix) return 0;
+    let cut = 0;
+    for (const { run: name } of this.q.runNames.all() as { run: string }[]) {
+      cut += this.db.transaction(() => {
+        const run = this.q.getRun.get(name) as RunRow;
+        let n = 0;
+        for (let rank = 0; rank < run.world_size; rank++) {
+          const epoch = this.rankEpoch(name, rank);
+          if (epoch < run.epoch) continue;
+          while ((this.q.readyForRank.get(name, rank, epoch) as { n: number }).n < this.config.readyBatches) {
+            const before = (this.q.getRun.get(name) as RunRow).cut;
+            if (!this.cutFor(this.q.getRun.get(name) as RunRow, rank, epoch)) break;
+            n += (this.q.getRun.get(name) as RunRow).cut - before;
+          }
+          for (const b of this.q.readyList.all(name, rank, epoch, this.config.readyBatches) as BatchRow[]) {
+            if (!this.rendered.has(b.id)) this.rendered.set(b.id, this.renderItems(b));
+          }
+        }
+        return n;
+      })();
+    }
+    return cut;
+  }
+
+  /** Leases not yet published on rollout.batches, after `afterSeq`, rendered as batches. */
+  leasesAfter(afterSeq: number, limit = 256): { seq: number; batch: RolloutBatch }[] {
+    const rows = this.q.outboxAfter.all(afterSeq, limit) as {
+      seq: number;
+      batch_id: string;
+      deadline: number;
+      attempt: number;
+    }[];
+    return rows.map((r) => {
+      const b = this.q.getBatch.get(r.batch_id) as BatchRow;
+      const head = JSON.parse(this.batchHead(b, r.deadline, r.attempt)) as Omit<RolloutBatch, 'items'>;
+      return { seq: r.seq, batch: { ...head, items: JSON.parse(this.renderItems(b)) } };
+    });
+  }
+
+  /** Forgets published leases up to seq (the processor committed them). */
+  dropLeasesThrough(seq: number): void {
+    this.q.dropOutbox.run(seq);
+  }
+
+  /** Reward rows acked and not yet written to ClickHouse. */
+  pendingRewards(limit = 1000): { through: number; rows: RewardRow[] } {
+    const rows = this.q.rewardsQueued.all(limit) as { seq: number; rows: string }[];
+    return {
+      through: rows.at(-1)?.seq ?? 0,
+      rows: rows.flatMap((r) => JSON.parse(r.rows) as RewardRow[]),
+    };
+  }
+
+  dropRewardsThrough(seq: number): void {
+    this.q.dropRewards.run(seq);
+  }
+
+  // ---- helpers -------------------------------------------------------------------------------
+
+  /** The selection of the current mix over the pool: each item with its copies, pool order. */
+  private selection(): { id: string; copies: number }[] {
+    const mix = this.mix!;
+    const out: { id: string; copies: number }[] = [];
+    for (const row of this.q.allItems.iterate() as Iterable<{
+      id: string;
+      topics: string;
+      source: string;
+      published: string | null;
+    }>) {
+      const copies = copiesOf(mix, {
+        id: row.id,
+        topics: JSON.parse(row.topics) as string[],
+        source: row.source,
+        published: row.published,
+      });
+      if (copies > 0) out.push({ id: row.id, copies });
+    }
+    return out;
+  }
+
+  private rankEpoch(run: string, rank: number): number {
+    return (this.q.getRankEpoch.get(run, rank) as { epoch: number } | undefined)?.epoch ?? 0;
+  }
+
+  /** The plan of the run's current epoch, made (or re-made for a new mix version) when needed. */
+  private plan(run: RunRow, epoch: number): Slot[] {
+    const mix = this.mix!;
+    const cached = this.plans.get(run.run);
+    if (run.epoch === epoch && run.mix_version === mix.version) {
+      if (cached?.epoch === epoch && cached.version === mix.version) return cached.slots;
+      const stored = this.q.getPlan.get(run.run) as { plan: string } | undefined;
+      if (stored) {
+        const slots = (JSON.parse(stored.plan) as [string, number][]).map(([id, copy]) => ({ id, copy }));
+        this.plans.set(run.run, { epoch, version: mix.version, slots });
+        return slots;
+      }
+    }
+    let order = epochOrder(this.selection(), epochSeed(mix.seed, run.run, epoch));
+    if (run.epoch === epoch) {
+      // A new mix version within the epoch: what it selects, less what this epoch already cut.
+      const cutCopies = new Map<string, number>();
+      for (const b of this.q.batchesOfEpoch.all(run.run, epoch) as { slots: string }[]) {
+        for (const [id] of JSON.parse(b.slots) as BatchSlot[])
+          cutCopies.set(id, (cutCopies.get(id) ?? 0) + 1);
+      }
+      order = order.filter((s) => s.copy >= (cutCopies.get(s.id) ?? 0));
+      this.q.replan.run({ version: mix.version, left: order.length, run: run.run });
+    } else {
+      this.q.newEpoch.run(epoch, mix.version, order.length, run.run);
+    }
+    this.q.putPlan.run(run.run, JSON.stringify(order.map((s) => [s.id, s.copy])));
+    this.plans.set(run.run, { epoch, version: mix.version, slots: order });
+    Object.assign(run, this.q.getRun.get(run.run));
+    return order;
+  }
+
+  private epochIsEmpty(run: RunRow, epoch: number): boolean {
+    if (run.epoch > epoch) return false;
+    const cutInEpoch = (this.q.batchesOfEpoch.all(run.run, epoch) as unknown[]).length;
+    return cutInEpoch === 0 && this.plan(run, epoch).length === 0;
+  }
+
+  /** Cuts batches in order until one is for `rank`; null when the epoch has no more. */
+  private cutFor(run: RunRow, rank: number, epoch: number): BatchRow | undefined {
+    const slots = this.plan(run, epoch);
+    let pos = run.pos;
+    let index = run.next_index;
+    let seq = run.cut;
+    let found: BatchRow | undefined;
+    while (!found && pos < slots.length) {
+      const take = slots.slice(pos, pos + run.batch_size);
+      const batchSlots: BatchSlot[] = take.map((s, i) => [s.id, s.copy, run.base + pos + i]);
+      const batchRank = index % run.world_size;
+      const id = `${run.run}/e${epoch}/b${index}`;
+      this.q.insertBatch.run(
+        id,
+        run.run,
+        epoch,
+        index,
+        batchRank,
+        seq,
+        run.mix_version,
+        JSON.stringify(batchSlots),
+      );
+      if (batchRank === rank) found = this.q.getBatch.get(id) as BatchRow;
+      pos += take.length;
+      index++;
+      seq++;
+    }
+    this.q.advance.run(pos, index, seq, run.run);
+    Object.assign(run, { pos, next_index: index, cut: seq });
+    return found;
+  }
+
+  private heldBatch(req: { run: string; batchId: string; leaseId: string }): BatchRow {
+    if (!this.q.getRun.get(req.run)) throw new FeederError(404, 'unknown-run', `no run "${req.run}"`);
+    const batch = this.q.getBatch.get(req.batchId) as BatchRow | undefined;
+    if (!batch || batch.run !== req.run)
+      throw new FeederError(404, 'unknown-batch', `run "${req.run}" has no batch "${req.batchId}"`);
+    if (batch.state === 'acked')
+      throw new FeederError(409, 'already-acked', `batch "${batch.id}" is already acked`);
+    if (batch.lease_id !== req.leaseId)
+      throw new FeederError(
+        409,
+        'not-leased',
+        `lease "${req.leaseId}" of batch "${batch.id}" was never made or was replaced`,
+      );
+    if (batch.state !== 'leased' || (batch.deadline ?? 0) < this.now())
+      throw new FeederError(
+        409,
+        'lease-expired',
+        `the lease of batch "${batch.id}" expired at ${new Date(batch.deadline ?? 0).toISOString()}`,
+      );
+    return batch;
+  }
+
+  private batchHead(b: BatchRow, deadline: number, attempt: number): string {
+    return JSON.stringify({
+      id: b.id,
+      run: b.run,
+      mixVersion: b.mix_version,
+      rank: b.rank,
+      epoch: b.epoch,
+      index: b.idx,
+      attempt,
+      leaseDeadline: new Date(deadline).toISOString(),
+    });
+  }
+
+  /** The batch's items as JSON: rendered ahead by prepare(), else now. */
+  private itemsJson(b: BatchRow): string {
+    const cached = this.rendered.get(b.id);
+    this.rendered.delete(b.id);
+    return cached ?? this.renderItems(b);
+  }
+
+  private renderItems(b: BatchRow): string {
+    const slots = JSON.parse(b.slots) as BatchSlot[];
+    const rows = slots.map(([id, copy, index]) => {
+      const body = this.q.getItem.get(id) as { body: string };
+      return rolloutRow(JSON.parse(body.body) as PoolItem, this.config, { index, split: 'train', copy });
+    });
+    return JSON.stringify(rows);
+  }
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS items (id TEXT PRIMARY KEY, topics TEXT NOT NULL, source TEXT NOT NULL, published TEXT, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+  run TEXT PRIMARY KEY, world_size INTEGER NOT NULL, batch_size INTEGER NOT NULL, created INTEGER NOT NULL,
+  epoch INTEGER NOT NULL DEFAULT -1, mix_version INTEGER, planned INTEGER NOT NULL DEFAULT 0,
+  base INTEGER NOT NULL DEFAULT 0, pos INTEGER NOT NULL DEFAULT 0, next_index INTEGER NOT NULL DEFAULT 0, cut INTEGER NOT NULL DEFAULT 0,
+  acked_items INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS plans (run TEXT PRIMARY KEY, plan TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS rank_epochs (run TEXT NOT NULL, rank INTEGER NOT NULL, epoch INTEGER NOT NULL, PRIMARY KEY (run, rank));
+CREATE TABLE IF NOT EXISTS batches (
+  id TEXT PRIMARY KEY, run TEXT NOT NULL, epoch INTEGER NOT NULL, idx INTEGER NOT NULL, rank INTEGER NOT NULL,
+  seq INTEGER NOT NULL, mix_version INTEGER NOT NULL, slots TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'ready',
+  lease_id TEXT, deadline INTEGER, attempts INTEGER NOT NULL DEFAULT 0, acked_at INTEGER);
+CREATE INDEX IF NOT EXISTS batches_by_rank ON batches (run, rank, epoch, state, idx);
+CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, batch_id TEXT NOT NULL, lease_id TEXT NOT NULL, deadline INTEGER NOT NULL, attempt INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS reward_queue (seq INTEGER PRIMARY KEY AUTOINCREMENT, rows TEXT NOT NULL);
+`;
+
+function statements(db: Database.Database) {
+  const p = (sql: string) => db.prepare(sql);
+  return {
+    putItem: p(
+      `INSERT INTO items (id, topics, source, published, body) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET topics = excluded.topics, source = excluded.source,
+       published = excluded.published, body = excluded.body`,
+    ),
+    getItem: p('SELECT body FROM items WHERE id = ?'),
+    allItems: p('SELECT id, topics, source, published FROM items ORDER BY id'),
+    poolSize: p('SELECT count(*) AS n FROM items'),
+    getMeta: p('SELECT value FROM meta WHERE key = ?'),
+    putMeta: p(
+      'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    ),
+    getRun: p('SELECT * FROM runs WHERE run = ?'),
+    runNames: p('SELECT run FROM runs ORDER BY run'),
+    insertRun: p('INSERT INTO runs (run, world_size, batch_size, created) VALUES (?, ?, ?, ?)'),
+    newEpoch: p(
+      'UPDATE runs SET epoch = ?, mix_version = ?, planned = ?, base = 0, pos = 0, next_index = 0 WHERE run = ?',
+    ),
+    // base + pos items of the epoch are cut; the new plan holds what is left.
+    replan: p(
+      'UPDATE runs SET mix_version = @version, base = base + pos, planned = base + pos + @left, pos = 0 WHERE run = @run',
+    ),
+    advance: p('UPDATE runs SET pos = ?, next_index = ?, cut = ? WHERE run = ?'),
+    addAcked: p('UPDATE runs SET acked_items = acked_items + ? WHERE run = ?'),
+    getPlan: p('SELECT plan FROM plans WHERE run = ?'),
+    putPlan: p(
+      'INSERT INTO plans (run, plan) VALUES (?, ?) ON CONFLICT (run) DO UPDATE SET plan = excluded.plan',
+    ),
+    getRankEpoch: p('SELECT epoch FROM rank_epochs WHERE run = ? AND rank = ?'),
+    setRankEpoch: p(
+      'INSERT INTO rank_epochs (run, rank, epoch) VALUES (?, ?, ?) ON CONFLICT (run, rank) DO UPDATE SET epoch = excluded.epoch',
+    ),
+    insertBatch: p(
+      'INSERT INTO batches (id, run, epoch, idx, rank, seq, mix_version, slots) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
+    getBatch: p('SELECT * FROM batches WHERE id = ?'),
+    batchesOfEpoch: p('SELECT slots FROM batches WHERE run = ? AND epoch = ?'),
+    nextForRank: p(
+      `SELECT * FROM batches WHERE run = ? AND rank = ? AND epoch = ?
+       AND (state = 'ready' OR (state = 'leased' AND deadline < ?)) ORDER BY idx LIMIT 1`,
+    ),
+    readyList: p(
+      `SELECT * FROM batches WHERE run = ? AND rank = ? AND epoch = ? AND state = 'ready' ORDER BY idx LIMIT ?`,
+    ),
+    readyForRank: p(
+      `SELECT count(*) AS n FROM batches WHERE run = ? AND rank = ? AND epoch = ? AND state = 'ready'`,
+    ),
+    heldByRank: p(
+      `SELECT count(*) AS n, min(deadline) AS first FROM batches WHERE run = ? AND rank = ? AND epoch = ? AND state = 'leased'`,
+    ),
+    leaseBatch: p(
+      `UPDATE batches SET state = 'leased', lease_id = ?, deadline = ?, attempts = ? WHERE id = ?`,
+    ),
+    ackBatch: p(`UPDATE batches SET state = 'acked', acked_at = ? WHERE id = ?`),
+    extend: p('UPDATE batches SET deadline = ? WHERE id = ?'),
+    batchCounts: p(
+      `SELECT sum(state = 'ready' OR (state = 'leased' AND deadline < ?)) AS ready,
+              sum(state = 'leased' AND deadline >= ?) AS leased, sum(state = 'acked') AS acked,
+              sum(max(attempts - 1, 0)) AS redelivered
+       FROM batches WHERE run = ?`,
+    ),
+    rankCounts: p(
+      `SELECT sum(state = 'leased' AND deadline >= ?) AS leased, sum(state = 'acked') AS acked
+       FROM batches WHERE run = ? AND rank = ?`,
+    ),
+    outbox: p('INSERT INTO outbox (batch_id, lease_id, deadline, attempt) VALUES (?, ?, ?, ?)'),
+    outboxAfter: p('SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?'),
+    dropOutbox: p('DELETE FROM outbox WHERE seq <= ?'),
+    queueRewards: p('INSERT INTO reward_queue (rows) VALUES (?)'),
+    rewardsQueued: p('SELECT * FROM reward_queue ORDER BY seq LIMIT ?'),
+    dropRewards: p('DELETE FROM reward_queue WHERE seq <= ?'),
+  };
+}

@@ -1,0 +1,178 @@
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { z } from 'zod';
+import { Feeder, FeederError } from '../processors/feeder/feeder.js';
+import { score } from '../processors/reward.js';
+import { formatIssues } from '../schemas/config.js';
+import {
+  AckRequest,
+  AckResponse,
+  ApiError,
+  ExtendRequest,
+  ExtendResponse,
+  FeederStatus,
+  LeaseRequest,
+  LeaseResponse,
+  RewardBatchRequest,
+  RewardBatchResponse,
+  RewardRequestItem,
+  RewardResult,
+  RunStatus,
+  type ServerConfig,
+} from '../schemas/feeder.js';
+
+// Thin handlers: each parses its body with the zod schema the OpenAPI document is generated
+// from, calls one Feeder method or the reward, and maps a FeederError to its status. A refused
+// request changes nothing (the Feeder validates before it writes, in one transaction).
+
+interface Route {
+  readonly method: 'GET' | 'POST';
+  readonly path: string;
+  readonly summary: string;
+  readonly body?: z.ZodType;
+  readonly response: z.ZodType;
+}
+
+const RewardBody = z.union([RewardRequestItem, RewardBatchRequest]);
+const RewardReply = z.union([RewardResult, RewardBatchResponse]);
+
+export const ROUTES: readonly Route[] = [
+  {
+    method: 'POST',
+    path: '/v1/lease',
+    summary: 'lease the next batch of a rank',
+    body: LeaseRequest,
+    response: LeaseResponse,
+  },
+  {
+    method: 'POST',
+    path: '/v1/ack',
+    summary: 'ack a leased batch, with optional per-item rewards',
+    body: AckRequest,
+    response: AckResponse,
+  },
+  {
+    method: 'POST',
+    path: '/v1/extend',
+    summary: 'extend a lease',
+    body: ExtendRequest,
+    response: ExtendResponse,
+  },
+  {
+    method: 'GET',
+    path: '/v1/runs/{run}',
+    summary: "a run's epochs, batches and ranks",
+    response: RunStatus,
+  },
+  {
+    method: 'GET',
+    path: '/v1/status',
+    summary: 'the mix version, the pool and the runs',
+    response: FeederStatus,
+  },
+  {
+    method: 'POST',
+    path: '/v1/reward',
+    summary: 'the verifiable reward of one output, or of {items}',
+    body: RewardBody,
+    response: RewardReply,
+  },
+];
+
+/** The OpenAPI 3.1 document, generated from the same zod schemas the handlers parse with. */
+export function openApiDocument(): Record<string, unknown> {
+  const schema = (s: z.ZodType, io: 'input' | 'output') => z.toJSONSchema(s, { io, target: 'draft-2020-12' });
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of ROUTES) {
+    paths[r.path] ??= {};
+    paths[r.path]![r.method.toLowerCase()] = {
+      summary: r.summary,
+      ...(r.path.includes('{run}')
+        ? { parameters: [{ name: 'run', in: 'path', required: true, schema: { type: 'string' } }] }
+        : {}),
+      ...(r.body
+        ? {
+            requestBody: {
+              required: true,
+              content: { 'application/json': { schema: schema(r.body, 'input') } },
+            },
+          }
+        : {}),
+      responses: {
+        200: { description: 'ok', content: { 'application/json': { schema: schema(r.response, 'output') } } },
+        '4XX': {
+          description: 'refused, with a reason',
+          content: { 'application/json': { schema: schema(ApiError, 'output') } },
+        },
+      },
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'BioAlchemy feeder',
+      version: '1',
+      description: 'leased rollout batches, acks with rewards, the verifiable reward',
+    },
+    paths,
+  };
+}
+
+class BadRequest extends Error {}
+
+function parse<T>(schema: z.ZodType<T>, body: unknown): T {
+  const r = schema.safeParse(body);
+  if (!r.success) throw new BadRequest(formatIssues(r.error));
+  return r.data;
+}
+
+export function buildServer(feeder: Feeder, opts: Pick<ServerConfig, 'bodyLimit'>): FastifyInstance {
+  const app = Fastify({ bodyLimit: opts.bodyLimit, logger: false });
+  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _req, reply: FastifyReply) => {
+    if (err instanceof FeederError)
+      return reply.code(err.status).send({ error: err.code, reason: err.message });
+    if (err instanceof BadRequest) return reply.code(400).send({ error: 'bad-request', reason: err.message });
+    if (err.statusCode === 413)
+      return reply.code(413).send({ error: 'too-large', reason: `the body is over ${opts.bodyLimit} bytes` });
+    if (err.statusCode && err.statusCode < 500)
+      return reply.code(err.statusCode).send({ error: err.code ?? 'bad-request', reason: err.message });
+    return reply.code(500).send({ error: 'internal', reason: err.message });
+  });
+  app.setNotFoundHandler((req, reply) =>
+    reply
+      .code(404)
+      .send({ error: 'not-found', reason: `no route ${req.method} ${req.url} (see /openapi.json)` }),
+  );
+  app.post('/v1/lease', async (req, reply) => {
+    const { json } = feeder.leaseRaw(parse(LeaseRequest, req.body));
+    return reply.type('application/json').send(json);
+  });
+  app.post('/v1/ack', async (req) => feeder.ack(parse(AckRequest, req.body)));
+  app.post('/v1/extend', async (req) => feeder.extend(parse(ExtendRequest, req.body)));
+  app.get<{ Params: { run: string } }>('/v1/runs/:run', async (req) => feeder.runStatus(req.params.run));
+  app.get('/v1/status', async () => feeder.status());
+  app.post('/v1/reward', async (req) => {
+    const body = parse(RewardBody, req.body);
+    return 'items' in body ? { scores: body.items.map(score) } : score(body);
+  });
+  app.get('/openapi.json', async () => openApiDocument());
+  app.get('/healthz', async () => ({ ok: true }));
+  return app;
+}
+
+/** Serves the feeder API; resolves to the server and the address it listens on. */
+export async function startServer(
+  feeder: Feeder,
+  config: ServerConfig,
+): Promise<{ app: FastifyInstance; url: string; close(): Promise<void> }> {
+  const app = buildServer(feeder, config);
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (e) {
+    throw new Error(`feeder API not started on ${config.host}:${config.port}: ${(e as Error).message}`);
+  }
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  return { app, url: `http://${config.host}:${port}`, close: () => app.close() };
+}
+
+export { Feeder };

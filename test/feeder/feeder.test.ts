@@ -1,0 +1,268 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Feeder, FeederError } from '../../processors/feeder/feeder.js';
+import { epochOrder, epochSeed } from '../../processors/feeder/order.js';
+import { copiesOf } from '../../processors/sampler/selection.js';
+import type { LeaseResponse } from '../../schemas/feeder.js';
+import { RolloutBatch } from '../../schemas/rollout-batch.js';
+import { mix, poolItems } from './fixtures.js';
+
+const clock = () => {
+  let t = 1_000_000;
+  return {
+    now: () => t,
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
+};
+
+function feederWith(n: number, opts: { path?: string; now?: () => number; batchSize?: number } = {}) {
+  const feeder = Feeder.open(
+    opts.path ?? ':memory:',
+    { batchSize: opts.batchSize ?? 8, leaseMs: 1000 },
+    {
+      ...(opts.now ? { now: opts.now } : {}),
+    },
+  );
+  feeder.addItems(poolItems(n));
+  feeder.setMix(mix(1));
+  return feeder;
+}
+
+const leased = (r: LeaseResponse) => {
+  if (r.status !== 'leased') throw new Error(`expected a lease, got ${JSON.stringify(r)}`);
+  return r;
+};
+
+/** Leases and acks rank's batches until its epoch ends; returns the items' qa ids in order. */
+function drainRank(feeder: Feeder, run: string, rank: number, worldSize: number): string[] {
+  const ids: string[] = [];
+  for (;;) {
+    const r = feeder.lease({ run, rank, worldSize });
+    if (r.status === 'epoch-end') return ids;
+    const l = leased(r);
+    ids.push(...l.batch.items.map((i) => i.extra_info.qa_id));
+    feeder.ack({ run, batchId: l.batch.id, leaseId: l.leaseId });
+  }
+}
+
+describe('feeder', () => {
+  it('an epoch covers every selected item its number of copies, held-out items never', () => {
+    const items = poolItems(200);
+    const feeder = feederWith(200);
+    const got = [0, 1, 2].flatMap((rank) => drainRank(feeder, 'cover', rank, 3));
+    const expected = items.flatMap((it) => Array<string>(copiesOf(mix(1), it)).fill(it.id));
+    expect(expected.length).toBeGreaterThan(100);
+    expect(items.some((it) => copiesOf(mix(1), it) === 2)).toBe(true);
+    expect([...got].sort()).toEqual([...expected].sort());
+    expect(got.some((id) => items.find((i) => i.id === id)!.topics.includes('Botany'))).toBe(false);
+    expect(feeder.runStatus('cover')).toMatchObject({ ackedItems: expected.length, epoch: 0 });
+  });
+
+  it('ranks of one run get disjoint batches, each rank its own stride', () => {
+    const feeder = feederWith(200);
+    const seen = new Map<string, number>();
+    for (let round = 0; round < 3; round++) {
+      for (let rank = 0; rank < 4; rank++) {
+        const l = leased(feeder.lease({ run: 'dp', rank, worldSize: 4 }));
+        expect(l.batch.rank).toBe(rank);
+        expect(l.batch.index % 4).toBe(rank);
+        for (const item of l.batch.items) {
+          const key = `${item.extra_info.qa_id}#${item.extra_info.copy}`;
+          expect(seen.has(key), key).toBe(false);
+          seen.set(key, rank);
+        }
+      }
+    }
+    expect(seen.size).toBe(12 * 8);
+  });
+
+  it('the order is deterministic for a seed and records the mix version', () => {
+    const a = drainRank(feederWith(100), 'same', 0, 1);
+    const b = drainRank(feederWith(100), 'same', 0, 1);
+    expect(a).toEqual(b);
+    const other = drainRank(feederWith(100), 'other-run', 0, 1);
+    expect(other).not.toEqual(a);
+    expect([...other].sort()).toEqual([...a].sort());
+    const order = epochOrder(
+      [
+        { id: 'x', copies: 2 },
+        { id: 'y', copies: 1 },
+      ],
+      epochSeed(7, 'r', 0),
+    );
+    expect(order).toHaveLength(3);
+  });
+
+  it('a lease that expires is delivered again, to the same rank, and the old lease cannot ack', () => {
+    const c = clock();
+    const feeder = feederWith(50, { now: c.now });
+    const first = leased(feeder.lease({ run: 'exp', rank: 0, worldSize: 2 }));
+    c.advance(500);
+    // Still held: the next lease is another batch.
+    const second = leased(feeder.lease({ run: 'exp', rank: 0, worldSize: 2 }));
+    expect(second.batch.id).not.toBe(first.batch.id);
+    c.advance(501);
+    const again = leased(feeder.lease({ run: 'exp', rank: 0, worldSize: 2 }));
+    expect(again.batch.id).toBe(first.batch.id);
+    expect(again.batch.attempt).toBe(2);
+    expect(again.batch.items).toEqual(first.batch.items);
+    expect(() => feeder.ack({ run: 'exp', batchId: first.batch.id, leaseId: first.leaseId })).toThrow(
+      /never made or was replaced/,
+    );
+    // The second lease expired too (at +1500): acking it is refused, and nothing changes.
+    c.advance(600);
+    expect(() => feeder.ack({ run: 'exp', batchId: second.batch.id, leaseId: second.leaseId })).toThrow(
+      /expired/,
+    );
+    feeder.ack({ run: 'exp', batchId: again.batch.id, leaseId: again.leaseId });
+    expect(feeder.runStatus('exp').batches).toMatchObject({ acked: 1, redelivered: 1 });
+  });
+
+  it('extend keeps a lease alive past its deadline', () => {
+    const c = clock();
+    const feeder = feederWith(30, { now: c.now });
+    const l = leased(feeder.lease({ run: 'ext', rank: 0, worldSize: 1 }));
+    c.advance(900);
+    feeder.extend({ run: 'ext', batchId: l.batch.id, leaseId: l.leaseId, leaseMs: 5000 });
+    c.advance(2000);
+    const next = leased(feeder.lease({ run: 'ext', rank: 0, worldSize: 1 }));
+    expect(next.batch.id).not.toBe(l.batch.id);
+    expect(feeder.ack({ run: 'ext', batchId: l.batch.id, leaseId: l.leaseId }).acked).toBe(l.batch.id);
+  });
+
+  it('refuses bad input with a status and a reason, changing nothing', () => {
+    const feeder = feederWith(30);
+    const l = leased(feeder.lease({ run: 'bad', rank: 0, worldSize: 2 }));
+    const before = JSON.stringify(feeder.runStatus('bad'));
+    const refused = (fn: () => unknown, status: number, code: string) => {
+      try {
+        fn();
+      } catch (e) {
+        expect(e).toBeInstanceOf(FeederError);
+        expect((e as FeederError).status).toBe(status);
+        expect((e as FeederError).code).toBe(code);
+        return;
+      }
+      throw new Error('not refused');
+    };
+    refused(() => feeder.ack({ run: 'nope', batchId: l.batch.id, leaseId: l.leaseId }), 404, 'unknown-run');
+    refused(() => feeder.runStatus('nope'), 404, 'unknown-run');
+    refused(() => feeder.ack({ run: 'bad', batchId: 'bad/e0/b99', leaseId: 'x' }), 404, 'unknown-batch');
+    refused(() => feeder.ack({ run: 'bad', batchId: l.batch.id, leaseId: 'never' }), 409, 'not-leased');
+    refused(() => feeder.lease({ run: 'bad', rank: 0, worldSize: 3 }), 409, 'run-mismatch');
+    refused(
+      () =>
+        feeder.ack({
+          run: 'bad',
+          batchId: l.batch.id,
+          leaseId: l.leaseId,
+          rewards: [2, ...Array(7).fill(0)],
+        }),
+      400,
+      'reward-range',
+    );
+    refused(
+      () => feeder.ack({ run: 'bad', batchId: l.batch.id, leaseId: l.leaseId, rewards: [1] }),
+      400,
+      'bad-length',
+    );
+    expect(JSON.stringify(feeder.runStatus('bad'))).toBe(before);
+    expect(feeder.pendingRewards().rows).toEqual([]);
+    feeder.ack({ run: 'bad', batchId: l.batch.id, leaseId: l.leaseId, rewards: Array(8).fill(0.5) });
+    refused(() => feeder.ack({ run: 'bad', batchId: l.batch.id, leaseId: l.leaseId }), 409, 'already-acked');
+    expect(feeder.runStatus('bad').ackedItems).toBe(8);
+  });
+
+  it('answers 503 before any mix and waits when the mix selects nothing', () => {
+    const feeder = Feeder.open(':memory:', { batchSize: 4 });
+    feeder.addItems(poolItems(10));
+    expect(() => feeder.lease({ run: 'r', rank: 0, worldSize: 1 })).toThrow(/no mix.state yet/);
+    feeder.setMix(mix(1, { quotas: {} }));
+    expect(feeder.lease({ run: 'r', rank: 0, worldSize: 1 })).toMatchObject({ status: 'wait' });
+  });
+
+  it('acked rewards wait in the file for ClickHouse, one row per item and step', () => {
+    const feeder = feederWith(30);
+    const l = leased(feeder.lease({ run: 'rw', rank: 0, worldSize: 1 }));
+    const rewards = l.batch.items.map((_, i) => (i % 2 ? 1 : null));
+    feeder.ack({ run: 'rw', batchId: l.batch.id, leaseId: l.leaseId, rewards, step: 3 });
+    const pending = feeder.pendingRewards();
+    expect(pending.rows).toHaveLength(4);
+    expect(pending.rows.every((r) => r.step === 3 && r.reward === 1 && r.mixVersion === 1)).toBe(true);
+    feeder.dropRewardsThrough(pending.through);
+    expect(feeder.pendingRewards().rows).toEqual([]);
+  });
+
+  it('follows a new mix version mid-epoch: the rest of the epoch is the new selection, less what was cut', () => {
+    const feeder = feederWith(100);
+    const first = leased(feeder.lease({ run: 'mv', rank: 0, worldSize: 1 }));
+    expect(first.batch.mixVersion).toBe(1);
+    const before = first.batch.items.map((i) => i.extra_info.qa_id);
+    feeder.ack({ run: 'mv', batchId: first.batch.id, leaseId: first.leaseId });
+    // Version 2 drops Ecology.
+    const v2 = mix(2, {
+      quotas: { Genetics: mix(1).quotas.Genetics, Microbiology: mix(1).quotas.Microbiology },
+    });
+    feeder.setMix(v2);
+    const rest = drainRank(feeder, 'mv', 0, 1);
+    const batch = leased(feeder.lease({ run: 'mv', rank: 0, worldSize: 1 }));
+    expect(batch.batch.epoch).toBe(1);
+    const all = [...before, ...rest];
+    const items = poolItems(100);
+    for (const id of rest) expect(copiesOf(v2, items.find((i) => i.id === id)!)).toBeGreaterThan(0);
+    // Nothing of version 2's selection is missing or given more copies than it holds.
+    for (const it of items) {
+      const n = all.filter((id) => id === it.id).length;
+      expect(n, it.id).toBeGreaterThanOrEqual(copiesOf(v2, it));
+      expect(n, it.id).toBeLessThanOrEqual(Math.max(copiesOf(v2, it), copiesOf(mix(1), it)));
+    }
+  });
+
+  it('a restart loses no lease, ack or epoch position', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'feeder-')), 'feeder.sqlite');
+    const c = clock();
+    const a = feederWith(200, { path, now: c.now });
+    const acked = leased(a.lease({ run: 'rs', rank: 0, worldSize: 2 }));
+    a.ack({
+      run: 'rs',
+      batchId: acked.batch.id,
+      leaseId: acked.leaseId,
+      rewards: acked.batch.items.map(() => 1),
+    });
+    const held = leased(a.lease({ run: 'rs', rank: 0, worldSize: 2 }));
+    const other = leased(a.lease({ run: 'rs', rank: 1, worldSize: 2 }));
+    const status = a.runStatus('rs');
+    a.close();
+    const b = Feeder.open(path, { batchSize: 8, leaseMs: 1000 }, { now: c.now });
+    expect(b.runStatus('rs')).toEqual(status);
+    expect(b.mixVersion).toBe(1);
+    expect(b.pendingRewards().rows).toHaveLength(
+      new Set(acked.batch.items.map((i) => i.extra_info.qa_id)).size,
+    );
+    // The held lease is still held (not leased again) and can be acked after the restart.
+    const next = leased(b.lease({ run: 'rs', rank: 0, worldSize: 2 }));
+    expect([acked.batch.id, held.batch.id, other.batch.id]).not.toContain(next.batch.id);
+    b.ack({ run: 'rs', batchId: held.batch.id, leaseId: held.leaseId });
+    expect(() => b.ack({ run: 'rs', batchId: acked.batch.id, leaseId: acked.leaseId })).toThrow(
+      /already acked/,
+    );
+    b.ack({ run: 'rs', batchId: next.batch.id, leaseId: next.leaseId });
+    b.ack({ run: 'rs', batchId: other.batch.id, leaseId: other.leaseId });
+    // The rest of the epoch comes after, in the same order as without the restart.
+    const fresh = feederWith(200, { now: c.now });
+    const ids = (f: Feeder) => {
+      const out: string[] = [];
+      for (const r of [0, 1]) out.push(...drainRank(f, 'rs', r, 2));
+      return out;
+    };
+    const rest = ids(b);
+    const whole = ids(fresh);
+    const before = [acked, held, other, next].flatMap((l) => l.batch.items.map((i) => i.extra_info.qa_id));
+    expect([...before, ...rest].sort()).toEqual([...whole].sort());
+    expect(RolloutBatch.parse(next.batch).items).toHaveLength(8);
+  });
+});
