@@ -10,6 +10,27 @@ import { ProcessorTask } from '../topology/task.js';
 import type { Topology } from '../topology/topology.js';
 import { createLogger } from './log.js';
 
+/** Every record of a topic of the configured log, in partition then offset order, parsed as JSON. */
+export async function forEachLogValue(
+  config: Config,
+  topic: string,
+  visit: (value: unknown) => void,
+): Promise<void> {
+  const runtime = await openRuntime(config.log);
+  try {
+    for (const [partition, end] of (await runtime.endOffsets(topic).catch(() => [])).entries()) {
+      for (let from = 0; from < end; ) {
+        const records = await runtime.read(topic, partition, from, 1000);
+        if (records.length === 0) break;
+        for (const r of records) visit(JSON.parse(r.value));
+        from = records[records.length - 1]!.offset + 1;
+      }
+    }
+  } finally {
+    await runtime.close();
+  }
+}
+
 /** A mistake of the user's: printed as one line, exit status 2, no stack trace. */
 export class UsageError extends Error {}
 

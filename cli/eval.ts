@@ -3,8 +3,7 @@ import { evaluateClassifier, meshCategories, PAPER_F1 } from '../processors/eval
 import type { Article } from '../schemas/article.js';
 import { loadTaxonomy } from '../schemas/taxonomy.js';
 import { EngineMetrics } from '../topology/metrics.js';
-import { openRuntime } from '../topology/runtime/open.js';
-import { configOf, type GlobalOptions, loggerOf, wholeNumber } from './context.js';
+import { configOf, forEachLogValue, type GlobalOptions, loggerOf, wholeNumber } from './context.js';
 import { openLlm } from './llm.js';
 import { Progress } from './progress.js';
 
@@ -38,23 +37,11 @@ async function evalClassify(opts: EvalOptions): Promise<void> {
   const config = configOf(opts);
   const log = loggerOf(opts);
   const taxonomy = loadTaxonomy(config.taxonomy);
-  const runtime = await openRuntime(config.log);
   const articles: Article[] = [];
-  try {
-    for (const [partition, end] of (await runtime.endOffsets('articles').catch(() => [])).entries()) {
-      for (let from = 0; from < end; ) {
-        const records = await runtime.read('articles', partition, from, 1000);
-        if (records.length === 0) break;
-        for (const r of records) {
-          const article = JSON.parse(r.value) as Article;
-          if (meshCategories(article, taxonomy).length) articles.push(article);
-        }
-        from = records[records.length - 1]!.offset + 1;
-      }
-    }
-  } finally {
-    await runtime.close();
-  }
+  await forEachLogValue(config, 'articles', (value) => {
+    const article = value as Article;
+    if (meshCategories(article, taxonomy).length) articles.push(article);
+  });
   const chosen = articles.slice(0, opts.limit ?? articles.length);
   if (chosen.length === 0) {
     process.stderr.write('no ingested article has MeSH headings under the taxonomy: ingest MEDLINE first\n');

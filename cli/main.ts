@@ -3,9 +3,11 @@ import { consumeCommand } from './consume.js';
 import { UsageError } from './context.js';
 import { evalCommand } from './eval.js';
 import { ingestCommand } from './ingest.js';
+import { mixCommand } from './mix.js';
 import { modelCommand } from './model.js';
 import { pollCommand } from './poll.js';
 import { produceCommand } from './produce.js';
+import { referenceCommand } from './reference.js';
 import { runCommand } from './run.js';
 import { schemasCommand } from './schemas.js';
 import { topologyCommand } from './topology.js';
@@ -63,6 +65,8 @@ Examples:
     schemasCommand(),
     modelCommand(),
     evalCommand(),
+    mixCommand(),
+    referenceCommand(),
   ]) {
     root.addCommand(command);
   }

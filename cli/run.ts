@@ -7,6 +7,7 @@ import { type Llm, LogJournal } from '../llm/index.js';
 import { ingestProcessor } from '../processors/ingest.js';
 import { pipelineTopology } from '../processors/pipeline.js';
 import { configuredPollers, pollAll } from '../processors/poll.js';
+import { loadReference } from '../schemas/reference.js';
 import { loadTaxonomy } from '../schemas/taxonomy.js';
 import { EngineMetrics } from '../topology/metrics.js';
 import { runTopology } from '../topology/runner.js';
@@ -81,8 +82,17 @@ async function run(opts: RunOptions): Promise<void> {
       () => void calls.flush().catch((err) => log.warn({ err }, 'llm calls not recorded yet')),
       2000,
     );
+    const taxonomy = loadTaxonomy(config.taxonomy);
     const topology = pipelineTopology({
-      stages: { llm, taxonomy: loadTaxonomy(config.taxonomy), config, registry: metrics.registry },
+      stages: { llm, taxonomy, config, registry: metrics.registry },
+      counts: {
+        analytics,
+        sampler: {
+          config: config.sampler,
+          reference: loadReference(config.sampler.reference),
+          taxonomy: { name: taxonomy.name, meshYear: taxonomy.meshYear },
+        },
+      },
     });
     const dlqFrom = await runtime.endOffsets('dlq');
     // Pollers feed "articles" through their own ingest task, next to the processors.

@@ -1,12 +1,15 @@
 import type { Registry } from 'prom-client';
+import type { Analytics } from '../analytics/clickhouse.js';
 import { JOURNAL_TOPIC, type Llm } from '../llm/index.js';
 import { type Config, ProcessorConfig } from '../schemas/config.js';
 import type { Taxonomy } from '../schemas/taxonomy.js';
 import type { InputRecord, Processor } from '../topology/processor.js';
 import { defineTopology, type Topology } from '../topology/topology.js';
 import { classifyProcessor } from './classify.js';
+import { countSinkProcessor } from './count-sink.js';
 import { extractProcessor } from './extract.js';
 import { gradeProcessor } from './grade.js';
+import { type SamplerOptions, samplerProcessor } from './sampler/sampler.js';
 
 /** What the LLM stages run on; without it they are declared in the graph but not run. */
 export interface LlmStages {
@@ -14,6 +17,12 @@ export interface LlmStages {
   readonly taxonomy: Taxonomy;
   readonly config: Pick<Config, 'extract' | 'grade' | 'processors'>;
   readonly registry?: Registry;
+}
+
+/** What the count sink and the sampler run on; without it they are declared but not run. */
+export interface CountStages {
+  readonly analytics: Analytics;
+  readonly sampler: Omit<SamplerOptions, 'analytics'>;
 }
 
 /** A processor in the graph that the runner does not start: its issue has not landed, or it needs what `run` wires. */
@@ -36,10 +45,10 @@ function needsLlm(def: Pick<Processor, 'name' | 'reads' | 'writes' | 'stores'>):
 
 /** The BioAlchemy pipeline of DESIGN.md: every arrow a topic, every box a processor. */
 export function pipelineTopology(
-  opts: { partitions?: number; stages?: LlmStages; feeder?: Processor } = {},
+  opts: { partitions?: number; stages?: LlmStages; counts?: CountStages; feeder?: Processor } = {},
 ): Topology {
   const partitions = opts.partitions ?? 4;
-  const stages = opts.stages;
+  const { stages, counts } = opts;
   const inFlight = (name: string) =>
     stages?.config.processors[name]?.concurrency ?? ProcessorConfig.parse({}).concurrency;
   return defineTopology({
@@ -114,28 +123,33 @@ export function pipelineTopology(
       stages
         ? classifyProcessor({ llm: stages.llm, inFlight: inFlight('classify'), taxonomy: stages.taxonomy })
         : needsLlm({ name: 'classify', reads: ['qa.graded'], writes: ['qa.classified'], stores: [] }),
-      placeholder({
-        name: 'count-sink',
-        description: 'QA rows and topic counts into ClickHouse, deduplicated by QA id',
-        reads: ['qa.classified'],
-        writes: [],
-        stores: [],
-        sinks: ['clickhouse:qa'],
-      }),
-      placeholder({
-        name: 'sampler',
-        description:
-          'α-smoothed target mix, per-topic quotas, TVD and yield; recomputed on new data and on a timer',
-        reads: ['qa.classified'],
-        writes: ['mix.state'],
-        stores: ['counts'],
-        punctuate: { everyMs: 60_000, run: async () => {} },
-      }),
+      counts
+        ? countSinkProcessor({ analytics: counts.analytics })
+        : placeholder({
+            name: 'count-sink',
+            description: 'QA rows and topic counts into ClickHouse, deduplicated by QA id',
+            reads: ['qa.classified'],
+            writes: [],
+            stores: [],
+            sinks: ['clickhouse:qa'],
+          }),
+      counts
+        ? samplerProcessor({ ...counts.sampler, analytics: counts.analytics })
+        : placeholder({
+            name: 'sampler',
+            description:
+              'α-smoothed target mix, per-topic quotas, TVD and yield; recomputed on new data and on a timer',
+            reads: ['qa.classified'],
+            writes: ['mix.state'],
+            stores: ['mix'],
+            scope: 'global',
+          }),
       // The feeder needs what `run` wires (its file, the HTTP server): processors/feeder/processor.ts.
       opts.feeder ??
         placeholder({
           name: 'feeder',
-          description: 'rollout batches leased to trainer ranks over HTTP; acks carry rewards back to ClickHouse',
+          description:
+            'rollout batches leased to trainer ranks over HTTP; acks carry rewards back to ClickHouse',
           reads: ['mix.state', 'qa.classified'],
           writes: ['rollout.batches'],
           stores: ['published'],

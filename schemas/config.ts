@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { FeederConfig, ServerConfig } from './feeder.js';
 import { LlmConfig } from './llm.js';
+import { HeldOut } from './mix-state.js';
 import { PollerConfig } from './pollers.js';
 
 export const ProcessorConfig = z
@@ -21,6 +22,25 @@ export const ProcessorConfig = z
       .describe('how long one transaction takes steps before it commits (Kafka Streams commit.interval.ms)'),
   })
   .strict();
+
+export const SamplerConfig = z
+  .object({
+    alpha: z.number().min(0).max(1).default(0.5).describe('smoothing exponent: p_c ∝ n_c^α (the paper: 0.5; 1 keeps the reference)'),
+    seed: z.number().int().nonnegative().default(0).describe('fixes which items are selected'),
+    repeatCap: z.number().int().min(1).max(100).default(1).describe('most copies of one item in the mix'),
+    maxSize: z.number().int().positive().nullable().default(null).describe('most selected copies'),
+    minTopicItems: z
+      .number()
+      .int()
+      .min(1)
+      .default(1)
+      .describe('a reference category with fewer eligible items is reported starving and not served'),
+    intervalMs: z.number().int().positive().default(10_000).describe('how often the timer recomputes the mix'),
+    reference: z.string().optional().describe('path of a reference JSON file replacing PubMed biology 2020-2024'),
+    heldOut: HeldOut.default(HeldOut.parse({})).describe('items kept out of training for evaluation'),
+  })
+  .strict();
+export type SamplerConfig = z.infer<typeof SamplerConfig>;
 
 export const Config = z
   .object({
@@ -62,6 +82,7 @@ export const Config = z
       .strict()
       .default({ nearDuplicate: 0.8 }),
     taxonomy: z.string().optional().describe('path of a taxonomy JSON file replacing MeSH Biology 2024'),
+    sampler: SamplerConfig.default(SamplerConfig.parse({})).describe('the α-smoothed training mix'),
     metricsPort: z.number().int().min(0).max(65535).optional(),
     processors: z.record(z.string(), ProcessorConfig).default({}),
     sources: z.array(PollerConfig).default([]).describe('literature pollers run by `run` and `poll`'),

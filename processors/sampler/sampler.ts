@@ -1,0 +1,135 @@
+import type { Analytics } from '../../analytics/clickhouse.js';
+import { insertMixVersions } from '../../analytics/mix-store.js';
+import type { SamplerConfig } from '../../schemas/config.js';
+import type { MixState } from '../../schemas/mix-state.js';
+import type { ClassifiedQa } from '../../schemas/qa.js';
+import type { Reference } from '../../schemas/reference.js';
+import type { Processor, StateStore, StepContext } from '../../topology/processor.js';
+import { keptShare, mixStateOf, selectionParams } from './mix.js';
+import { computeSelection, ItemIndex, itemKey } from './selection.js';
+
+export interface SamplerOptions {
+  readonly config: SamplerConfig;
+  readonly reference: Reference;
+  readonly taxonomy: MixState['taxonomy'];
+  /** Where every mix version is recorded (mix_history); none in tests that only read the topic. */
+  readonly analytics?: Analytics;
+}
+
+/** The key of the one record on the compacted mix.state topic. */
+export const MIX_KEY = 'mix';
+
+/** One stored item: [key, topics, source, published]. */
+type StoredItem = [number, string[], string, string | null];
+
+/** What the store holds besides the items: how many chunks, and the last mix. */
+interface Meta {
+  readonly chunks: number;
+  readonly version: number;
+  /** Items in the index when the last mix was computed: more now means the mix is stale. */
+  readonly mixedItems: number;
+}
+
+const NO_META: Meta = { chunks: 0, version: 0, mixedItems: 0 };
+
+/**
+ * qa.classified -> mix.state: keeps every classified item (id key, topics, source, date) and
+ * recomputes the α-smoothed selection on new items and on a timer, each result a new version.
+ *
+ * The store is the truth: each step appends its new items as one chunk, so a restart reads the
+ * chunks back, and the in-memory index is only a cache of them. If a step's writes were rolled
+ * back (its transaction aborted), the chunk count in the store no longer matches the cache and
+ * the next step rebuilds it; items are keyed by id, so a replayed input adds nothing.
+ */
+export function samplerProcessor(opts: SamplerOptions): Processor {
+  const params = selectionParams(opts.config, opts.reference);
+  let index = new ItemIndex();
+  let chunks = -1;
+  let previous: Uint16Array | null = null;
+  let lastAt = Number.NEGATIVE_INFINITY;
+  let lastCost = 0;
+
+  const sync = (store: StateStore): Meta => {
+    const meta = store.get<Meta>('meta') ?? NO_META;
+    if (meta.chunks !== chunks) {
+      index = new ItemIndex();
+      for (let k = 0; k < meta.chunks; k++) {
+        for (const [key, topics, source, published] of store.get<StoredItem[]>(`items:${k}`) ?? []) {
+          index.addKeyed(key, topics, source, published);
+        }
+      }
+      chunks = meta.chunks;
+      previous = null;
+    }
+    return meta;
+  };
+
+  const recompute = (ctx: StepContext, meta: Meta, reason: string): Meta => {
+    const started = performance.now();
+    const selection = computeSelection(index, params);
+    const mix = mixStateOf({
+      selection,
+      params,
+      reference: opts.reference,
+      taxonomy: opts.taxonomy,
+      version: meta.version + 1,
+      at: new Date(ctx.now()),
+      reason,
+      kept: keptShare(previous, selection.copies),
+    });
+    ctx.emit('mix.state', MIX_KEY, mix);
+    const { analytics } = opts;
+    if (analytics) ctx.sink(() => insertMixVersions(analytics, [mix]));
+    previous = selection.copies;
+    lastAt = ctx.now();
+    lastCost = performance.now() - started;
+    ctx.log.info({ version: mix.version, reason, ...mix.metrics, ms: Math.round(lastCost) }, 'mix');
+    return { ...meta, version: mix.version, mixedItems: index.size };
+  };
+
+  return {
+    name: 'sampler',
+    description:
+      'α-smoothed target mix, per-topic quotas, TVD and yield; recomputed on new data and on a timer',
+    reads: ['qa.classified'],
+    writes: ['mix.state'],
+    stores: ['mix'],
+    sinks: opts.analytics ? ['clickhouse:mix_history'] : [],
+    // The selection spans every topic of every partition.
+    scope: 'global',
+    async process(batch, ctx) {
+      const store = ctx.store('mix');
+      let meta = sync(store);
+      const added: StoredItem[] = [];
+      for (const record of batch) {
+        const { candidate, classification } = record.value as ClassifiedQa;
+        const item: StoredItem = [
+          itemKey(candidate.id),
+          [...new Set(classification.labels.map((l) => l.category))],
+          candidate.provenance.source,
+          candidate.provenance.published,
+        ];
+        if (index.addKeyed(...item)) added.push(item);
+      }
+      if (added.length > 0) {
+        store.put(`items:${meta.chunks}`, added);
+        meta = { ...meta, chunks: meta.chunks + 1 };
+        chunks = meta.chunks;
+      }
+      // Recompute at once unless that would spend more than a fifth of the time recomputing
+      // (millions of items arriving fast); the timer catches up with what this skips.
+      if (index.size !== meta.mixedItems && ctx.now() - lastAt >= 4 * lastCost) {
+        meta = recompute(ctx, meta, 'new data');
+      }
+      store.put('meta', meta);
+    },
+    punctuate: {
+      everyMs: opts.config.intervalMs,
+      async run(ctx) {
+        const store = ctx.store('mix');
+        const meta = sync(store);
+        if (index.size !== meta.mixedItems) store.put('meta', recompute(ctx, meta, 'timer'));
+      },
+    },
+  };
+}
