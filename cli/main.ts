@@ -2,12 +2,14 @@ import { Command, CommanderError, Option } from 'commander';
 import { consumeCommand } from './consume.js';
 import { UsageError } from './context.js';
 import { evalCommand } from './eval.js';
+import { exportCommand } from './export.js';
 import { ingestCommand } from './ingest.js';
 import { mixCommand } from './mix.js';
 import { modelCommand } from './model.js';
 import { pollCommand } from './poll.js';
 import { produceCommand } from './produce.js';
 import { referenceCommand } from './reference.js';
+import { rewardsCommand } from './rewards.js';
 import { runCommand } from './run.js';
 import { schemasCommand } from './schemas.js';
 import { topologyCommand } from './topology.js';
@@ -65,6 +67,8 @@ Examples:
     schemasCommand(),
     modelCommand(),
     evalCommand(),
+    exportCommand(),
+    rewardsCommand(),
     mixCommand(),
     referenceCommand(),
   ]) {

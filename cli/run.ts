@@ -9,6 +9,7 @@ import { pipelineTopology } from '../processors/pipeline.js';
 import { configuredPollers, pollAll } from '../processors/poll.js';
 import { loadReference } from '../schemas/reference.js';
 import { loadTaxonomy } from '../schemas/taxonomy.js';
+import { type Feeding, startFeeding } from '../server/index.js';
 import { EngineMetrics } from '../topology/metrics.js';
 import { runTopology } from '../topology/runner.js';
 import { openRuntime } from '../topology/runtime/open.js';
@@ -21,6 +22,8 @@ interface RunOptions extends GlobalOptions {
   metricsPort?: number;
   untilIdle?: boolean;
   maxArticles?: number;
+  host?: string;
+  port?: number;
 }
 
 export function runCommand(): Command {
@@ -37,6 +40,12 @@ export function runCommand(): Command {
       'extract takes at most n articles in this run; the rest stay queued',
       wholeNumber,
     )
+    .option('--host <host>', "the feeder API's address (default: the config's server.host, 127.0.0.1)")
+    .option(
+      '--port <port>',
+      "the feeder API's port, 0 for any free one (default: server.port, 8787)",
+      wholeNumber,
+    )
     .addHelpText(
       'after',
       `
@@ -46,7 +55,8 @@ variable llm.apiKeyEnv names), or without one the local GGUF model (bioalchemy m
 Examples:
   $ bioalchemy run                                   # the embedded default, log in ./data, until Ctrl-C
   $ bioalchemy run --until-idle --max-articles 3     # what is queued (3 articles), then a summary
-  $ bioalchemy run --metrics-port 9464 --config prod.json`,
+  $ bioalchemy run --metrics-port 9464 --config prod.json
+  $ bioalchemy run --host 0.0.0.0 --port 9000           # trainers lease batches at http://<host>:9000/v1/lease`,
     )
     .action((_opts, cmd: Command) => run(cmd.optsWithGlobals<RunOptions>()));
 }
@@ -63,6 +73,7 @@ async function run(opts: RunOptions): Promise<void> {
   if (server) log.info({ port }, 'metrics on /metrics');
   let analytics: Analytics | null = null;
   let llm: Llm | null = null;
+  let feeding: Feeding | null = null;
   try {
     // The topology's topics first: the journal topic must exist before it is read.
     await runtime.ensureTopics(pipelineTopology().topics);
@@ -83,7 +94,16 @@ async function run(opts: RunOptions): Promise<void> {
       2000,
     );
     const taxonomy = loadTaxonomy(config.taxonomy);
+    // The feeder's file and HTTP API (not served by --until-idle unless --host or --port asks).
+    feeding = await startFeeding(config, {
+      analytics,
+      log,
+      serve: !opts.untilIdle || opts.host !== undefined || opts.port !== undefined,
+      ...(opts.host === undefined ? {} : { host: opts.host }),
+      ...(opts.port === undefined ? {} : { port: opts.port }),
+    });
     const topology = pipelineTopology({
+      feeder: feeding.processor,
       stages: { llm, taxonomy, config, registry: metrics.registry },
       counts: {
         analytics,
@@ -149,6 +169,7 @@ async function run(opts: RunOptions): Promise<void> {
     }
   } finally {
     server?.close();
+    await feeding?.close();
     await llm?.close();
     await analytics?.close();
     await runtime.close();

@@ -151,8 +151,10 @@ export function buildServer(feeder: Feeder, opts: Pick<ServerConfig, 'bodyLimit'
   app.get<{ Params: { run: string } }>('/v1/runs/:run', async (req) => feeder.runStatus(req.params.run));
   app.get('/v1/status', async () => feeder.status());
   app.post('/v1/reward', async (req) => {
-    const body = parse(RewardBody, req.body);
-    return 'items' in body ? { scores: body.items.map(score) } : score(body);
+    // Parsed by its shape, so a refusal names the field rather than "no union member matched".
+    if (req.body && typeof req.body === 'object' && 'items' in req.body)
+      return { scores: parse(RewardBatchRequest, req.body).items.map(score) };
+    return score(parse(RewardRequestItem, req.body));
   });
   app.get('/openapi.json', async () => openApiDocument());
   app.get('/healthz', async () => ({ ok: true }));

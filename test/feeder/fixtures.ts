@@ -66,3 +66,32 @@ export function mix(version: number, over: Record<string, unknown> = {}): MixSta
     ...over,
   });
 }
+
+/** A classified QA record as it travels on qa.classified. */
+export function classifiedQa(i: number, topics: string[]): Record<string, unknown> {
+  return {
+    candidate: {
+      id: `cq-${i}`,
+      articleId: `doi:10.1000/${i}`,
+      passage: { sectionIndex: 0, start: 0, end: 5, text: 'Text.' },
+      kind: 'multiple-choice',
+      question: `Which ${i}?`,
+      options: ['one', 'two', 'three', 'four'],
+      answer: 'B',
+      provenance: { articleId: `doi:10.1000/${i}`, source: 'jats', licence: 'CC BY 4.0', published: '2021' },
+      generatedBy: { model: 'm', promptVersion: 'v1' },
+    },
+    grade: {
+      scores: { quality: 0.9, difficulty: 0.4, answerability: 1, verifiability: 1 },
+      verdict: 'accept',
+      reasons: [],
+      gradedBy: { model: 'm', promptVersion: 'v1' },
+    },
+    classification: {
+      labels: topics.map((category) => ({ category, confidence: 0.9 })),
+      meshLabels: [],
+      taxonomy: { name: 'mesh-biology', meshYear: 2024 },
+      classifiedBy: { model: 'm', promptVersion: 'v1' },
+    },
+  };
+}

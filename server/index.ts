@@ -1,0 +1,52 @@
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { Analytics } from '../analytics/clickhouse.js';
+import { Feeder } from '../processors/feeder/feeder.js';
+import { feederProcessor } from '../processors/feeder/processor.js';
+import type { Config } from '../schemas/config.js';
+import type { Processor } from '../topology/processor.js';
+import { startServer } from './feeder-api.js';
+
+/** The feeder's file: the config's feeder.state, else feeder.sqlite beside the embedded log (else ./data). */
+export function feederPath(config: Pick<Config, 'log' | 'feeder'>): string {
+  if (config.feeder.state) return config.feeder.state;
+  return join(config.log.startsWith('file:') ? config.log.slice('file:'.length) : './data', 'feeder.sqlite');
+}
+
+export interface Feeding {
+  /** The feeder processor for the topology; it shares the Feeder with the HTTP handlers. */
+  readonly processor: Processor;
+  /** Where the API listens; null when not served. */
+  readonly url: string | null;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the feeder's file and, when `serve`, its HTTP API (config.server: 127.0.0.1:8787 by
+ * default). One Feeder object serves both the processor and the handlers.
+ */
+export async function startFeeding(
+  config: Pick<Config, 'log' | 'feeder' | 'server'>,
+  opts: { analytics?: Analytics; log: Logger; serve: boolean; host?: string; port?: number },
+): Promise<Feeding> {
+  const listen = { ...config.server, ...(opts.host ? { host: opts.host } : {}) };
+  if (opts.port !== undefined) listen.port = opts.port;
+  const feeder = Feeder.open(feederPath(config), config.feeder);
+  const processor = feederProcessor({ feeder, ...(opts.analytics ? { analytics: opts.analytics } : {}) });
+  let server: Awaited<ReturnType<typeof startServer>> | null = null;
+  try {
+    if (opts.serve) server = await startServer(feeder, listen);
+  } catch (e) {
+    feeder.close();
+    throw e;
+  }
+  if (server) opts.log.info({ url: server.url, openapi: `${server.url}/openapi.json` }, 'feeder API');
+  return {
+    processor,
+    url: server?.url ?? null,
+    async close() {
+      await server?.close();
+      feeder.close();
+    },
+  };
+}

@@ -1,0 +1,43 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { Feeder } from '../../processors/feeder/feeder.js';
+import { feederProcessor } from '../../processors/feeder/processor.js';
+import type { RolloutBatch } from '../../schemas/rollout-batch.js';
+import { TestDriver } from '../../topology/test-driver.js';
+import { classifiedQa, mix } from './fixtures.js';
+
+const drivers: TestDriver[] = [];
+afterEach(async () => {
+  for (const d of drivers.splice(0)) await d.close();
+});
+
+describe('feeder processor', () => {
+  it('fills the pool and the mix from its inputs, and publishes every lease on rollout.batches once', async () => {
+    const feeder = Feeder.open(':memory:', { batchSize: 2 });
+    const d = await TestDriver.forProcessor(feederProcessor({ feeder, everyMs: 100 }), [
+      { name: 'qa.classified', schema: 'classified-qa' },
+      { name: 'mix.state', schema: 'mix-state' },
+      { name: 'rollout.batches', schema: 'rollout-batch' },
+    ]);
+    drivers.push(d);
+    await d.pipe(
+      'qa.classified',
+      Array.from({ length: 6 }, (_, i) => ({ key: `cq-${i}`, value: classifiedQa(i, ['Microbiology']) })),
+    );
+    await d.pipe('mix.state', [
+      { key: 'mix', value: mix(1) },
+      { key: 'mix', value: mix(3) },
+    ]);
+    await d.drain();
+    expect(feeder.status()).toMatchObject({ pool: 6, mixVersion: 3, selected: 6 });
+    const l = feeder.lease({ run: 'p', rank: 0, worldSize: 1 });
+    expect(l.status).toBe('leased');
+    await d.advanceTime(100);
+    await d.advanceTime(100);
+    const published = await d.values<RolloutBatch>('rollout.batches');
+    expect(published.map((b) => b.id)).toEqual(['p/e0/b0']);
+    expect(published[0]).toMatchObject({ run: 'p', rank: 0, mixVersion: 3, attempt: 1 });
+    expect(published[0]!.items).toHaveLength(2);
+    // The timer cut the next batches ahead (readyBatches = 2 by default), no more.
+    expect(feeder.runStatus('p').batches.ready).toBe(2);
+  });
+});
