@@ -138,6 +138,7 @@ function scoreMcq(truth: string, options: readonly string[], text: string): Rewa
     'last line (option text)',
   );
   if (lineText) return lineText;
+  if (new Set(lettersIn(lastLine, valid)).size > 1) return judge('two', 'last line')!;
   const letters = lettersIn(text, valid);
   return judge(letters.at(-1) ?? null, 'last standalone letter') ?? noAnswer('text');
 }
