@@ -86,7 +86,7 @@ export const Config = z
     metricsPort: z.number().int().min(0).max(65535).optional(),
     processors: z.record(z.string(), ProcessorConfig).default({}),
     sources: z.array(PollerConfig).default([]).describe('literature pollers run by `run` and `poll`'),
-    server: ServerConfig.default(ServerConfig.parse({})).describe('the HTTP server `run` starts (feeder API)'),
+    server: ServerConfig.default(ServerConfig.parse({})).describe('the feeder HTTP API `run` serves'),
     feeder: FeederConfig.default(FeederConfig.parse({})).describe('leases, batches, prompt templates'),
   })
   .strict();
