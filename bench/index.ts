@@ -5,6 +5,8 @@ const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   kafka: () => import('./kafka.js'),
   medline: () => import('./medline.js'),
   llm: () => import('./llm.js'),
+  feeder: () => import('./feeder.js'),
+  sampler: () => import('./sampler.js'),
 };
 
 const wanted = process.argv.slice(2);
