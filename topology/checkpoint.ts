@@ -50,7 +50,7 @@ export class Checkpoint {
       this.broken = true;
       throw e;
     }
-    for (const c of step.state) this.changes.set(stateKey(c.store, c.key), c);
+    for (const c of step.state) this.changes.set(stateKey(c.store, c.key, c.partition), c);
     for (const [k, o] of step.offsets) this.offsets.set(k, o);
   }
 

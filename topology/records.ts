@@ -19,13 +19,29 @@ export interface OutgoingRecord {
   readonly partition?: number;
   /** See LogRecord.validatedAs: set when the engine validated the value for this topic. */
   readonly validatedAs?: string;
+  /**
+   * The input partition whose step made it (its scope, see StateChange.partition): on Kafka with
+   * kafkajs it travels in that partition's transaction. Absent for appends from outside a step.
+   */
+  readonly from?: number;
 }
 
-/** A change to one key of a state store; null deletes the key. */
+/**
+ * The scope of a global store (a processor with scope 'global', or one that reads no topic): one
+ * store over all partitions, a changelog of one partition.
+ */
+export const GLOBAL = -1;
+
+/**
+ * A change to one key of a state store; null deletes the key. `partition` is the store's scope: the
+ * input partition (number) whose step wrote it, as a Kafka Streams task's store is its partition's,
+ * or GLOBAL. Its changelog record goes to that partition of the store's changelog.
+ */
 export interface StateChange {
   readonly store: string;
   readonly key: string;
   readonly value: string | null;
+  readonly partition: number;
 }
 
 /** A partition's next offset to read: what a consumer group commits. */
@@ -33,8 +49,9 @@ export type Offset = { topic: string; partition: number; offset: number };
 
 export const partitionKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
-/** One key of one state store, as a map key. */
-export const stateKey = (store: string, key: string) => `${store}\u0000${key}`;
+/** One key of one state store in one scope (a partition, or GLOBAL), as a map key. */
+export const stateKey = (store: string, key: string, partition: number) =>
+  `${partition}\u0000${store}\u0000${key}`;
 
 /**
  * Kafka's default partitioner (murmur2 of the key bytes, positive, modulo partitions), so a key

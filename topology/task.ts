@@ -3,7 +3,7 @@ import { Checkpoint } from './checkpoint.js';
 import { RecordValidationError, TopicCodecs } from './codec.js';
 import type { EngineMetrics } from './metrics.js';
 import type { InputRecord, Processor, StepContext } from './processor.js';
-import { type LogRecord, type Offset, partitionKey, type StateChange, stateKey } from './records.js';
+import { GLOBAL, type LogRecord, type Offset, partitionKey, type StateChange, stateKey } from './records.js';
 import { FencedError, type LogTask, type Runtime } from './runtime/types.js';
 import { Step, TrustedInput } from './step.js';
 import type { Topology } from './topology.js';
@@ -101,17 +101,30 @@ export class ProcessorTask {
     this.clock = opts.clock ?? Date.now;
     this.allowed = { writes: new Set(processor.writes), stores: new Set(processor.stores) };
     this.window = processor.window ? new InFlightWindow(processor.window.inFlight) : null;
+    this.partitioned = processor.scope !== 'global' && processor.reads.length > 0;
   }
 
-  /** A key's value in one of this processor's stores, as the last step left it. */
-  readState<T = unknown>(store: string, key: string): T | undefined {
-    const text = this.readBefore(stateKey(store, key), store, key);
+  /**
+   * The processor's state and outputs are scoped by input partition (Kafka Streams' tasks): each
+   * partition has its own store, restored on whichever member owns it. A 'global' processor, or
+   * one that reads no topic, has one store.
+   */
+  private readonly partitioned: boolean;
+
+  /** A key's value in one of this processor's stores (a partition's, or GLOBAL), as the last step left it. */
+  readState<T = unknown>(store: string, key: string, partition = GLOBAL): T | undefined {
+    const text = this.readBefore(stateKey(store, key, partition), store, key, partition);
     return text == null ? undefined : (JSON.parse(text) as T);
   }
 
-  private readonly readBefore = (id: string, store: string, key: string): string | null | undefined => {
+  private readonly readBefore = (
+    id: string,
+    store: string,
+    key: string,
+    partition: number,
+  ): string | null | undefined => {
     const change = this.filling?.checkpoint.changes.get(id) ?? this.committing?.changes.get(id);
-    return change ? change.value : this.task.readState(store, key);
+    return change ? change.value : this.task.readState(store, key, partition);
   };
 
   async open(): Promise<this> {
@@ -119,6 +132,7 @@ export class ProcessorTask {
       group: this.processor.name,
       topics: this.processor.reads,
       stores: this.processor.stores,
+      scope: this.partitioned ? 'partition' : 'global',
     });
     if (this.processor.punctuate) this.nextTimer = this.clock() + this.processor.punctuate.everyMs;
     return this;
@@ -191,11 +205,16 @@ export class ProcessorTask {
     return records;
   }
 
-  /** Runs the processor's timer in a step of its own if it is due; says whether it ran. */
+  /**
+   * Runs the processor's timer if it is due: once in a step of its own, or for a partitioned
+   * processor once per input partition this member owns, each in that partition's scope (its
+   * store, its transaction), as Kafka Streams punctuates per task. Says whether it ran.
+   */
   private async runDueTimer(interval: boolean): Promise<boolean> {
     const timer = this.processor.punctuate;
     if (!timer || this.clock() < this.nextTimer) return false;
-    await this.attempt([], (ctx) => timer.run(ctx), interval);
+    for (const scope of this.partitioned ? this.task.owned() : [GLOBAL])
+      await this.attempt([], (ctx) => timer.run(ctx), interval, scope);
     this.nextTimer = this.clock() + timer.everyMs;
     return true;
   }
@@ -324,14 +343,15 @@ export class ProcessorTask {
    */
   private async attempt(
     polled: readonly LogRecord[],
-    body: (ctx: Step, inputs: InputRecord[]) => Promise<void>,
+    body: (ctx: StepContext, inputs: InputRecord[]) => Promise<void>,
     interval: boolean,
+    timerScope = GLOBAL,
   ): Promise<void> {
     const maxAttempts = this.opts.maxAttempts ?? 3;
     let lastError: unknown;
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.runStep(polled, body, interval);
+        await this.runStep(polled, body, interval, timerScope);
         return;
       } catch (e) {
         lastError = e;
@@ -359,21 +379,30 @@ export class ProcessorTask {
     if (polled.length <= 1) {
       await this.runStep(
         polled,
-        async (ctx) => {
+        async (ctx, _inputs, step) => {
           if (polled.length === 0) ctx.deadLetter(null, `timer ${reason}`);
-          for (const r of polled) ctx.deadLetterRaw(r, reason);
+          for (const r of polled) step.deadLetterRaw(r, reason);
         },
         interval,
+        timerScope,
+        true,
       );
       return;
     }
     for (const record of polled) await this.attempt([record], body, interval);
   }
 
+  /**
+   * Runs body over the polled records in one step. A partitioned processor gets them one input
+   * partition at a time (concurrently), each through that partition's view of the step; a timer
+   * (nothing polled) runs in timerScope.
+   */
   private async runStep(
     polled: readonly LogRecord[],
-    body: (ctx: Step, inputs: InputRecord[]) => Promise<void>,
+    body: (ctx: StepContext, inputs: InputRecord[], step: Step) => Promise<void>,
     interval: boolean,
+    timerScope = GLOBAL,
+    whole = false,
   ): Promise<void> {
     const ctx = new Step(
       this.processor.name,
@@ -383,6 +412,8 @@ export class ProcessorTask {
       this.topology,
       this.allowed,
       this.clock,
+      timerScope,
+      this.partitioned,
     );
     const inputs: InputRecord[] = [];
     for (const r of polled) {
@@ -406,7 +437,14 @@ export class ProcessorTask {
     }
     if (inputs.length > 0 || polled.length === 0) {
       try {
-        await body(ctx, inputs);
+        if (!this.partitioned || whole || inputs.length === 0) await body(ctx, inputs, ctx);
+        else {
+          const parts = byPartition(inputs);
+          if (parts.size === 1) {
+            const [p, only] = parts.entries().next().value!;
+            await body(ctx.scoped(p), only, ctx);
+          } else await Promise.all([...parts].map(([p, some]) => body(ctx.scoped(p), some, ctx)));
+        }
       } catch (e) {
         throw e instanceof RetryableError ? e : new ProcessorFailure(e);
       }
@@ -486,6 +524,17 @@ export class ProcessorTask {
     await this.abandon();
     await this.task?.close();
   }
+}
+
+/** Inputs by partition number (their scope), each in the order polled. */
+function byPartition(inputs: readonly InputRecord[]): Map<number, InputRecord[]> {
+  const parts = new Map<number, InputRecord[]>();
+  for (const r of inputs) {
+    const some = parts.get(r.partition);
+    if (some) some.push(r);
+    else parts.set(r.partition, [r]);
+  }
+  return parts;
 }
 
 /** The next offset per partition: within a partition polled records are in offset order. */

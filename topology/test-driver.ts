@@ -97,9 +97,14 @@ export class TestDriver {
     return (await this.output<T>(topic)).map((r) => r.value);
   }
 
-  /** Committed state of a processor's store. */
-  state<T = unknown>(processor: string, store: string, key: string): T | undefined {
-    const row = this.runtime.stmts.getState.get(processor, store, key);
+  /**
+   * Committed state of a processor's store: in one scope (an input partition, or GLOBAL), or by
+   * default the key's value in whichever scope holds it.
+   */
+  state<T = unknown>(processor: string, store: string, key: string, partition?: number): T | undefined {
+    const row = this.runtime
+      .storeRows(processor, store)
+      .find((r) => r.key === key && (partition === undefined || r.partition === partition));
     return row ? (JSON.parse(row.value) as T) : undefined;
   }
 

@@ -91,6 +91,17 @@ export function validateTopology(t: Topology): string[] {
     }
     if (p.reads.length === 0 && !p.punctuate)
       problems.push(`processor "${p.name}" reads nothing and has no timer`);
+    if (p.stores.length > 0 && p.scope !== 'global') {
+      // Partition-scoped state: partition n of every input is one task with one store, so the
+      // inputs must be co-partitioned (Kafka Streams refuses the same).
+      const counts = p.reads.map((r) => ({ r, n: t.topics.find((x) => x.name === r)?.partitions }));
+      const distinct = new Set(counts.map((c) => c.n).filter((n) => n !== undefined));
+      if (distinct.size > 1)
+        problems.push(
+          `processor "${p.name}" keeps state per partition over inputs with different partition counts ` +
+            `(${counts.map((c) => `${c.r}: ${c.n}`).join(', ')}): give them the same count, or make it scope 'global'`,
+        );
+    }
     if (p.writes.length === 0 && (p.sinks ?? []).length === 0) {
       problems.push(`processor "${p.name}" writes nothing: give it an output topic or an external sink`);
     }

@@ -24,7 +24,8 @@ const topology = conformanceTopology(prefix, (t) => {
 });
 const processor = topology.processors[0]!;
 const input = processor.reads[0]!;
-const runtime = await openRuntime(url);
+// One worker at a time, under one id: a restart fences its killed predecessor at once.
+const runtime = await openRuntime(url, { worker: 'child' });
 const task = await new ProcessorTask(runtime, topology, processor, {
   log: pino({ level: 'silent' }),
   metrics: new EngineMetrics(),

@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import {
+  GLOBAL,
   type LogRecord,
   type Offset,
   type OutgoingRecord,
@@ -11,7 +12,21 @@ import {
   type StateChange,
 } from '../records.js';
 import type { TopicSpec } from '../topology.js';
-import { FencedError, type LogTask, type LogTransaction, type Runtime, type TaskSpec } from './types.js';
+import {
+  FencedError,
+  type LogTask,
+  type LogTransaction,
+  type Runtime,
+  type StoredValue,
+  type TaskSpec,
+} from './types.js';
+
+/**
+ * A store's rows for one scope: a global store under its name (as before stores had scopes), a
+ * partition's under "name#partition". One process owns every partition, so all are in the file.
+ */
+const storeColumn = (store: string, partition: number) =>
+  partition === GLOBAL ? store : `${store}#${partition}`;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS topics (
@@ -92,6 +107,12 @@ export class EmbeddedRuntime implements Runtime {
         'INSERT INTO state (grp, store, key, value) VALUES (?, ?, ?, ?) ON CONFLICT (grp, store, key) DO UPDATE SET value = excluded.value',
       ),
       deleteState: this.db.prepare('DELETE FROM state WHERE grp = ? AND store = ? AND key = ?'),
+      storeRows: this.db.prepare<
+        [string, string, string, string],
+        { store: string; key: string; value: string }
+      >(
+        "SELECT store, key, value FROM state WHERE grp = ? AND (store = ? OR substr(store, 1, length(?) + 1) = ? || '#')",
+      ),
     };
   }
 
@@ -244,6 +265,18 @@ export class EmbeddedRuntime implements Runtime {
     return new EmbeddedTask(this, spec.group, partitions);
   }
 
+  async readStore(group: string, store: string): Promise<StoredValue[]> {
+    return this.storeRows(group, store);
+  }
+
+  storeRows(group: string, store: string): StoredValue[] {
+    return this.stmts.storeRows.all(group, store, store, store).map((r) => ({
+      partition: r.store === store ? GLOBAL : Number(r.store.slice(store.length + 1)),
+      key: r.key,
+      value: r.value,
+    }));
+  }
+
   waitForAppend(ms: number): Promise<void> {
     return new Promise((resolve) => {
       // Another process may append to the same file: re-check at least every 50 ms.
@@ -305,8 +338,12 @@ class EmbeddedTask implements LogTask {
     }
   }
 
-  readState(store: string, key: string): string | undefined {
-    return this.runtime.stmts.getState.get(this.group, store, key)?.value;
+  readState(store: string, key: string, partition: number): string | undefined {
+    return this.runtime.stmts.getState.get(this.group, storeColumn(store, partition), key)?.value;
+  }
+
+  owned(): readonly number[] {
+    return [...new Set(this.partitions.map((p) => p.partition))].sort((a, b) => a - b);
   }
 
   async begin(): Promise<LogTransaction> {
@@ -333,8 +370,9 @@ class EmbeddedTask implements LogTask {
               }
             }
             for (const c of staged.state) {
-              if (c.value === null) stmts.deleteState.run(this.group, c.store, c.key);
-              else stmts.putState.run(this.group, c.store, c.key, c.value);
+              const store = storeColumn(c.store, c.partition);
+              if (c.value === null) stmts.deleteState.run(this.group, store, c.key);
+              else stmts.putState.run(this.group, store, c.key, c.value);
             }
             this.runtime.appendInTransaction(staged.outputs);
             for (const { topic, partition, offset } of staged.offsets.values()) {

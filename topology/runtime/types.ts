@@ -22,8 +22,13 @@ export interface Runtime {
    * itself as Kafka does. Returns the records removed.
    */
   maintain?(now?: number): Promise<number>;
-  /** Joins consumer group `group` for `topics`; the task owns its stores. */
+  /** Joins consumer group `group` for `topics`; the task owns its stores (of the partitions it is given). */
   openTask(spec: TaskSpec): Promise<LogTask>;
+  /**
+   * Every key of a group's store as committed, with its scope (an input partition, or GLOBAL),
+   * without joining the group: for `status`, tests and benchmarks.
+   */
+  readStore(group: string, store: string): Promise<StoredValue[]>;
   close(): Promise<void>;
 }
 
@@ -31,14 +36,28 @@ export interface TaskSpec {
   readonly group: string;
   readonly topics: readonly string[];
   readonly stores: readonly string[];
+  /**
+   * 'partition' (the default): the stores are per input partition, and a member holds those of
+   * the partitions it is assigned. 'global': one store, and one member of the group at a time
+   * takes every input partition.
+   */
+  readonly scope?: 'partition' | 'global';
+}
+
+export interface StoredValue {
+  readonly partition: number;
+  readonly key: string;
+  readonly value: string;
 }
 
 /** One member of a consumer group, with the state stores of its processor. */
 export interface LogTask {
   /** Next records after what this task has already polled; waits up to waitMs when there are none. */
   poll(max: number, waitMs: number): Promise<LogRecord[]>;
-  /** Committed value of a store key (the step layers its own writes on top). */
-  readState(store: string, key: string): string | undefined;
+  /** Committed value of a store key in a scope (an owned input partition, or GLOBAL); the step layers its own writes on top. */
+  readState(store: string, key: string, partition: number): string | undefined;
+  /** The input partitions (numbers) this member owns now and holds the state of. */
+  owned(): readonly number[];
   /** Starts a transaction of one or more steps; see topology/checkpoint.ts for the order of its calls. */
   begin(): Promise<LogTransaction>;
   /** Makes committed state changes visible to readState (no-op where the transaction already did). */

@@ -1,17 +1,51 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import kafkajs from 'kafkajs';
+import pino, { type Logger } from 'pino';
 import type { LogRecord, OutgoingRecord } from '../../records.js';
-import { partitionForKey } from '../../records.js';
+import { GLOBAL, partitionForKey, partitionKey } from '../../records.js';
 import type { TopicSpec } from '../../topology.js';
-import type { LogTask, Runtime, TaskSpec } from '../types.js';
+import type { LogTask, Runtime, StoredValue, TaskSpec } from '../types.js';
 import { type KafkaUrl, parseKafkaUrl } from './config.js';
 import type { KafkaConnection } from './connection.js';
 import { KafkajsTask } from './kafkajs-task.js';
+import { KafkaNames } from './names.js';
 import { RdkafkaTask } from './rdkafka-task.js';
 import { PartitionReader } from './reader.js';
 import { ChangelogState } from './state.js';
 import { plainJson, RegistryWire, VALIDATED_AS_HEADER, type ValueWire } from './wire.js';
 
-const { Kafka, logLevel, ConfigResourceTypes } = kafkajs;
+const { Kafka, logLevel, ConfigResourceTypes, AssignerProtocol } = kafkajs;
+
+export interface KafkaOptions {
+  /** Kafka Streams' application.id: prefixes every topic, group and transactional id (default "bioalchemy"). */
+  readonly app?: string;
+  /**
+   * This process's worker id, unique among the workers of a processor: it names the worker's
+   * transactional producer and static group membership, so a restart with the same id fences and
+   * replaces its predecessor at once. Default: host name and a random suffix.
+   */
+  readonly worker?: string;
+  readonly log?: Logger;
+}
+
+/** One member of a consumer group, as `bioalchemy status` shows it. */
+export interface GroupMember {
+  readonly member: string;
+  readonly client: string;
+  readonly host: string;
+  /** Engine topic names -> partitions. */
+  readonly partitions: Record<string, number[]>;
+}
+
+export interface GroupStatus {
+  /** The group's name in the engine (the processor's). */
+  readonly group: string;
+  readonly state: string;
+  readonly members: readonly GroupMember[];
+  /** Records not yet committed per engine topic and partition. */
+  readonly lag: Record<string, number[]>;
+}
 
 /**
  * The distributed runtime: topics, offsets and consumer groups live in Kafka; a step is a Kafka
@@ -23,16 +57,24 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
   readonly kafka: kafkajs.Kafka;
   private readonly admin: kafkajs.Admin;
   private readonly producer: kafkajs.Producer;
-  private reader?: PartitionReader;
+  private reader?: Promise<PartitionReader>;
   private readonly partitionCounts = new Map<string, number>();
   private readonly tasks = new Set<LogTask>();
   private nullKeyCounter = 0;
+  readonly worker: string;
+  readonly log: Logger;
 
   private constructor(
     readonly url: KafkaUrl,
     readonly wire: ValueWire,
+    readonly names: KafkaNames,
+    opts: KafkaOptions,
   ) {
     this.name = `kafka/${url.client}`;
+    this.worker = opts.worker ?? `${hostname()}-${randomUUID().slice(0, 6)}`;
+    if (!/^[A-Za-z0-9_.-]+$/.test(this.worker))
+      throw new Error(`worker id "${this.worker}": use letters, digits, ".", "_" and "-"`);
+    this.log = (opts.log ?? pino({ level: 'silent' })).child({ worker: this.worker });
     this.kafka = new Kafka({
       clientId: 'bioalchemy',
       brokers: url.brokers,
@@ -43,9 +85,15 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
     this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   }
 
-  static async open(url: string): Promise<KafkaRuntime> {
+  static async open(url: string, opts: KafkaOptions = {}): Promise<KafkaRuntime> {
     const parsed = parseKafkaUrl(url);
-    const runtime = new KafkaRuntime(parsed, parsed.registry ? new RegistryWire(parsed.registry) : plainJson);
+    const names = new KafkaNames(opts.app ?? 'bioalchemy');
+    const runtime = new KafkaRuntime(
+      parsed,
+      parsed.registry ? new RegistryWire(parsed.registry, names) : plainJson,
+      names,
+      opts,
+    );
     await runtime.admin.connect();
     await runtime.producer.connect();
     return runtime;
@@ -53,12 +101,12 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
 
   async ensureTopics(topics: readonly TopicSpec[]): Promise<void> {
     const existing = new Set(await this.admin.listTopics());
-    const missing = topics.filter((t) => !existing.has(t.name));
+    const missing = topics.filter((t) => !existing.has(this.names.topic(t.name)));
     if (missing.length) {
       await this.admin.createTopics({
         waitForLeaders: true,
         topics: missing.map((t) => ({
-          topic: t.name,
+          topic: this.names.topic(t.name),
           numPartitions: t.partitions,
           replicationFactor: 1,
           configEntries: [
@@ -68,24 +116,27 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
         })),
       });
     }
-    const present = topics.filter((t) => existing.has(t.name));
+    const present = topics.filter((t) => existing.has(this.names.topic(t.name)));
     if (present.length) {
-      const meta = await this.admin.fetchTopicMetadata({ topics: present.map((t) => t.name) });
+      const meta = await this.admin.fetchTopicMetadata({
+        topics: present.map((t) => this.names.topic(t.name)),
+      });
       const configs = await this.admin.describeConfigs({
         includeSynonyms: false,
         resources: present.map((t) => ({
           type: ConfigResourceTypes.TOPIC,
-          name: t.name,
+          name: this.names.topic(t.name),
           configNames: ['cleanup.policy'],
         })),
       });
       for (const t of present) {
-        const partitions = meta.topics.find((m) => m.name === t.name)?.partitions.length ?? 0;
-        const policy = configs.resources.find((r) => r.resourceName === t.name)?.configEntries[0]
+        const kafkaName = this.names.topic(t.name);
+        const partitions = meta.topics.find((m) => m.name === kafkaName)?.partitions.length ?? 0;
+        const policy = configs.resources.find((r) => r.resourceName === kafkaName)?.configEntries[0]
           ?.configValue;
         if (partitions !== t.partitions || (policy === 'compact') !== t.compacted) {
           throw new Error(
-            `topic "${t.name}" exists with ${partitions} partitions, cleanup.policy=${policy}; ` +
+            `topic "${kafkaName}" exists with ${partitions} partitions, cleanup.policy=${policy}; ` +
               `the topology wants ${t.partitions}${t.compacted ? ', compacted' : ''}`,
           );
         }
@@ -98,7 +149,7 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
   async partitionsOf(topic: string): Promise<number> {
     let n = this.partitionCounts.get(topic);
     if (n === undefined) {
-      const meta = await this.admin.fetchTopicMetadata({ topics: [topic] });
+      const meta = await this.admin.fetchTopicMetadata({ topics: [this.names.topic(topic)] });
       n = meta.topics[0]?.partitions.length ?? 0;
       if (!n) throw new Error(`unknown topic "${topic}"`);
       this.partitionCounts.set(topic, n);
@@ -150,32 +201,60 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
       current.set(r.topic, messages);
     }
     flush();
+    for (const chunk of chunks) for (const tm of chunk) tm.topic = this.names.topic(tm.topic);
     return chunks;
   }
 
   async read(topic: string, partition: number, fromOffset: number, max: number): Promise<LogRecord[]> {
-    this.reader ??= await PartitionReader.open(this.url.brokers, this.wire);
-    return this.reader.read(topic, partition, fromOffset, max);
+    return (await this.partitionReader()).read(topic, partition, fromOffset, max);
+  }
+
+  private async partitionReader(): Promise<PartitionReader> {
+    this.reader ??= PartitionReader.open(this.url.brokers, this.wire, this.names);
+    return this.reader;
+  }
+
+  async readToEnd(
+    topic: string,
+    partition: number,
+    each: (records: readonly LogRecord[]) => void,
+  ): Promise<void> {
+    // A reader of its own: an end-of-partition event left from an earlier read must not end this one.
+    const reader = await PartitionReader.open(this.url.brokers, this.wire, this.names);
+    try {
+      await reader.readToEnd(topic, partition, each);
+    } finally {
+      await reader.close();
+    }
   }
 
   async endOffsets(topic: string): Promise<number[]> {
-    const offsets = await this.admin.fetchTopicOffsets(topic);
+    const offsets = await this.admin.fetchTopicOffsets(this.names.topic(topic));
     return offsets.sort((a, b) => a.partition - b.partition).map((o) => Number(o.high));
   }
 
   /** Committed offsets of a consumer group, per partition of each topic (0 where none). */
   async committedOffsets(group: string, topics: readonly string[]): Promise<Map<string, number>> {
     const result = new Map<string, number>();
-    for (const entry of await this.admin.fetchOffsets({ groupId: group, topics: [...topics] })) {
+    const entries = await this.admin.fetchOffsets({
+      groupId: this.names.group(group),
+      topics: topics.map((t) => this.names.topic(t)),
+    });
+    for (const entry of entries) {
       for (const p of entry.partitions)
-        result.set(`${entry.topic}\u0000${p.partition}`, Math.max(0, Number(p.offset)));
+        result.set(
+          partitionKey(this.names.engineTopic(entry.topic), p.partition),
+          Math.max(0, Number(p.offset)),
+        );
     }
     return result;
   }
 
   async openTask(spec: TaskSpec): Promise<LogTask> {
-    for (const topic of spec.topics) await this.partitionsOf(topic);
-    const state = new ChangelogState(this, spec.group, spec.stores);
+    let partitions = 1;
+    for (const topic of spec.topics) partitions = Math.max(partitions, await this.partitionsOf(topic));
+    const global = spec.scope === 'global' || spec.topics.length === 0;
+    const state = new ChangelogState(this, spec.group, spec.stores, global ? 1 : partitions);
     await state.ensureTopics();
     const task =
       this.url.client === 'kafkajs'
@@ -185,13 +264,88 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
     return task;
   }
 
+  async readStore(group: string, store: string): Promise<StoredValue[]> {
+    const topic = `${group}-${store}-changelog`;
+    const existing = new Set(await this.admin.listTopics());
+    if (!existing.has(this.names.topic(topic))) return [];
+    const latest = new Map<string, StoredValue | null>();
+    const partitions = await this.partitionsOf(topic);
+    for (let p = 0; p < partitions; p++) {
+      await this.readToEnd(topic, p, (records) => {
+        for (const r of records) {
+          if (r.key === null) continue;
+          const value = JSON.parse(r.value) as string | null;
+          // A store with one changelog partition may be global or one input partition's: the record says.
+          const scope = partitions === 1 ? GLOBAL : p;
+          latest.set(`${p}\u0000${r.key}`, value === null ? null : { partition: scope, key: r.key, value });
+        }
+      });
+    }
+    return [...latest.values()].filter((v): v is StoredValue => v !== null);
+  }
+
+  /** Each of this app's consumer groups: members, their partitions, and lag per partition. */
+  async groups(): Promise<GroupStatus[]> {
+    const listed = (await this.admin.listGroups()).groups
+      .map((g) => g.groupId)
+      .filter((g) => this.names.owns(g))
+      .sort();
+    if (!listed.length) return [];
+    const described = await this.admin.describeGroups(listed);
+    const out: GroupStatus[] = [];
+    for (const g of described.groups) {
+      const members: GroupMember[] = g.members.map((m) => {
+        const partitions: Record<string, number[]> = {};
+        const decoded = m.memberAssignment?.length
+          ? AssignerProtocol.MemberAssignment.decode(m.memberAssignment)
+          : null;
+        for (const [topic, ps] of Object.entries(decoded?.assignment ?? {}))
+          partitions[this.names.engineTopic(topic)] = [...ps].sort((a, b) => a - b);
+        return { member: m.memberId, client: m.clientId, host: m.clientHost, partitions };
+      });
+      const offsets = await this.admin.fetchOffsets({ groupId: g.groupId });
+      const lag: Record<string, number[]> = {};
+      for (const entry of offsets) {
+        const ends = await this.admin.fetchTopicOffsets(entry.topic);
+        const topic = this.names.engineTopic(entry.topic);
+        lag[topic] = entry.partitions
+          .sort((a, b) => a.partition - b.partition)
+          .map((p) => {
+            const end = Number(ends.find((e) => e.partition === p.partition)?.high ?? 0);
+            return Math.max(0, end - Math.max(0, Number(p.offset)));
+          });
+      }
+      out.push({ group: g.groupId.slice(this.names.prefix.length), state: g.state, members, lag });
+    }
+    return out;
+  }
+
+  /** This app's topics and consumer groups on the cluster (Kafka names). */
+  async appResources(): Promise<{ topics: string[]; groups: string[] }> {
+    const topics = (await this.admin.listTopics()).filter((t) => this.names.owns(t)).sort();
+    const groups = (await this.admin.listGroups()).groups
+      .map((g) => g.groupId)
+      .filter((g) => this.names.owns(g))
+      .sort();
+    return { topics, groups };
+  }
+
+  /** Deletes this app's topics and consumer groups (`bioalchemy reset`); its members must be stopped. */
+  async deleteApp(): Promise<{ topics: string[]; groups: string[] }> {
+    const found = await this.appResources();
+    if (found.groups.length) await this.admin.deleteGroups(found.groups);
+    if (found.topics.length) await this.admin.deleteTopics({ topics: found.topics, timeout: 30_000 });
+    this.partitionCounts.clear();
+    return found;
+  }
+
   forget(task: LogTask): void {
     this.tasks.delete(task);
   }
 
   async close(): Promise<void> {
     for (const t of [...this.tasks]) await t.close();
-    await this.reader?.close();
+    await (await this.reader)?.close();
     await this.producer.disconnect();
     await this.admin.disconnect();
   }

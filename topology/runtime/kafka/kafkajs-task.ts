@@ -1,9 +1,10 @@
 import type kafkajs from 'kafkajs';
-import { type LogRecord, type Offset, partitionKey, type StateChange } from '../../records.js';
-import type { LogTask, LogTransaction, TaskSpec } from '../types.js';
+import { GLOBAL, type LogRecord, type Offset, partitionKey, type StateChange } from '../../records.js';
+import { FencedError, type LogTask, type LogTransaction, type TaskSpec } from '../types.js';
+import { engineAssigner } from './assigner.js';
 import type { KafkaConnection } from './connection.js';
 import type { ChangelogState } from './state.js';
-import { kafkaTransaction, rethrowFenced } from './transaction.js';
+import { rethrowFenced } from './transaction.js';
 import { headerText, VALIDATED_AS_HEADER } from './wire.js';
 
 /** A fetched batch of one partition, held (so kafkajs fetches no further) until the queue runs low. */
@@ -11,13 +12,33 @@ interface HeldBatch {
   readonly release: () => void;
 }
 
+/** One input partition's (or the global store's) share of a transaction. */
+interface ScopeTransaction {
+  readonly tx: kafkajs.Transaction;
+  /**
+   * The sends so far, one after another: kafkajs numbers an idempotent batch when it builds the
+   * request, so two sends in flight to one partition can be refused as out of order and the
+   * retried one lands after later records (a counter's old value after its new one).
+   */
+  sending: Promise<unknown>;
+}
+
 /**
  * kafkajs pushes batches to a callback; the engine pulls. Each batch's records are queued, its
  * offsets resolved (kafkajs never commits: autoCommit is off) and its callback held until the
  * queue runs low, so kafkajs fetches the next batch while this one is processed and committed,
  * and never runs far ahead. A rewind seeks back to the committed offsets and empties the queue.
- * kafkajs's transactions carry no consumer-group metadata (KIP-447), so the transactional id is
- * the group's: one member per group, restarts fence zombies.
+ *
+ * Many workers of one processor: kafkajs's transactions carry no consumer-group metadata
+ * (KIP-447), so this is Kafka Streams' older exactly-once model: one transactional producer per
+ * input partition number (`<app>.<group>.<n>`; one for a global processor), made by the member
+ * the partition is assigned to. Its initialisation fences the previous owner's producer and
+ * aborts its open transaction, so a zombie cannot commit. A transaction of the engine is then one
+ * Kafka transaction per partition it touched (outputs, changelog records and offsets of that
+ * partition together), committed side by side. The group's assigner keeps partition n of every
+ * input on one member. On assignment, before any record of a new partition is handed out, its
+ * producer is made, its committed offsets read and its state restored; revoked partitions' state
+ * and producers are dropped.
  */
 export class KafkajsTask implements LogTask {
   private readonly queue: LogRecord[] = [];
@@ -31,24 +52,36 @@ export class KafkajsTask implements LogTask {
    */
   private readonly position = new Map<string, { topic: string; partition: number; next: number }>();
   private wake: (() => void) | null = null;
-  /** A commit or abort failed: its outcome is unknown and the producer may be stuck. */
+  /** A commit or abort failed: its outcome is unknown and the producers may be stuck. */
   private unsure = false;
   private failure: Error | null = null;
+  /** Transactional producer per owned scope (input partition number, or GLOBAL). */
+  private readonly producers = new Map<number, kafkajs.Producer>();
+  /** Per owned scope: resolves once its producer, offsets and state are ready. */
+  private readonly ready = new Map<number, Promise<void>>();
+  /** Partition keys (engine names) of the current assignment. */
+  private assignedKeys = new Set<string>();
+  /** Bumped by each rebalance; a transaction begun under another revision must not commit. */
+  private revision = 0;
+  /** Records handed out before the last rebalance may still be in the task: it must rewind first. */
+  private stale = false;
+  private readonly global: boolean;
 
   private constructor(
     private readonly runtime: KafkaConnection,
     private readonly spec: TaskSpec,
     private readonly state: ChangelogState,
     private readonly consumer: kafkajs.Consumer,
-    private producer: kafkajs.Producer,
-  ) {}
+  ) {
+    this.global = spec.scope === 'global' || spec.topics.length === 0;
+  }
 
-  private static async transactionalProducer(
-    runtime: KafkaConnection,
-    spec: TaskSpec,
-  ): Promise<kafkajs.Producer> {
-    const producer = runtime.kafka.producer({
-      transactionalId: `bioalchemy-${spec.group}`,
+  private async transactionalProducer(scope: number): Promise<kafkajs.Producer> {
+    const producer = this.runtime.kafka.producer({
+      transactionalId: this.runtime.names.transactionalId(
+        this.spec.group,
+        scope === GLOBAL ? 'global' : scope,
+      ),
       idempotent: true,
       maxInFlightRequests: 1,
       transactionTimeout: 10_000,
@@ -56,29 +89,36 @@ export class KafkajsTask implements LogTask {
       // written (milliseconds): kafkajs's default 300 ms first retry would cost that on every step.
       retry: { initialRetryTime: 10, maxRetryTime: 1_000, retries: 30 },
     });
+    // Initialises the transactional id: fences its previous holder and ends its open transaction.
     await producer.connect();
     return producer;
   }
 
   static async open(runtime: KafkaConnection, spec: TaskSpec, state: ChangelogState): Promise<KafkajsTask> {
-    const producer = await KafkajsTask.transactionalProducer(runtime, spec);
-    await state.restore();
-    let partitions = 0;
-    for (const topic of spec.topics) partitions += await runtime.partitionsOf(topic);
+    const global = spec.scope === 'global' || spec.topics.length === 0;
     const consumer = runtime.kafka.consumer({
-      groupId: spec.group,
+      groupId: runtime.names.group(spec.group),
       readUncommitted: false,
       maxWaitTimeInMs: 100,
+      partitionAssigners: [engineAssigner(global)],
       // A killed member holds its partitions until its session expires, and kafkajs has no static
       // membership: keep the session at the broker's minimum so a restart resumes within seconds.
       sessionTimeout: 6_000,
       rebalanceTimeout: 10_000,
       heartbeatInterval: 1_000,
     });
-    const task = new KafkajsTask(runtime, spec, state, consumer, producer);
-    for (const [k, v] of await runtime.committedOffsets(spec.group, spec.topics)) task.committed.set(k, v);
+    const task = new KafkajsTask(runtime, spec, state, consumer);
+    if (!spec.topics.length) {
+      // A task reading nothing (ingest) owns its global store alone.
+      task.producers.set(GLOBAL, await task.transactionalProducer(GLOBAL));
+      await state.restore([GLOBAL]);
+      return task;
+    }
+    let partitions = 0;
+    for (const topic of spec.topics) partitions += await runtime.partitionsOf(topic);
     await consumer.connect();
-    await consumer.subscribe({ topics: [...spec.topics], fromBeginning: true });
+    consumer.on(consumer.events.GROUP_JOIN, (e) => task.onJoin(e.payload.memberAssignment));
+    await consumer.subscribe({ topics: spec.topics.map((t) => runtime.names.topic(t)), fromBeginning: true });
     consumer.on(consumer.events.CRASH, (e) => {
       // kafkajs restarts itself after retriable crashes (a broker restart); only the rest are fatal.
       if (e.payload.restart) return;
@@ -94,6 +134,66 @@ export class KafkajsTask implements LogTask {
     return task;
   }
 
+  /**
+   * A new assignment (kafkajs emits it before fetching): revoked scopes lose their state and
+   * producer; new ones get a producer (fencing the previous owner), offsets and state, and their
+   * batches wait for that.
+   */
+  private onJoin(assignment: kafkajs.IMemberAssignment): void {
+    const { names } = this.runtime;
+    const keys = new Set<string>();
+    const numbers = new Set<number>();
+    for (const [topic, partitions] of Object.entries(assignment)) {
+      for (const p of partitions) {
+        keys.add(partitionKey(names.engineTopic(topic), p));
+        numbers.add(p);
+      }
+    }
+    if (
+      [...this.position.values()].some(
+        (p) => p.next > (this.committed.get(partitionKey(p.topic, p.partition)) ?? 0),
+      )
+    )
+      this.stale = true;
+    this.revision++;
+    this.assignedKeys = keys;
+    for (const k of [...this.position.keys()]) if (!keys.has(k)) this.position.delete(k);
+    const scopes = this.global ? (numbers.size ? [GLOBAL] : []) : [...numbers].sort((a, b) => a - b);
+    const revoked = [...this.ready.keys()].filter((s) => !scopes.includes(s));
+    for (const s of revoked) {
+      this.ready.delete(s);
+      this.state.drop([s]);
+      const producer = this.producers.get(s);
+      this.producers.delete(s);
+      producer?.disconnect().catch(() => {});
+    }
+    const added = scopes.filter((s) => !this.ready.has(s));
+    for (const s of added) {
+      const ready = this.prepare(s, keys).catch((err) => {
+        this.failure = err as Error;
+        this.wake?.();
+        throw err;
+      });
+      ready.catch(() => {});
+      this.ready.set(s, ready);
+    }
+    if (revoked.length || added.length)
+      this.runtime.log.info({ group: this.spec.group, revoked, added }, 'partitions reassigned');
+  }
+
+  /** A new scope: its producer (fencing the previous owner), then its offsets and state. */
+  private async prepare(scope: number, keys: ReadonlySet<string>): Promise<void> {
+    this.producers.set(scope, await this.transactionalProducer(scope));
+    const committed = await this.runtime.committedOffsets(this.spec.group, this.spec.topics);
+    for (const k of keys) {
+      const [topic, p] = k.split('\u0000') as [string, string];
+      if (this.global || Number(p) === scope)
+        this.committed.set(k, committed.get(partitionKey(topic, Number(p))) ?? 0);
+    }
+    const restored = await this.state.restore([scope]);
+    this.runtime.log.info({ group: this.spec.group, ...restored }, 'state restored');
+  }
+
   private async onBatch({
     batch,
     resolveOffset,
@@ -101,8 +201,14 @@ export class KafkajsTask implements LogTask {
     isRunning,
     isStale,
   }: kafkajs.EachBatchPayload): Promise<void> {
-    const { topic, partition } = batch;
-    const values = await this.runtime.wire.decode(batch.messages.map((m) => ({ topic, value: m.value })));
+    const { partition } = batch;
+    const topic = this.runtime.names.engineTopic(batch.topic);
+    const ready = this.ready.get(this.global ? GLOBAL : partition);
+    if (!ready) return;
+    await this.holding(ready, heartbeat, isRunning, isStale);
+    const values = await this.runtime.wire.decode(
+      batch.messages.map((m) => ({ topic: batch.topic, value: m.value })),
+    );
     const decoded: LogRecord[] = batch.messages.map((m, i) => {
       const validatedAs = headerText(m.headers?.[VALIDATED_AS_HEADER]);
       return {
@@ -120,6 +226,7 @@ export class KafkajsTask implements LogTask {
     resolveOffset(batch.lastOffset());
     // Read only now: a rewind during the decoding may have moved the committed offset.
     const k = partitionKey(topic, partition);
+    if (!this.assignedKeys.has(k)) return;
     const from = this.position.get(k)?.next ?? this.committed.get(k) ?? 0;
     const records = decoded.filter((r) => r.offset >= from);
     if (records.length === 0) return;
@@ -143,6 +250,27 @@ export class KafkajsTask implements LogTask {
     });
   }
 
+  /** Waits for a promise while keeping the member's session alive. */
+  private async holding(
+    wait: Promise<void>,
+    heartbeat: () => Promise<void>,
+    isRunning: () => boolean,
+    isStale: () => boolean,
+  ): Promise<void> {
+    const beat = setInterval(() => {
+      if (isRunning() && !isStale()) heartbeat().catch(() => {});
+    }, 1_000);
+    try {
+      await wait;
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
+  owned(): readonly number[] {
+    return this.global ? [] : this.state.held();
+  }
+
   async poll(max: number, waitMs: number): Promise<LogRecord[]> {
     this.wanted = max;
     const deadline = Date.now() + waitMs;
@@ -157,42 +285,108 @@ export class KafkajsTask implements LogTask {
       });
       this.wake = null;
     }
+    if (this.failure) throw this.failure;
     const out = this.queue.splice(0, max);
     if (this.queue.length < max) for (const b of [...this.held]) b.release();
     return out;
   }
 
-  readState(store: string, key: string): string | undefined {
-    return this.state.get(store, key);
+  readState(store: string, key: string, partition: number): string | undefined {
+    return this.state.get(store, key, partition);
   }
 
   async begin(): Promise<LogTransaction> {
-    const tx = await this.producer.transaction().catch(rethrowFenced);
-    // Sends are not awaited one by one: the step goes on while kafkajs writes; commit waits for all.
-    const sending: Promise<unknown>[] = [];
-    return kafkaTransaction(this.state, {
-      send: async (records) => {
-        for (const chunk of await this.runtime.sendChunks(records)) {
-          const sent = tx.sendBatch({ topicMessages: chunk });
-          sent.catch(() => {});
-          sending.push(sent);
+    if (this.stale) throw new FencedError('the group rebalanced: read again from the committed offsets');
+    const revision = this.revision;
+    const scopes = new Map<number, Promise<ScopeTransaction>>();
+    const open = (scope: number): Promise<ScopeTransaction> => {
+      let t = scopes.get(scope);
+      if (!t) {
+        const producer = this.producers.get(scope);
+        t = producer
+          ? producer.transaction().then((tx) => ({ tx, sending: Promise.resolve() }), rethrowFenced)
+          : Promise.reject(new FencedError(`partition ${scope} is no longer this member's`));
+        t.catch(() => {});
+        scopes.set(scope, t);
+      }
+      return t;
+    };
+    const scopeOf = (from: number | undefined): number => {
+      if (this.global) return GLOBAL;
+      if (from === undefined || from === GLOBAL)
+        throw new Error(`processor "${this.spec.group}": an output without its input partition`);
+      return from;
+    };
+    const send = async (records: readonly { topic: string; from?: number }[] & readonly unknown[]) => {
+      const byScope = new Map<number, (typeof records)[number][]>();
+      for (const r of records) {
+        const s = scopeOf(r.from);
+        const some = byScope.get(s);
+        if (some) some.push(r);
+        else byScope.set(s, [r]);
+      }
+      for (const [s, some] of byScope) {
+        const t = await open(s);
+        for (const chunk of await this.runtime.sendChunks(some as never)) {
+          t.sending = t.sending.then(() => t.tx.sendBatch({ topicMessages: chunk }));
+          t.sending.catch(() => {});
         }
+      }
+    };
+    let offsets: Offset[] = [];
+    const abortAll = async () => {
+      for (const t of scopes.values()) {
+        const { tx } = await t.catch(() => ({ tx: null }));
+        if (tx?.isActive()) await tx.abort().catch(() => {});
+      }
+    };
+    return {
+      writeChangelogs: (changes) => send(this.state.changelogRecords(changes)).catch(rethrowFenced),
+      produce: (records) => send(records).catch(rethrowFenced),
+      commitOffsets: async (o) => {
+        offsets = [...o.values()];
       },
-      commit: async (offsets) => {
-        await Promise.all(sending);
-        if (offsets.length)
-          await tx.sendOffsets({ consumerGroupId: this.spec.group, topics: groupByTopic(offsets) });
-        await tx.commit();
-      },
-      committed: (offsets) => {
-        for (const { topic, partition, offset } of offsets)
-          this.committed.set(partitionKey(topic, partition), offset);
+      commit: async () => {
+        const moved = offsets.find((o) => !this.assignedKeys.has(partitionKey(o.topic, o.partition)));
+        if (this.revision !== revision || moved) {
+          await abortAll();
+          this.unsure = true;
+          throw new FencedError('the group rebalanced during the transaction: aborted');
+        }
+        const offsetsByScope = new Map<number, Offset[]>();
+        for (const o of offsets) {
+          const s = this.global ? GLOBAL : o.partition;
+          offsetsByScope.set(s, [...(offsetsByScope.get(s) ?? []), o]);
+          open(s);
+        }
+        const results = await Promise.allSettled(
+          [...scopes].map(async ([s, t]) => {
+            const { tx, sending } = await t;
+            await sending;
+            const mine = offsetsByScope.get(s) ?? [];
+            if (mine.length)
+              await tx.sendOffsets({
+                consumerGroupId: this.runtime.names.group(this.spec.group),
+                topics: groupByTopic(mine, (t) => this.runtime.names.topic(t)),
+              });
+            await tx.commit();
+            for (const { topic, partition, offset } of mine)
+              this.committed.set(partitionKey(topic, partition), offset);
+          }),
+        );
+        const failed = results.find((r) => r.status === 'rejected');
+        if (failed) {
+          // Some partitions may have committed: read offsets and state back from the log.
+          this.unsure = true;
+          await abortAll();
+          rethrowFenced(failed.reason);
+        }
       },
       abort: async () => {
         this.unsure = true;
-        if (tx.isActive()) await tx.abort().catch(() => {});
+        await abortAll();
       },
-    });
+    };
   }
 
   async flushState(changes: readonly StateChange[]): Promise<void> {
@@ -200,21 +394,28 @@ export class KafkajsTask implements LogTask {
   }
 
   async rewind(): Promise<void> {
+    this.stale = false;
     if (this.unsure) {
       // kafkajs leaves a producer whose commit or abort failed stuck in COMMITTING/ABORTING: a new
       // one's initialisation finishes or aborts that transaction. Then take offsets and state from
       // the log, since the failed commit may have landed after all.
-      await this.producer.disconnect().catch(() => {});
-      this.producer = await KafkajsTask.transactionalProducer(this.runtime, this.spec);
+      const scopes = [...this.producers.keys()];
+      for (const s of scopes) {
+        await this.producers
+          .get(s)
+          ?.disconnect()
+          .catch(() => {});
+        this.producers.set(s, await this.transactionalProducer(s));
+      }
       for (const [k, v] of await this.runtime.committedOffsets(this.spec.group, this.spec.topics))
-        this.committed.set(k, v);
-      await this.state.restore();
+        if (this.assignedKeys.has(k)) this.committed.set(k, v);
+      await this.state.restore(this.state.held());
       this.unsure = false;
     }
     this.queue.length = 0;
     for (const { topic, partition } of this.position.values()) {
       const offset = this.committed.get(partitionKey(topic, partition)) ?? 0;
-      this.consumer.seek({ topic, partition, offset: String(offset) });
+      this.consumer.seek({ topic: this.runtime.names.topic(topic), partition, offset: String(offset) });
     }
     this.position.clear();
     for (const b of [...this.held]) b.release();
@@ -224,15 +425,15 @@ export class KafkajsTask implements LogTask {
     this.runtime.forget(this);
     for (const b of [...this.held]) b.release();
     await this.consumer.disconnect();
-    await this.producer.disconnect();
+    for (const p of this.producers.values()) await p.disconnect().catch(() => {});
   }
 }
 
-function groupByTopic(offsets: readonly Offset[]) {
+function groupByTopic(offsets: readonly Offset[], kafkaTopic: (t: string) => string) {
   const topics = new Map<string, { partition: number; offset: string }[]>();
   for (const o of offsets)
-    topics.set(o.topic, [
-      ...(topics.get(o.topic) ?? []),
+    topics.set(kafkaTopic(o.topic), [
+      ...(topics.get(kafkaTopic(o.topic)) ?? []),
       { partition: o.partition, offset: String(o.offset) },
     ]);
   return [...topics].map(([topic, partitions]) => ({ topic, partitions }));

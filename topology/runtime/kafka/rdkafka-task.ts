@@ -1,6 +1,6 @@
 import rdkafka from 'node-rdkafka';
-import { type LogRecord, partitionKey, type StateChange } from '../../records.js';
-import type { LogTask, LogTransaction, TaskSpec } from '../types.js';
+import { GLOBAL, type LogRecord, partitionKey, type StateChange } from '../../records.js';
+import { FencedError, type LogTask, type LogTransaction, type TaskSpec } from '../types.js';
 import type { KafkaConnection } from './connection.js';
 import type { ChangelogState } from './state.js';
 import { kafkaTransaction, rethrowFenced } from './transaction.js';
@@ -25,8 +25,19 @@ const call = <T = void>(
 
 /**
  * The throughput path: librdkafka's pull consumer (`consume(n)`) and its transactional producer.
- * The transactional id is the group's, so a restarted process fences its killed predecessor at
- * once instead of leaving its open transaction to block read_committed readers until it times out.
+ *
+ * Many workers of one processor share its consumer group (exactly_once_v2, KIP-447): each worker
+ * has one transactional producer, its id `<app>.<group>.<worker>`, and commits input offsets with
+ * the consumer's group metadata (sendOffsetsToTransaction), so the broker refuses a commit from a
+ * member of an older generation: a zombie, paused past its session and since replaced, cannot
+ * commit. Static membership (`group.instance.id`, per worker) lets a restarted worker take its
+ * predecessor's partitions at once, and the same transactional id aborts what it left open.
+ *
+ * Rebalances (range assignment, so partition n of every input lands on one member): the callback
+ * takes the new assignment at once; before it hands out another record, poll() drops the state of
+ * revoked partitions and restores that of new ones from their changelog partitions (after a stable
+ * offset fetch, which waits out the previous owner's open transaction). A transaction begun before
+ * a rebalance never commits: it is aborted and its records read again from the committed offsets.
  */
 export class RdkafkaTask implements LogTask {
   private readonly committed = new Map<string, number>();
@@ -41,86 +52,198 @@ export class RdkafkaTask implements LogTask {
    */
   private ahead: Promise<rdkafka.Message[]> | null = null;
   private leftover: rdkafka.Message[] = [];
+  /** The partitions assigned by the last rebalance (Kafka topic names). */
+  private assigned: rdkafka.Assignment[] = [];
+  /** Partition keys (engine names) of `assigned`. */
+  private assignedKeys = new Set<string>();
+  /** Bumped by each rebalance; a transaction begun under another revision must not commit. */
+  private revision = 0;
+  /** A rebalance happened that poll() has not reconciled state and offsets with yet. */
+  private rebalanced = false;
+  /** Records polled before the last rebalance may still be in the task: it must rewind first. */
+  private stale = false;
+  private readonly global: boolean;
 
   private constructor(
     private readonly runtime: KafkaConnection,
     private readonly group: string,
     private readonly topics: readonly string[],
     private readonly state: ChangelogState,
-    private readonly consumer: rdkafka.KafkaConsumer,
     private readonly producer: rdkafka.Producer,
-  ) {}
+    global: boolean,
+  ) {
+    this.global = global;
+  }
+
+  private consumer!: rdkafka.KafkaConsumer;
 
   static async open(runtime: KafkaConnection, spec: TaskSpec, state: ChangelogState): Promise<RdkafkaTask> {
     const brokers = runtime.url.brokers.join(',');
+    const { names } = runtime;
+    const global = spec.scope === 'global' || spec.topics.length === 0;
+    // A global processor has one active member: its workers share one transactional id and one
+    // static member id, so the newest fences the one before it.
+    const member = global ? 'global' : runtime.worker;
     const producer = new rdkafka.Producer({
       'metadata.broker.list': brokers,
-      'transactional.id': `bioalchemy-${spec.group}`,
+      'transactional.id': names.transactionalId(spec.group, member),
       'transaction.timeout.ms': 10_000,
       'enable.idempotence': true,
       'linger.ms': 5,
     });
     await call((cb) => producer.connect({}, (err) => cb(err)));
     await call((cb) => producer.initTransactions(30_000, cb));
-    await state.restore();
+    const task = new RdkafkaTask(runtime, spec.group, spec.topics, state, producer, global);
     const consumer = new rdkafka.KafkaConsumer(
       {
-        'group.id': spec.group,
-        // Static membership: a restarted process takes over its killed predecessor's partitions
-        // at once, without waiting for that session to expire.
-        'group.instance.id': `${spec.group}-0`,
+        'group.id': names.group(spec.group),
+        'client.id': `${names.group(spec.group)}.${runtime.worker}`,
+        'group.instance.id': `${names.group(spec.group)}.${member}`,
         'session.timeout.ms': 6_000,
+        'partition.assignment.strategy': 'range',
         'metadata.broker.list': brokers,
         'enable.auto.commit': false,
         'enable.auto.offset.store': false,
         'isolation.level': 'read_committed',
         'fetch.wait.max.ms': 50,
+        rebalance_cb: (err: rdkafka.LibrdKafkaError, assignment: rdkafka.Assignment[]) =>
+          task.onRebalance(err, assignment),
       },
       { 'auto.offset.reset': 'earliest' },
     );
+    task.consumer = consumer;
     await call((cb) => consumer.connect({}, (err) => cb(err)));
-    const task = new RdkafkaTask(runtime, spec.group, spec.topics, state, consumer, producer);
     // librdkafka reports broker outages as error events and recovers by itself; only fatal ones end the task.
     for (const client of [producer, consumer] as rdkafka.Client<string>[]) {
       client.on('event.error', (err: rdkafka.LibrdKafkaError) => {
         if (err.isFatal) task.fatal = new Error(`librdkafka: ${err.message}`);
       });
     }
-    for (const [k, v] of await runtime.committedOffsets(spec.group, spec.topics)) task.committed.set(k, v);
-    consumer.subscribe([...spec.topics]);
+    if (spec.topics.length) consumer.subscribe(spec.topics.map((t) => names.topic(t)));
     return task;
+  }
+
+  /** Takes the assignment at once (librdkafka waits for it); poll() reconciles state with it. */
+  private onRebalance(err: rdkafka.LibrdKafkaError, assignment: rdkafka.Assignment[]): void {
+    if (err.code === rdkafka.CODES.ERRORS.ERR__ASSIGN_PARTITIONS) {
+      this.consumer.assign(assignment);
+      this.assigned = assignment;
+    } else {
+      this.consumer.unassign();
+      this.assigned = [];
+    }
+    this.assignedKeys = new Set(
+      this.assigned.map((a) => partitionKey(this.runtime.names.engineTopic(a.topic), a.partition)),
+    );
+    this.revision++;
+    this.rebalanced = true;
+  }
+
+  /**
+   * Brings state and offsets in line with the assignment: drops revoked partitions' state,
+   * fetches committed offsets (stable: after any open transaction on them ends) and restores the
+   * state of the new ones.
+   */
+  private async reconcile(): Promise<void> {
+    while (this.rebalanced) {
+      this.rebalanced = false;
+      // Records handed out and not committed may be of a partition that moved: the task rewinds.
+      if ([...this.position].some(([k, next]) => next > (this.committed.get(k) ?? 0))) this.stale = true;
+      const assigned = this.assigned;
+      for (const k of [...this.position.keys()]) if (!this.assignedKeys.has(k)) this.position.delete(k);
+      const scopes = this.global
+        ? assigned.length
+          ? [GLOBAL]
+          : []
+        : [...new Set(assigned.map((a) => a.partition))].sort((a, b) => a - b);
+      const revoked = this.state.held().filter((s) => !scopes.includes(s));
+      this.state.drop(revoked);
+      const added = scopes.filter((s) => !this.state.holds(s));
+      if (assigned.length) await this.fetchCommitted(assigned);
+      if (this.rebalanced) continue;
+      if (added.length) {
+        const restored = await this.state.restore(added);
+        this.runtime.log.info(
+          { group: this.group, ...restored, revoked },
+          'partitions assigned, state restored',
+        );
+      } else if (revoked.length) this.runtime.log.info({ group: this.group, revoked }, 'partitions revoked');
+    }
+  }
+
+  /** Committed offsets of the partitions, stable: librdkafka waits out pending transactional commits. */
+  private async fetchCommitted(partitions: readonly rdkafka.Assignment[]): Promise<void> {
+    const offsets = await call<rdkafka.TopicPartitionOffset[]>((cb) =>
+      this.consumer.committed(
+        partitions.map((p) => ({ topic: p.topic, partition: p.partition })),
+        30_000,
+        cb,
+      ),
+    );
+    for (const o of offsets)
+      this.committed.set(
+        partitionKey(this.runtime.names.engineTopic(o.topic), o.partition),
+        Math.max(0, o.offset ?? 0),
+      );
+  }
+
+  owned(): readonly number[] {
+    return this.global ? [] : this.state.held();
   }
 
   async poll(max: number, waitMs: number): Promise<LogRecord[]> {
     if (this.fatal) throw this.fatal;
+    if (this.rebalanced) {
+      await this.dropAhead();
+      await this.reconcile();
+    }
     this.consumer.setDefaultConsumeTimeout(Math.max(1, waitMs));
     const ahead = this.ahead;
     this.ahead = null;
     const gathered = await (ahead ?? this.fetch(max));
+    if (this.rebalanced) {
+      // Reconcile before any of these is handed out; they stay, and the position filter sorts them.
+      this.leftover = [...this.leftover, ...gathered];
+      await this.reconcile();
+      return [];
+    }
     const fetched = this.leftover.length ? [...this.leftover, ...gathered] : gathered;
     this.leftover = fetched.splice(max);
     this.ahead = this.fetch(max);
     const messages: rdkafka.Message[] = [];
+    const topics: string[] = [];
     // Messages come in runs of one partition: look its position up once a run.
-    let run = null as { topic: string; partition: number; key: string; next: number } | null;
+    let run = null as {
+      topic: string;
+      partition: number;
+      key: string;
+      next: number;
+      owned: boolean;
+      engine: string;
+    } | null;
     for (const m of fetched) {
       if (run?.partition !== m.partition || run.topic !== m.topic) {
-        if (run) this.position.set(run.key, run.next);
-        const key = partitionKey(m.topic, m.partition);
+        if (run?.owned) this.position.set(run.key, run.next);
+        const engine = this.runtime.names.engineTopic(m.topic);
+        const key = partitionKey(engine, m.partition);
         run = {
           topic: m.topic,
           partition: m.partition,
           key,
+          engine,
+          owned: this.assignedKeys.has(key),
           next: this.position.get(key) ?? this.committed.get(key) ?? 0,
         };
       }
-      if (m.offset < run.next) continue;
+      // Fetched before a revoke: the partition's new owner reads it.
+      if (!run.owned || m.offset < run.next) continue;
       run.next = m.offset + 1;
       messages.push(m);
+      topics.push(run.engine);
     }
-    if (run) this.position.set(run.key, run.next);
+    if (run?.owned) this.position.set(run.key, run.next);
     const values = await this.runtime.wire.decode(messages);
-    return messages.map((m, i) => rdkafkaRecord(m, values[i]!));
+    return messages.map((m, i) => rdkafkaRecord(m, values[i]!, topics[i]!));
   }
 
   /** Starts librdkafka's worker gathering up to max messages; the result is awaited later. */
@@ -138,12 +261,16 @@ export class RdkafkaTask implements LogTask {
     await ahead?.catch(() => {});
   }
 
-  readState(store: string, key: string): string | undefined {
-    return this.state.get(store, key);
+  readState(store: string, key: string, partition: number): string | undefined {
+    return this.state.get(store, key, partition);
   }
 
   async begin(): Promise<LogTransaction> {
+    // Records polled before the last rebalance may be in the task: it must rewind before it commits.
+    if (this.stale) throw new FencedError('the group rebalanced: read again from the committed offsets');
+    const revision = this.revision;
     await call((cb) => this.producer.beginTransaction(cb)).catch(rethrowFenced);
+    const { names } = this.runtime;
     return kafkaTransaction(this.state, {
       send: async (records) => {
         if (records.length === 0) return;
@@ -152,7 +279,7 @@ export class RdkafkaTask implements LogTask {
         for (const [i, r] of records.entries()) {
           const headers = headersFor(r.validatedAs);
           this.producer.produce(
-            r.topic,
+            names.topic(r.topic),
             partitions[i],
             values[i]!,
             r.key ?? undefined,
@@ -163,8 +290,14 @@ export class RdkafkaTask implements LogTask {
         }
       },
       commit: async (offsets) => {
+        const moved = offsets.find((o) => !this.assignedKeys.has(partitionKey(o.topic, o.partition)));
+        if (this.revision !== revision || moved) {
+          await call((cb) => this.producer.abortTransaction(30_000, cb)).catch(() => {});
+          throw new FencedError('the group rebalanced during the transaction: aborted');
+        }
         if (offsets.length) {
-          await call((cb) => this.producer.sendOffsetsToTransaction([...offsets], this.consumer, 30_000, cb));
+          const kafkaOffsets = offsets.map((o) => ({ ...o, topic: names.topic(o.topic) }));
+          await call((cb) => this.producer.sendOffsetsToTransaction(kafkaOffsets, this.consumer, 30_000, cb));
         }
         await call((cb) => this.producer.commitTransaction(30_000, cb));
       },
@@ -185,17 +318,27 @@ export class RdkafkaTask implements LogTask {
 
   /** Seeks every assigned partition back to its committed offset. */
   async rewind(): Promise<void> {
+    if (this.rebalanced) {
+      await this.dropAhead();
+      await this.reconcile();
+    }
+    this.stale = false;
     if (this.unsure) {
-      for (const [k, v] of await this.runtime.committedOffsets(this.group, this.topics))
-        this.committed.set(k, v);
-      await this.state.restore();
+      if (this.assigned.length) await this.fetchCommitted(this.assigned);
+      await this.state.restore(this.state.held());
       this.unsure = false;
     }
     await this.dropAhead();
     this.position.clear();
     for (const a of this.consumer.assignments()) {
-      const offset = this.committed.get(partitionKey(a.topic, a.partition)) ?? 0;
-      await call((cb) => this.consumer.seek({ topic: a.topic, partition: a.partition, offset }, 10_000, cb));
+      const engine = this.runtime.names.engineTopic(a.topic);
+      const offset = this.committed.get(partitionKey(engine, a.partition)) ?? 0;
+      // A partition assigned a moment ago may not take a seek yet; it starts from the committed offset anyway.
+      await call((cb) =>
+        this.consumer.seek({ topic: a.topic, partition: a.partition, offset }, 10_000, cb),
+      ).catch((err) =>
+        this.runtime.log.debug({ err, topic: engine, partition: a.partition }, 'seek refused'),
+      );
     }
   }
 

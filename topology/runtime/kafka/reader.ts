@@ -1,20 +1,25 @@
 import { randomUUID } from 'node:crypto';
 import rdkafka from 'node-rdkafka';
 import type { LogRecord } from '../../records.js';
+import type { KafkaNames } from './names.js';
 import { rdkafkaRecord, type ValueWire } from './wire.js';
 
 /**
  * Reads one partition from an offset up to its committed end, without a consumer group: what
  * `consume`, tests and state restore need. Built on node-rdkafka because it can assign a
  * partition directly and reports the end of a partition (read_committed: the last stable offset).
+ * Topic names in and out are the engine's.
  */
 export class PartitionReader {
   private readonly consumer: rdkafka.KafkaConsumer;
   private eof = false;
+  /** The partition being read (Kafka topic name): an end reported for another is stale. */
+  private reading: { topic: string; partition: number } | null = null;
 
   private constructor(
     brokers: string[],
     private readonly wire: ValueWire,
+    private readonly names: KafkaNames,
   ) {
     this.consumer = new rdkafka.KafkaConsumer(
       {
@@ -24,43 +29,86 @@ export class PartitionReader {
         'enable.partition.eof': true,
         'isolation.level': 'read_committed',
         'fetch.wait.max.ms': 50,
+        // State restore reads whole changelogs: let each fetch bring a lot.
+        'fetch.max.bytes': 64 * 1024 * 1024,
+        'max.partition.fetch.bytes': 16 * 1024 * 1024,
       },
       { 'auto.offset.reset': 'earliest' },
     );
-    this.consumer.on('partition.eof', () => {
-      this.eof = true;
+    this.consumer.on('partition.eof', (e: { topic: string; partition: number }) => {
+      if (e.topic === this.reading?.topic && e.partition === this.reading.partition) this.eof = true;
     });
     this.consumer.setDefaultConsumeTimeout(200);
   }
 
-  static async open(brokers: string[], wire: ValueWire): Promise<PartitionReader> {
-    const reader = new PartitionReader(brokers, wire);
+  static async open(brokers: string[], wire: ValueWire, names: KafkaNames): Promise<PartitionReader> {
+    const reader = new PartitionReader(brokers, wire, names);
     await new Promise<void>((resolve, reject) =>
       reader.consumer.connect({}, (err) => (err ? reject(err) : resolve())),
     );
     return reader;
   }
 
-  async read(topic: string, partition: number, fromOffset: number, max: number): Promise<LogRecord[]> {
+  /** A reader serves one read at a time. */
+  private busy: Promise<unknown> = Promise.resolve();
+
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.busy.then(fn, fn);
+    this.busy = run.catch(() => {});
+    return run;
+  }
+
+  read(topic: string, partition: number, fromOffset: number, max: number): Promise<LogRecord[]> {
+    return this.exclusive(async () => {
+      const out: LogRecord[] = [];
+      await this.scan(topic, partition, fromOffset, max, (records) => {
+        for (const r of records) out.push(r);
+      });
+      return out.slice(0, max);
+    });
+  }
+
+  /**
+   * Every record from the start of the partition to its committed end, handed over a batch at a
+   * time. Use a reader for this once per partition: librdkafka may still deliver an earlier
+   * read's end-of-partition event, which would end this one early.
+   */
+  readToEnd(topic: string, partition: number, each: (records: readonly LogRecord[]) => void): Promise<void> {
+    return this.exclusive(() => this.scan(topic, partition, 0, Number.POSITIVE_INFINITY, each));
+  }
+
+  private async scan(
+    topic: string,
+    partition: number,
+    fromOffset: number,
+    max: number,
+    each: (records: readonly LogRecord[]) => void,
+  ): Promise<void> {
     this.eof = false;
-    this.consumer.assign([{ topic, partition, offset: fromOffset }]);
-    const out: LogRecord[] = [];
-    const deadline = Date.now() + 30_000;
+    const kafkaTopic = this.names.topic(topic);
+    this.reading = { topic: kafkaTopic, partition };
+    this.consumer.assign([{ topic: kafkaTopic, partition, offset: fromOffset }]);
+    let count = 0;
+    // No end within 30 s of no progress: the partition is stuck behind an open transaction.
+    let deadline = Date.now() + 30_000;
     try {
-      while (out.length < max && !this.eof) {
+      while (count < max && !this.eof) {
         if (Date.now() > deadline)
           throw new Error(`reading ${topic}/${partition} from ${fromOffset}: no end within 30 s`);
         const messages = await new Promise<rdkafka.Message[]>((resolve, reject) =>
-          this.consumer.consume(max - out.length, (err, m) => (err ? reject(err) : resolve(m))),
+          this.consumer.consume(Math.min(10_000, max - count), (err, m) => (err ? reject(err) : resolve(m))),
         );
         const fresh = messages.filter((m) => m.offset >= fromOffset);
+        if (!fresh.length) continue;
+        deadline = Date.now() + 30_000;
         const values = await this.wire.decode(fresh);
-        for (const [i, m] of fresh.entries()) out.push(rdkafkaRecord(m, values[i]!));
+        each(fresh.map((m, i) => rdkafkaRecord(m, values[i]!, topic)));
+        count += fresh.length;
       }
     } finally {
+      this.reading = null;
       this.consumer.unassign();
     }
-    return out.slice(0, max);
   }
 
   async close(): Promise<void> {

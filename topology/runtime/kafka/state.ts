@@ -1,18 +1,32 @@
-import type { StateChange } from '../../records.js';
+import { GLOBAL, type StateChange } from '../../records.js';
 import type { KafkaConnection } from './connection.js';
 
+/** How long a restore took and what it read: for logs, metrics and the scale benchmark. */
+export interface Restored {
+  readonly partitions: readonly number[];
+  readonly records: number;
+  readonly keys: number;
+  readonly ms: number;
+}
+
 /**
- * State stores of one task: a local map per store, restored at start from a compacted changelog
- * topic per store (`<group>-<store>-changelog`), to which every committed step's changes are
- * written in the same transaction as its outputs.
+ * State stores of one group member, per scope (Kafka Streams' task): a local map per store and
+ * input partition, restored from partition p of the store's compacted changelog topic
+ * (`<group>-<store>-changelog`, as many partitions as the inputs; one for a global store) when
+ * the member is assigned input partition p, and dropped when p is revoked. Every committed step's
+ * changes go to the changelog in the same transaction as its outputs.
  */
 export class ChangelogState {
-  private readonly stores = new Map<string, Map<string, string>>();
+  /** store -> scope -> key -> value; a scope is present while this member holds it. */
+  private readonly stores = new Map<string, Map<number, Map<string, string>>>();
+  private readonly heldScopes = new Set<number>();
 
   constructor(
     private readonly runtime: KafkaConnection,
     private readonly group: string,
     readonly storeNames: readonly string[],
+    /** Partitions of each changelog: the inputs' count, or 1 for a global store. */
+    readonly partitions: number,
   ) {
     for (const s of storeNames) this.stores.set(s, new Map());
   }
@@ -25,7 +39,7 @@ export class ChangelogState {
     await this.runtime.ensureTopics(
       this.storeNames.map((s) => ({
         name: this.changelogTopic(s),
-        partitions: 1,
+        partitions: this.partitions,
         compacted: true,
         retentionMs: null,
         schema: null,
@@ -34,29 +48,58 @@ export class ChangelogState {
     );
   }
 
+  /** The changelog partition of a scope. */
+  private changelogPartition(scope: number): number {
+    return scope === GLOBAL ? 0 : scope;
+  }
+
+  held(): number[] {
+    return [...this.heldScopes].sort((a, b) => a - b);
+  }
+
+  holds(scope: number): boolean {
+    return this.heldScopes.has(scope);
+  }
+
   /**
-   * Reads every changelog to its committed end. Call after the task's transactional producer has
-   * initialised: that aborts a crashed predecessor's open transaction, so the end is stable.
+   * Reads the scopes' changelog partitions to their committed end, replacing what is held of
+   * them. Call once the predecessor's open transaction on those partitions is over (a new
+   * transactional producer's initialisation, or a stable offset fetch): then the end is stable.
    */
-  async restore(): Promise<void> {
-    for (const [store, map] of this.stores) {
-      map.clear();
-      for (let from = 0; ; ) {
-        const records = await this.runtime.read(this.changelogTopic(store), 0, from, 5000);
-        if (!records.length) break;
-        for (const r of records) {
-          if (r.key === null) continue;
-          const value = JSON.parse(r.value) as string | null;
-          if (value === null) map.delete(r.key);
-          else map.set(r.key, value);
-        }
-        from = records[records.length - 1]!.offset + 1;
+  async restore(scopes: readonly number[]): Promise<Restored> {
+    const started = performance.now();
+    let records = 0;
+    let keys = 0;
+    for (const scope of scopes) {
+      this.heldScopes.add(scope);
+      for (const [store, byScope] of this.stores) {
+        const map = new Map<string, string>();
+        byScope.set(scope, map);
+        await this.runtime.readToEnd(this.changelogTopic(store), this.changelogPartition(scope), (batch) => {
+          records += batch.length;
+          for (const r of batch) {
+            if (r.key === null) continue;
+            const value = JSON.parse(r.value) as string | null;
+            if (value === null) map.delete(r.key);
+            else map.set(r.key, value);
+          }
+        });
+        keys += map.size;
       }
+    }
+    return { partitions: [...scopes], records, keys, ms: performance.now() - started };
+  }
+
+  /** Forgets the state of scopes this member no longer owns. */
+  drop(scopes: readonly number[]): void {
+    for (const scope of scopes) {
+      this.heldScopes.delete(scope);
+      for (const byScope of this.stores.values()) byScope.delete(scope);
     }
   }
 
-  get(store: string, key: string): string | undefined {
-    return this.stores.get(store)?.get(key);
+  get(store: string, key: string, scope: number): string | undefined {
+    return this.stores.get(store)?.get(scope)?.get(key);
   }
 
   /** The changelog records for a step's changes: the value is the stored JSON text, or null to delete. */
@@ -65,13 +108,15 @@ export class ChangelogState {
       topic: this.changelogTopic(c.store),
       key: c.key,
       value: JSON.stringify(c.value),
-      partition: 0,
+      partition: this.changelogPartition(c.partition),
+      from: c.partition,
     }));
   }
 
+  /** Takes committed changes into the scopes still held (a revoked one's changes are its new owner's to read). */
   apply(changes: readonly StateChange[]): void {
     for (const c of changes) {
-      const map = this.stores.get(c.store);
+      const map = this.stores.get(c.store)?.get(c.partition);
       if (!map) continue;
       if (c.value === null) map.delete(c.key);
       else map.set(c.key, c.value);

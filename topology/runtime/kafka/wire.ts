@@ -8,6 +8,7 @@ import type rdkafka from 'node-rdkafka';
 import { jsonSchemaOf, RECORD_SCHEMAS } from '../../../schemas/index.js';
 import type { LogRecord } from '../../records.js';
 import type { TopicSpec } from '../../topology.js';
+import type { KafkaNames } from './names.js';
 
 /**
  * How values are laid out on Kafka: plain UTF-8 JSON, or with a Schema Registry the Confluent
@@ -16,9 +17,9 @@ import type { TopicSpec } from '../../topology.js';
  */
 export interface ValueWire {
   register(topics: readonly TopicSpec[]): Promise<void>;
-  /** The bytes on the wire of each record's value, in order; a batch at a time. */
+  /** The bytes on the wire of each record's value (topic: the engine's name), in order; a batch at a time. */
   encode(records: readonly { topic: string; value: string }[]): Promise<Buffer[]>;
-  /** The JSON text of each message's value, in order; a batch at a time. */
+  /** The JSON text of each message's value (topic: the name on Kafka), in order; a batch at a time. */
   decode(messages: readonly { topic: string; value: Buffer | null }[]): Promise<string[]>;
 }
 
@@ -49,10 +50,13 @@ export class RegistryWire implements ValueWire {
   private readonly client: SchemaRegistryClient;
   private readonly serializer: JsonSerializer;
   private readonly deserializer: JsonDeserializer;
-  /** Topics without a schema travel as plain JSON. */
+  /** Topics (names on Kafka) without a schema travel as plain JSON. */
   private readonly registered = new Set<string>();
 
-  constructor(url: string) {
+  constructor(
+    url: string,
+    private readonly names: KafkaNames,
+  ) {
     this.client = new SchemaRegistryClient({ baseURLs: [url] });
     this.serializer = new JsonSerializer(this.client, SerdeType.VALUE, { useLatestVersion: true });
     this.deserializer = new JsonDeserializer(this.client, SerdeType.VALUE, {});
@@ -62,17 +66,19 @@ export class RegistryWire implements ValueWire {
     for (const t of topics) {
       if (!t.schema) continue;
       const schema = JSON.stringify({ title: t.schema, ...jsonSchemaOf(RECORD_SCHEMAS[t.schema]) });
-      await this.client.register(`${t.name}-value`, { schemaType: 'JSON', schema }, false);
-      this.registered.add(t.name);
+      const topic = this.names.topic(t.name);
+      await this.client.register(`${topic}-value`, { schemaType: 'JSON', schema }, false);
+      this.registered.add(topic);
     }
   }
 
   async encode(records: readonly { topic: string; value: string }[]): Promise<Buffer[]> {
     const out: Buffer[] = [];
     for (const r of records) {
+      const topic = this.names.topic(r.topic);
       out.push(
-        this.registered.has(r.topic)
-          ? await this.serializer.serialize(r.topic, JSON.parse(r.value))
+        this.registered.has(topic)
+          ? await this.serializer.serialize(topic, JSON.parse(r.value))
           : plainBytes(r.value),
       );
     }
@@ -92,12 +98,12 @@ export class RegistryWire implements ValueWire {
   }
 }
 
-/** A consumed message as a log record, with the value's JSON text already taken off the wire. */
-export function rdkafkaRecord(m: rdkafka.Message, value: string): LogRecord {
+/** A consumed message as a log record (topic: the engine's name), with the value's JSON text already taken off the wire. */
+export function rdkafkaRecord(m: rdkafka.Message, value: string, topic: string): LogRecord {
   let validatedAs: string | undefined;
   for (const h of m.headers ?? []) validatedAs ??= headerText(h[VALIDATED_AS_HEADER]);
   return {
-    topic: m.topic,
+    topic,
     partition: m.partition,
     offset: m.offset,
     key: m.key == null ? null : m.key.toString(),
