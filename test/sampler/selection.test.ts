@@ -5,11 +5,12 @@ import {
   ItemIndex,
   itemKey,
   type MixItem,
+  nthSmallest,
   type SelectionParams,
   uniformOf,
 } from '../../processors/sampler/selection.js';
 import { HeldOut } from '../../schemas/mix-state.js';
-import { generateItems, REFERENCE } from './generated.js';
+import { generateItems, prng, REFERENCE } from './generated.js';
 
 const params = (over: Partial<SelectionParams> = {}): SelectionParams => ({
   alpha: 0.5,
@@ -132,5 +133,17 @@ describe('the selection over a generated dataset', () => {
     const index = indexOf(items);
     expect(index.add(items[0]!)).toBe(false);
     expect(index.size).toBe(items.length);
+  });
+});
+
+describe('nthSmallest', () => {
+  it('finds the k-th smallest value as a sort would', () => {
+    const rand = prng(3);
+    for (const n of [1, 2, 3, 10, 1000]) {
+      const xs = Float64Array.from({ length: n }, () => Math.floor(rand() * 50) / 50);
+      const sorted = Float64Array.from(xs).sort();
+      for (const k of [0, Math.floor(n / 2), n - 1])
+        expect(nthSmallest(Float64Array.from(xs), k)).toBe(sorted[k]);
+    }
   });
 });
