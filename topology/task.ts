@@ -449,6 +449,16 @@ export class ProcessorTask {
         throw e instanceof RetryableError ? e : new ProcessorFailure(e);
       }
     }
+    // A step that read nothing and changed nothing (a timer with nothing to do) opens no
+    // transaction: an empty commit would only keep the task from ever looking idle.
+    if (
+      polled.length === 0 &&
+      ctx.outputs.length === 0 &&
+      ctx.changes.size === 0 &&
+      ctx.sinkWrites.length === 0 &&
+      ctx.deadLettered === 0
+    )
+      return;
     this.adding = true;
     let filling: { checkpoint: Checkpoint; tally: Tally };
     try {
