@@ -35,7 +35,12 @@ export const SamplerConfig = z
       .min(1)
       .default(1)
       .describe('a reference category with fewer eligible items is reported starving and not served'),
-    intervalMs: z.number().int().positive().default(10_000).describe('how often the timer recomputes the mix'),
+    intervalMs: z
+      .number()
+      .int()
+      .positive()
+      .default(500)
+      .describe('how often the timer recomputes the mix when new items arrived since the last one'),
     reference: z.string().optional().describe('path of a reference JSON file replacing PubMed biology 2020-2024'),
     heldOut: HeldOut.default(HeldOut.parse({})).describe('items kept out of training for evaluation'),
   })

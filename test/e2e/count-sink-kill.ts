@@ -23,20 +23,25 @@ export async function expectCountsExactAfterKills(opts: {
   // No LLM call is made: nothing reaches the LLM stages. The URL only satisfies the config.
   const ws = workspace('http://127.0.0.1:9/v1', {
     clickhouse: opts.clickhouse,
-    processors: { 'count-sink': { batchSize: 40 }, sampler: { batchSize: 200 } },
+    processors: { 'count-sink': { batchSize: 25 }, sampler: { batchSize: 200 } },
   });
-  const items = generateItems(2_400, 5);
+  const items = generateItems(6_000, 5);
   const lines = items.map((it, i) => JSON.stringify(classifiedOf(it, i))).join('\n');
   const produced = cli(['produce', 'qa.classified', '--config', ws.config], lines);
   expect(produced.status, produced.stderr).toBe(0);
 
   let landed = 0;
+  // Where the count sink stood at each kill: some kill must land with part of the input written.
+  const committedAtKill: number[] = [];
   for (let tries = 0; landed < opts.kills && tries < 3 * opts.kills; tries++) {
-    const run = await runUntilIdle(ws.config, { killAfterRunningMs: 100 + Math.floor(Math.random() * 900) });
-    if (run.signal === 'SIGKILL') landed++;
-    else expect(run.code, run.stderr).toBe(0);
+    const run = await runUntilIdle(ws.config, { killAfterRunningMs: 100 + Math.floor(Math.random() * 600) });
+    if (run.signal === 'SIGKILL') {
+      landed++;
+      committedAtKill.push(await committedBy(ws.dir, 'count-sink'));
+    } else expect(run.code, run.stderr).toBe(0);
   }
   expect(landed).toBe(opts.kills);
+  expect(committedAtKill.some((n) => n > 0 && n < items.length), `count sink at kills: ${committedAtKill}`).toBe(true);
   const last = await runUntilIdle(ws.config);
   expect(last.code, last.stderr).toBe(0);
 
@@ -62,8 +67,19 @@ export async function expectCountsExactAfterKills(opts: {
     expect(history.at(-1)!.version).toBe(final.version);
     expect(history.at(-1)).toEqual(final);
     process.stdout.write(
-      `count sink: ${landed} kills landed; ${items.length} items; ${final.version} mix versions; final size ${final.metrics.size}, TVD to target ${final.metrics.tvdTarget.toFixed(4)}\n`,
+      `count sink: ${landed} kills landed at ${committedAtKill.join(', ')} records committed; ${items.length} items; ${final.version} mix versions; final size ${final.metrics.size}, TVD to target ${final.metrics.tvdTarget.toFixed(4)}\n`,
     );
+  } finally {
+    await runtime.close();
+  }
+}
+
+/** Records of qa.classified a processor has committed, over all partitions. */
+async function committedBy(dir: string, processor: string): Promise<number> {
+  const runtime = await openRuntime(`file:${dir}/log`);
+  try {
+    const offsets = await runtime.committedOffsets(processor, ['qa.classified']);
+    return [...offsets.values()].reduce((s, n) => s + n, 0);
   } finally {
     await runtime.close();
   }
