@@ -207,6 +207,23 @@ export async function rewardsByTopic(a: Analytics, run: string): Promise<TopicRe
   return z.array(TopicReward).parse(await rs.json());
 }
 
+/**
+ * Mean reward and rewards per category over every run: how well the model does on each topic.
+ * Takes no input, so it needs no query parameters and runs on 18.16 too.
+ */
+export async function masteryByTopic(a: Analytics): Promise<TopicReward[]> {
+  const rs = await a.client.query({
+    query: `SELECT category, avg(r.reward) AS meanReward, count() AS n
+            FROM (SELECT qa_id, reward FROM rewards FINAL) AS r
+            INNER JOIN (SELECT id AS qa_id, arrayJoin(arrayDistinct(categories)) AS category FROM qa FINAL) AS q
+            USING qa_id
+            GROUP BY category
+            ORDER BY category`,
+    format: 'JSONEachRow',
+  });
+  return z.array(TopicReward).parse(await rs.json());
+}
+
 const HistoryRow = z.object({ atSeconds: z.coerce.number(), category: z.string(), n: Count });
 
 export const TopicCountAt = z.object({ at: z.date(), category: z.string(), n: z.number() });

@@ -25,7 +25,12 @@ export const ProcessorConfig = z
 
 export const SamplerConfig = z
   .object({
-    alpha: z.number().min(0).max(1).default(0.5).describe('smoothing exponent: p_c ∝ n_c^α (the paper: 0.5; 1 keeps the reference)'),
+    alpha: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.5)
+      .describe('smoothing exponent: p_c ∝ n_c^α (the paper: 0.5; 1 keeps the reference)'),
     seed: z.number().int().nonnegative().default(0).describe('fixes which items are selected'),
     repeatCap: z.number().int().min(1).max(100).default(1).describe('most copies of one item in the mix'),
     maxSize: z.number().int().positive().nullable().default(null).describe('most selected copies'),
@@ -41,8 +46,34 @@ export const SamplerConfig = z
       .positive()
       .default(500)
       .describe('how often the timer recomputes the mix when new items arrived since the last one'),
-    reference: z.string().optional().describe('path of a reference JSON file replacing PubMed biology 2020-2024'),
+    reference: z
+      .string()
+      .optional()
+      .describe('path of a reference JSON file replacing PubMed biology 2020-2024'),
     heldOut: HeldOut.default(HeldOut.parse({})).describe('items kept out of training for evaluation'),
+    rewardPolicy: z
+      .object({
+        enabled: z.boolean().default(false),
+        mastered: z.number().min(0).max(1).default(0.8).describe('mean reward at which a topic is mastered'),
+        tvdBudget: z
+          .number()
+          .min(0)
+          .max(1)
+          .default(0.05)
+          .describe('most total variation distance the moved target may be from the α-target'),
+        minRewards: z
+          .number()
+          .int()
+          .positive()
+          .default(50)
+          .describe('rewards a topic needs before its mean counts'),
+        refreshMs: z.number().int().positive().default(30_000).describe('how often mean rewards are read'),
+      })
+      .strict()
+      .default({ enabled: false, mastered: 0.8, tvdBudget: 0.05, minRewards: 50, refreshMs: 30_000 })
+      .describe(
+        'beyond the paper, opt-in: give the weight of mastered topics to the ones the model has not learnt',
+      ),
   })
   .strict();
 export type SamplerConfig = z.infer<typeof SamplerConfig>;

@@ -63,6 +63,15 @@ export const MixState = z.object({
   target: Distribution.describe('p_c(α) = n_c^α / Σ n^α over the categories the mix serves'),
   quotas: z.record(z.string(), TopicQuota),
   starving: z.array(z.string()).describe('reference categories with too few items to serve'),
+  policy: z
+    .object({
+      moved: z.number().min(0).max(1).describe('TVD between this target and the α-target'),
+      from: z.array(z.object({ category: z.string(), meanReward: z.number(), n: z.number().int() })),
+      to: z.array(z.object({ category: z.string(), meanReward: z.number(), n: z.number().int() })),
+    })
+    .nullable()
+    .default(null)
+    .describe('the reward policy move behind this version, if any'),
   metrics: z.object({
     items: z.number().int().nonnegative().describe('training-eligible items'),
     heldOut: z.number().int().nonnegative().describe('items kept out for evaluation'),

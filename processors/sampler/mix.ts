@@ -1,6 +1,7 @@
 import type { SamplerConfig } from '../../schemas/config.js';
 import type { MixState } from '../../schemas/mix-state.js';
 import { knownCounts, type Reference } from '../../schemas/reference.js';
+import type { PolicyMove } from './reward-policy.js';
 import type { Selection, SelectionParams } from './selection.js';
 
 /** The selection's parameters from the config and the reference's known counts. */
@@ -43,6 +44,7 @@ export function mixStateOf(args: {
   readonly at: Date;
   readonly reason: string;
   readonly kept: number | null;
+  readonly policy?: PolicyMove | null;
 }): MixState {
   const { selection, params } = args;
   return {
@@ -63,6 +65,9 @@ export function mixStateOf(args: {
     target: selection.target,
     quotas: selection.quotas,
     starving: selection.starving,
+    policy: args.policy
+      ? { moved: args.policy.moved, from: [...args.policy.from], to: [...args.policy.to] }
+      : null,
     metrics: { ...selection.metrics, kept: args.kept },
   };
 }

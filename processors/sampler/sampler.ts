@@ -1,11 +1,13 @@
 import type { Analytics } from '../../analytics/clickhouse.js';
 import { insertMixVersions } from '../../analytics/mix-store.js';
+import { masteryByTopic } from '../../analytics/qa-store.js';
 import type { SamplerConfig } from '../../schemas/config.js';
 import type { MixState } from '../../schemas/mix-state.js';
 import type { ClassifiedQa } from '../../schemas/qa.js';
 import type { Reference } from '../../schemas/reference.js';
 import type { Processor, StateStore, StepContext } from '../../topology/processor.js';
 import { keptShare, mixStateOf, selectionParams } from './mix.js';
+import { rewardPolicyMove, type TopicMastery } from './reward-policy.js';
 import { computeSelection, ItemIndex, itemKey } from './selection.js';
 
 export interface SamplerOptions {
@@ -64,9 +66,18 @@ export function samplerProcessor(opts: SamplerOptions): Processor {
     return meta;
   };
 
+  const policy = opts.config.rewardPolicy;
+  // The mean rewards the policy last read, and those the last mix was computed with.
+  let mastery: readonly TopicMastery[] = [];
+  let mixedMastery: readonly TopicMastery[] = [];
+  let masteryReadAt = Number.NEGATIVE_INFINITY;
+
   const recompute = (ctx: StepContext, meta: Meta, reason: string): Meta => {
     const started = performance.now();
-    const selection = computeSelection(index, params);
+    let selection = computeSelection(index, params);
+    // The policy moves weight within its budget of the α-target this selection follows.
+    const move = policy.enabled ? rewardPolicyMove(selection.target, mastery, policy) : null;
+    if (move) selection = computeSelection(index, { ...params, weights: move.weights });
     const mix = mixStateOf({
       selection,
       params,
@@ -74,17 +85,30 @@ export function samplerProcessor(opts: SamplerOptions): Processor {
       taxonomy: opts.taxonomy,
       version: meta.version + 1,
       at: new Date(ctx.now()),
-      reason,
+      reason: move ? `${reason}; ${move.reason}` : reason,
       kept: keptShare(previous, selection.copies),
+      policy: move,
     });
     ctx.emit('mix.state', MIX_KEY, mix);
     const { analytics } = opts;
     if (analytics) ctx.sink(() => insertMixVersions(analytics, [mix]));
     previous = selection.copies;
-    lastAt = ctx.now();
-    lastCost = performance.now() - started;
-    ctx.log.info({ version: mix.version, reason, ...mix.metrics, ms: Math.round(lastCost) }, 'mix');
+    mixedMastery = mastery;
+    lastAt = performance.now();
+    lastCost = lastAt - started;
+    ctx.log.info(
+      { version: mix.version, reason: mix.reason, ...mix.metrics, ms: Math.round(lastCost) },
+      'mix',
+    );
     return { ...meta, version: mix.version, mixedItems: index.size };
+  };
+
+  /** Reads mean rewards by topic when the policy is on and they are due; says whether they changed. */
+  const refreshMastery = async (now: number): Promise<boolean> => {
+    if (!policy.enabled || !opts.analytics || now - masteryReadAt < policy.refreshMs) return false;
+    masteryReadAt = now;
+    mastery = await masteryByTopic(opts.analytics);
+    return JSON.stringify(mastery) !== JSON.stringify(mixedMastery);
   };
 
   return {
@@ -118,7 +142,7 @@ export function samplerProcessor(opts: SamplerOptions): Processor {
       }
       // Recompute at once unless that would spend more than a fifth of the time recomputing
       // (millions of items arriving fast); the timer catches up with what this skips.
-      if (index.size !== meta.mixedItems && ctx.now() - lastAt >= 4 * lastCost) {
+      if (index.size !== meta.mixedItems && performance.now() - lastAt >= 4 * lastCost) {
         meta = recompute(ctx, meta, 'new data');
       }
       store.put('meta', meta);
@@ -128,7 +152,10 @@ export function samplerProcessor(opts: SamplerOptions): Processor {
       async run(ctx) {
         const store = ctx.store('mix');
         const meta = sync(store);
-        if (index.size !== meta.mixedItems) store.put('meta', recompute(ctx, meta, 'timer'));
+        const rewardsMoved = await refreshMastery(ctx.now());
+        if (index.size !== meta.mixedItems) store.put('meta', recompute(ctx, meta, 'timer: new items'));
+        else if (rewardsMoved && index.size > 0)
+          store.put('meta', recompute(ctx, meta, 'timer: rewards moved'));
       },
     },
   };

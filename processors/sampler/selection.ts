@@ -156,6 +156,8 @@ export interface SelectionParams {
   /** Reference counts by category (unknown categories left out). */
   readonly reference: Distribution;
   readonly heldOut: HeldOut;
+  /** Factors on the α-target per topic (the reward policy's move), renormalised; none: 1. */
+  readonly weights?: Distribution;
 }
 
 export interface Selection {
@@ -234,10 +236,14 @@ function frameOf(index: ItemIndex, params: SelectionParams): Frame {
       return params.reference[c]! > 0 && k >= 0 && counts[k]! >= Math.max(1, params.minTopicItems);
     })
     .sort();
-  const shares = smoothedShares(
+  const smoothed = smoothedShares(
     Object.fromEntries(served.map((c) => [c, params.reference[c]!])),
     params.alpha,
   );
+  const { weights } = params;
+  const shares = weights
+    ? normalise(Object.fromEntries(served.map((c) => [c, smoothed[c]! * (weights[c] ?? 1)])))
+    : smoothed;
   const slot = new Map(served.map((c, s) => [index.categories.indexOf(c), s]));
   const members = served.map((c) => new Uint32Array(counts[index.categories.indexOf(c)]!));
   const filled = new Array<number>(served.length).fill(0);
