@@ -18,7 +18,12 @@ export default defineConfig({
           // The local model for the one test that runs it (test/llm/local.test.ts).
           globalSetup: ['test/model-setup.ts'],
           include: ['test/**/*.test.ts'],
-          exclude: ['test/services/**', 'test/conformance/kafka.test.ts', 'test/analytics/http.test.ts'],
+          exclude: [
+            'test/services/**',
+            'test/conformance/kafka.test.ts',
+            'test/analytics/http.test.ts',
+            'test/dashboard/queries-http.test.ts',
+          ],
         },
       },
       {
@@ -30,6 +35,7 @@ export default defineConfig({
             'test/services/**/*.test.ts',
             'test/conformance/kafka.test.ts',
             'test/analytics/http.test.ts',
+            'test/dashboard/queries-http.test.ts',
           ],
           globalSetup: ['test/global-setup.ts'],
           fileParallelism: false,

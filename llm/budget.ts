@@ -46,6 +46,17 @@ export class Budget {
     this.usd += usd;
   }
 
+  /** USD spent since the start of the UTC day. */
+  spentUsd(): number {
+    this.exceeded();
+    return this.usd;
+  }
+
+  /** The daily USD cap, or undefined when none is set. */
+  get usdPerDay(): number | undefined {
+    return this.limit.usdPerDay;
+  }
+
   set(limit: LlmBudget): void {
     this.limit = limit;
     this.wake();

@@ -109,6 +109,7 @@ export class Llm {
       }),
       options.env ?? process.env,
     );
+    this.metrics.budgetUsdPerDay.set(config.budget.usdPerDay ?? 0);
   }
 
   /**
@@ -151,6 +152,7 @@ export class Llm {
   /** Replaces the daily cap; calls waiting on the old one go ahead if the new one allows. */
   setBudget(budget: LlmBudget): void {
     this.budget.set(budget);
+    this.metrics.budgetUsdPerDay.set(budget.usdPerDay ?? 0);
   }
 
   async close(): Promise<void> {
@@ -229,6 +231,7 @@ export class Llm {
     key: string,
   ): Promise<{ reply: LlmJournalReply; attempts: number }> {
     await this.budget.admit();
+    this.metrics.inFlight.inc({ stage });
     const estimate = Math.ceil(messages.reduce((n, m) => n + m.content.length, 0) / 4) + params.maxTokens;
     let sent: { reply: { reply: LlmJournalReply; tokens: number }; attempts: number };
     try {
@@ -243,12 +246,14 @@ export class Llm {
         return { reply, tokens: reply.usage.inputTokens + reply.usage.outputTokens };
       });
     } catch (e) {
+      this.metrics.inFlight.dec({ stage });
       this.count(stage, target, 'failed');
       if (e instanceof AttemptsExhausted) {
         throw new LlmRequestError(stage, `gave up after repeated ${e.last.reason} failures: ${e.message}`);
       }
       throw new LlmRequestError(stage, (e as Error).message, (e as { status?: number }).status);
     }
+    this.metrics.inFlight.dec({ stage });
     // Journaled before anything else happens to it: a crash from here on costs no second call.
     await this.journal.put(key, sent.reply.reply);
     return { reply: sent.reply.reply, attempts: sent.attempts };
@@ -260,6 +265,7 @@ export class Llm {
       this.metrics.journalHits.inc({ stage: r.stage });
     } else {
       this.budget.spend(r.inputTokens + r.outputTokens, r.costUsd);
+      this.metrics.spentTodayUsd.set(this.budget.spentUsd());
       this.metrics.tokens.inc({ ...labels, direction: 'input' }, r.inputTokens);
       this.metrics.tokens.inc({ ...labels, direction: 'output' }, r.outputTokens);
       this.metrics.cost.inc(labels, r.costUsd);

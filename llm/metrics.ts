@@ -10,6 +10,9 @@ export class LlmMetrics {
   readonly latency: Histogram<'stage' | 'model'>;
   readonly endpointDown: Gauge<'endpoint'>;
   readonly budgetPaused: Gauge;
+  readonly inFlight: Gauge<'stage'>;
+  readonly spentTodayUsd: Gauge;
+  readonly budgetUsdPerDay: Gauge;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -59,6 +62,22 @@ export class LlmMetrics {
     this.budgetPaused = new Gauge({
       name: 'bioalchemy_llm_budget_paused',
       help: "1 while calls wait because the day's token or USD budget is spent",
+      registers,
+    });
+    this.inFlight = new Gauge({
+      name: 'bioalchemy_llm_in_flight',
+      help: 'Model requests sent and not yet answered (admitted by the budget, waiting on the endpoint included)',
+      labelNames: ['stage'],
+      registers,
+    });
+    this.spentTodayUsd = new Gauge({
+      name: 'bioalchemy_llm_spent_today_usd',
+      help: 'Spend since the start of the UTC day, from the configured prices (what llm.budget.usdPerDay caps)',
+      registers,
+    });
+    this.budgetUsdPerDay = new Gauge({
+      name: 'bioalchemy_llm_budget_usd_per_day',
+      help: 'The daily USD cap (llm.budget.usdPerDay); 0 when none is set',
       registers,
     });
   }

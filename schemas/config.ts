@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { DashboardConfig } from './dashboard.js';
 import { FeederConfig, ServerConfig } from './feeder.js';
 import { LlmConfig } from './llm.js';
 import { HeldOut } from './mix-state.js';
@@ -123,6 +124,9 @@ export const Config = z
     processors: z.record(z.string(), ProcessorConfig).default({}),
     sources: z.array(PollerConfig).default([]).describe('literature pollers run by `run` and `poll`'),
     server: ServerConfig.default(ServerConfig.parse({})).describe('the feeder HTTP API `run` serves'),
+    dashboard: DashboardConfig.default(DashboardConfig.parse({})).describe(
+      'the dashboard and /metrics `run` and `dashboard` serve',
+    ),
     feeder: FeederConfig.default(FeederConfig.parse({})).describe('leases, batches, prompt templates'),
   })
   .strict();
