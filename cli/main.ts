@@ -1,6 +1,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { consumeCommand } from './consume.js';
 import { UsageError } from './context.js';
+import { dashboardCommand } from './dashboard.js';
 import { evalCommand } from './eval.js';
 import { exportCommand } from './export.js';
 import { ingestCommand } from './ingest.js';
@@ -71,6 +72,7 @@ Examples:
     rewardsCommand(),
     mixCommand(),
     referenceCommand(),
+    dashboardCommand(),
   ]) {
     root.addCommand(command);
   }

@@ -9,6 +9,8 @@ import { pipelineTopology } from '../processors/pipeline.js';
 import { configuredPollers, pollAll } from '../processors/poll.js';
 import { loadReference } from '../schemas/reference.js';
 import { loadTaxonomy } from '../schemas/taxonomy.js';
+import type { DashboardServer } from '../server/dashboard.js';
+import { serveDashboard } from '../server/dashboard-service.js';
 import { type Feeding, startFeeding } from '../server/index.js';
 import { EngineMetrics } from '../topology/metrics.js';
 import { runTopology } from '../topology/runner.js';
@@ -24,6 +26,9 @@ interface RunOptions extends GlobalOptions {
   maxArticles?: number;
   host?: string;
   port?: number;
+  dashboard?: boolean;
+  dashboardHost?: string;
+  dashboardPort?: number;
 }
 
 export function runCommand(): Command {
@@ -46,6 +51,16 @@ export function runCommand(): Command {
       "the feeder API's port, 0 for any free one (default: server.port, 8787)",
       wholeNumber,
     )
+    .option(
+      '--dashboard-host <host>',
+      "the dashboard's address (default: dashboard.host, 127.0.0.1; any other needs the token in dashboard.tokenEnv)",
+    )
+    .option(
+      '--dashboard-port <port>',
+      "the dashboard's port, 0 for any free one (default: dashboard.port, 8788)",
+      wholeNumber,
+    )
+    .option('--no-dashboard', 'serve no dashboard (and no /metrics beside it)')
     .addHelpText(
       'after',
       `
@@ -56,7 +71,8 @@ Examples:
   $ bioalchemy run                                   # the embedded default, log in ./data, until Ctrl-C
   $ bioalchemy run --until-idle --max-articles 3     # what is queued (3 articles), then a summary
   $ bioalchemy run --metrics-port 9464 --config prod.json
-  $ bioalchemy run --host 0.0.0.0 --port 9000           # trainers lease batches at http://<host>:9000/v1/lease`,
+  $ bioalchemy run --host 0.0.0.0 --port 9000           # trainers lease batches at http://<host>:9000/v1/lease
+  $ BIOALCHEMY_DASHBOARD_TOKEN=s3cret bioalchemy run --dashboard-host 0.0.0.0   # the dashboard at http://<host>:8788/?token=s3cret`,
     )
     .action((_opts, cmd: Command) => run(cmd.optsWithGlobals<RunOptions>()));
 }
@@ -74,6 +90,7 @@ async function run(opts: RunOptions): Promise<void> {
   let analytics: Analytics | null = null;
   let llm: Llm | null = null;
   let feeding: Feeding | null = null;
+  let dashboard: DashboardServer | null = null;
   try {
     // The topology's topics first: the journal topic must exist before it is read.
     await runtime.ensureTopics(pipelineTopology().topics);
@@ -102,6 +119,22 @@ async function run(opts: RunOptions): Promise<void> {
       ...(opts.host === undefined ? {} : { host: opts.host }),
       ...(opts.port === undefined ? {} : { port: opts.port }),
     });
+    // The dashboard and /metrics on a port of their own (not served by --until-idle unless asked).
+    if (
+      opts.dashboard !== false &&
+      (!opts.untilIdle || opts.dashboardHost !== undefined || opts.dashboardPort !== undefined)
+    ) {
+      dashboard = await serveDashboard(config, {
+        analytics,
+        runtime,
+        metrics,
+        feeder: feeding.feeder,
+        log,
+        standalone: false,
+        ...(opts.dashboardHost === undefined ? {} : { host: opts.dashboardHost }),
+        ...(opts.dashboardPort === undefined ? {} : { port: opts.dashboardPort }),
+      });
+    }
     const topology = pipelineTopology({
       feeder: feeding.processor,
       stages: { llm, taxonomy, config, registry: metrics.registry },
@@ -169,6 +202,7 @@ async function run(opts: RunOptions): Promise<void> {
     }
   } finally {
     server?.close();
+    await dashboard?.close();
     await feeding?.close();
     await llm?.close();
     await analytics?.close();

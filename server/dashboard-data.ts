@@ -140,8 +140,8 @@ export class DeadLetterTail {
     let processor = '';
     try {
       const d = JSON.parse(value) as { reason?: unknown; processor?: unknown };
-      if (typeof d.reason === 'string') reason = reasonClass(d.reason);
       if (typeof d.processor === 'string') processor = d.processor;
+      if (typeof d.reason === 'string') reason = reasonClass(d.reason, processor);
     } catch {}
     const key = `${processor}\u0000${reason}`;
     const c = this.counts.get(key) ?? { reason, processor, n: 0 };
@@ -155,10 +155,19 @@ export class DeadLetterTail {
   }
 }
 
-/** A dead letter's reason without its particulars (what follows the first colon), at most 80 characters. */
-export function reasonClass(reason: string): string {
-  const head = reason.split(/:\s/)[0]!.trim();
-  return head.length > 80 ? `${head.slice(0, 79)}…` : head || reason.slice(0, 80);
+/**
+ * A dead letter's reason without its particulars, so alike reasons count together: numbers become
+ * N, quoted text and paths become …, the processor's own name in front goes (the panel shows it),
+ * at most 80 characters.
+ */
+export function reasonClass(reason: string, processor = ''): string {
+  let r = reason
+    .replace(/"[^"]*"|'[^']*'|`[^`]*`/g, '…')
+    .replace(/(?:[A-Za-z]:)?(?:\/[\w.@+-]+){2,}\/?/g, '…')
+    .replace(/\d+(?:\.\d+)?/g, 'N')
+    .trim();
+  if (processor && r.startsWith(`${processor}: `)) r = r.slice(processor.length + 2);
+  return r.length > 80 ? `${r.slice(0, 79)}…` : r;
 }
 
 /** Gathers snapshots; keeps what incremental sources need (dead-letter offsets, committed offsets). */
@@ -298,7 +307,7 @@ export class DashboardData {
     const runs: Snapshot['feeder']['runs'] = [];
     const feeder = this.sources.feeder;
     if (feeder) {
-      for (const run of feeder.status().runs) {
+      for (const run of feeder.runNames()) {
         const s = feeder.runStatus(run);
         runs.push({ run, ...s.batches, ackedItems: s.ackedItems });
         for (const r of s.ranks) ranks.push({ run, rank: r.rank, leased: r.leased, acked: r.acked });

@@ -16,6 +16,8 @@ export function feederPath(config: Pick<Config, 'log' | 'feeder'>): string {
 export interface Feeding {
   /** The feeder processor for the topology; it shares the Feeder with the HTTP handlers. */
   readonly processor: Processor;
+  /** The Feeder itself (the dashboard reads its runs and ranks). */
+  readonly feeder: Feeder;
   /** Where the API listens; null when not served. */
   readonly url: string | null;
   close(): Promise<void>;
@@ -43,6 +45,7 @@ export async function startFeeding(
   if (server) opts.log.info({ url: server.url, openapi: `${server.url}/openapi.json` }, 'feeder API');
   return {
     processor,
+    feeder,
     url: server?.url ?? null,
     async close() {
       await server?.close();

@@ -294,6 +294,11 @@ export class Feeder {
     };
   }
 
+  /** The runs that have leased, by name (cheap: status() also walks the pool). */
+  runNames(): string[] {
+    return (this.q.runNames.all() as { run: string }[]).map((r) => r.run);
+  }
+
   status(): FeederStatus {
     const runs = (this.q.runNames.all() as { run: string }[]).map((r) => r.run);
     return {

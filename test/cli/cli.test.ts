@@ -159,7 +159,20 @@ describe('bioalchemy CLI', () => {
     writeFileSync(config, JSON.stringify({ llm: { baseUrl: llm.url, apiKeyEnv: 'CLI_TEST_KEY' } }));
     const child = spawn(
       process.execPath,
-      [BIN, 'run', '--config', config, '--data', data, '--metrics-port', String(port), '--port', '0'],
+      [
+        BIN,
+        'run',
+        '--config',
+        config,
+        '--data',
+        data,
+        '--metrics-port',
+        String(port),
+        '--port',
+        '0',
+        '--dashboard-port',
+        '0',
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CLI_TEST_KEY: 'k' } },
     );
     onTestFinished(() => llm.stop());

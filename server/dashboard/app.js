@@ -1,0 +1,301 @@
+// The dashboard page: one EventSource on /api/events; each `snapshot` event redraws every panel.
+// ECharts is the global the page loads from /assets/echarts.min.js (served from node_modules).
+/* global echarts */
+
+const charts = {};
+const state = { snapshots: 0, last: null, source: null };
+// For tests and the curious: window.__dashboard.snapshots counts the snapshots drawn.
+window.__dashboard = state;
+
+function chart(id) {
+  if (!charts[id]) {
+    charts[id] = echarts.init(document.getElementById(id), null, { renderer: 'canvas' });
+    window.addEventListener('resize', () => charts[id].resize());
+  }
+  return charts[id];
+}
+
+const fmt = (n, digits = 0) =>
+  n === null || n === undefined || Number.isNaN(n)
+    ? '–'
+    : Number(n).toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const pct = (x) => (x === null || x === undefined ? null : Math.round(x * 10000) / 100);
+
+function text(id, value) {
+  document.getElementById(id).textContent = value;
+}
+
+function table(id, head, rows) {
+  const el = document.getElementById(id);
+  el.replaceChildren();
+  const tr = (cells, tag) => {
+    const row = document.createElement('tr');
+    for (const c of cells) {
+      const cell = document.createElement(tag);
+      cell.textContent = c;
+      row.append(cell);
+    }
+    el.append(row);
+  };
+  tr(head, 'th');
+  for (const r of rows) tr(r, 'td');
+}
+
+let timeAxis = { type: 'time' };
+const legend = { type: 'scroll', top: 0 };
+const grid = { left: 50, right: 20, top: 40, bottom: 30, containLabel: true };
+const tooltip = { trigger: 'axis' };
+
+function timeSeries(id, t, series, opts = {}) {
+  chart(id).setOption(
+    {
+      animation: false,
+      tooltip,
+      legend,
+      grid,
+      xAxis: timeAxis,
+      yAxis: { type: 'value', name: opts.unit ?? '', ...(opts.max ? { max: opts.max } : {}) },
+      series: series.map((s) => ({
+        name: s.name,
+        type: 'line',
+        // Points only while they are few: a lone bucket still shows.
+        showSymbol: s.data.filter((v) => v !== null && v !== 0).length <= 30,
+        symbolSize: 5,
+        connectNulls: opts.connectNulls ?? false,
+        ...(opts.stack ? { stack: 'all', areaStyle: {} } : {}),
+        data: s.data.map((v, i) => [t[i], v]),
+      })),
+    },
+    { notMerge: true },
+  );
+}
+
+function drawTopics(topics) {
+  const names = topics.categories.map((c) => c.name);
+  chart('chart-topics').setOption(
+    {
+      animation: false,
+      tooltip: { trigger: 'axis', valueFormatter: (v) => (v === null ? 'unknown' : `${v}%`) },
+      legend,
+      grid: { ...grid, bottom: 90 },
+      xAxis: { type: 'category', data: names, axisLabel: { rotate: 35, interval: 0 } },
+      yAxis: { type: 'value', name: '% of labels' },
+      series: [
+        { name: 'dataset', type: 'bar', data: topics.datasetShare.map(pct) },
+        { name: 'reference', type: 'bar', data: topics.reference.map(pct) },
+        { name: `target mix (α = ${topics.alpha})`, type: 'bar', data: topics.target.map(pct) },
+      ],
+    },
+    { notMerge: true },
+  );
+  const m = topics.metrics;
+  table(
+    'mix-metrics',
+    [
+      'α',
+      'mix version',
+      'items',
+      'size',
+      'max/min ratio',
+      'avg upsample',
+      'yield',
+      'TVD to reference',
+      'starving',
+    ],
+    [
+      [
+        String(topics.alpha),
+        topics.mixVersion === null ? 'none yet' : String(topics.mixVersion),
+        fmt(m?.items),
+        fmt(m?.size),
+        m ? `${fmt(m.maxMinRatio, 2)}x` : '–',
+        m ? `${fmt(m.averageUpsample, 2)}x` : '–',
+        m ? `${fmt(m.yield * 100, 2)}%` : '–',
+        m ? fmt(m.tvdReference, 4) : '–',
+        topics.starving.join(', ') || 'none',
+      ],
+    ],
+  );
+}
+
+function draw(s) {
+  // Every time chart spans the whole window, so they line up and a lone point is not a day wide.
+  timeAxis = { type: 'time', min: s.window.from * 1000, max: s.window.to * 1000 };
+  text('qa-total', fmt(s.totals.qa));
+  text('qa-accepted', fmt(s.totals.accepted));
+  text('articles-total', fmt(s.totals.articles));
+  text('alpha', String(s.topics.alpha));
+  text('mix-version', s.totals.mixVersion === null ? 'none' : String(s.totals.mixVersion));
+  text('dead-letters', fmt(s.totals.deadLetters));
+  drawTopics(s.topics);
+  timeSeries('chart-drift', s.drift.t, s.drift.series, { max: 1, connectNulls: true });
+  timeSeries('chart-qa-source', s.rates.t, s.rates.qaBySource, { unit: 'per minute', stack: true });
+  timeSeries('chart-articles-source', s.rates.t, s.rates.articlesBySource, {
+    unit: 'per minute',
+    stack: true,
+  });
+  timeSeries('chart-qa-journal', s.rates.t, s.rates.qaByJournal, { unit: 'per minute', stack: true });
+
+  chart('chart-dead-letters').setOption(
+    {
+      animation: false,
+      tooltip,
+      grid: { ...grid, left: 10 },
+      xAxis: { type: 'value' },
+      yAxis: {
+        type: 'category',
+        inverse: true,
+        data: s.deadLetters.map((d) => (d.processor ? `${d.processor}: ${d.reason}` : d.reason)),
+      },
+      series: [{ name: 'dead letters', type: 'bar', data: s.deadLetters.map((d) => d.n) }],
+    },
+    { notMerge: true },
+  );
+
+  const p = s.processors;
+  chart('chart-processors').setOption(
+    {
+      animation: false,
+      tooltip,
+      legend,
+      grid,
+      xAxis: { type: 'category', data: p.map((x) => x.name) },
+      yAxis: [
+        { type: 'value', name: 'records' },
+        { type: 'value', name: 'per second' },
+      ],
+      series: [
+        { name: 'consumer lag', type: 'bar', data: p.map((x) => x.lag) },
+        { name: 'in-flight LLM calls', type: 'bar', data: p.map((x) => x.inFlightLlm) },
+        { name: 'throughput (records/s)', type: 'line', yAxisIndex: 1, data: p.map((x) => x.perSecond) },
+      ],
+    },
+    { notMerge: true },
+  );
+  table(
+    'processors-table',
+    ['processor', 'committed', 'records/s', 'lag', 'errors', 'in-flight LLM'],
+    p.map((x) => [
+      x.name,
+      fmt(x.committed),
+      fmt(x.perSecond, 1),
+      fmt(x.lag),
+      fmt(x.errors),
+      fmt(x.inFlightLlm),
+    ]),
+  );
+
+  const cap = s.llm.usdPerDay;
+  timeSeries(
+    'chart-llm-cost',
+    s.llm.t,
+    s.llm.costByStage.concat([
+      {
+        name:
+          cap === null ? 'spent today (no cap set)' : `spent today $${fmt(s.llm.spentTodayUsd, 4)} of cap`,
+        data: s.llm.t.map(() => null),
+      },
+    ]),
+    { unit: 'USD', stack: true },
+  );
+  if (cap !== null) {
+    chart('chart-llm-cost').setOption({
+      series: [
+        {
+          markLine: {
+            symbol: 'none',
+            data: [{ name: 'daily cap', yAxis: cap }],
+            label: { formatter: 'cap $ {c}' },
+          },
+        },
+      ],
+    });
+  }
+  const u = s.llm.usage;
+  const label = (x) => `${x.stage} · ${x.model}`;
+  chart('chart-llm-usage').setOption(
+    {
+      animation: false,
+      tooltip,
+      legend,
+      grid,
+      xAxis: { type: 'category', data: u.map(label), axisLabel: { rotate: 20 } },
+      yAxis: [
+        { type: 'value', name: 'calls' },
+        { type: 'value', name: 'ms' },
+      ],
+      series: [
+        { name: 'paid calls', type: 'bar', stack: 'calls', data: u.map((x) => x.paid) },
+        { name: 'journal hits', type: 'bar', stack: 'calls', data: u.map((x) => x.journalHits) },
+        { name: 'latency p50 (ms)', type: 'line', yAxisIndex: 1, data: u.map((x) => x.p50Ms) },
+        { name: 'latency p95 (ms)', type: 'line', yAxisIndex: 1, data: u.map((x) => x.p95Ms) },
+      ],
+    },
+    { notMerge: true },
+  );
+  table(
+    'llm-table',
+    ['stage · model', 'calls', 'tokens in', 'tokens out', 'cost USD', 'today USD', 'p95 ms'],
+    u.map((x) => [
+      label(x),
+      fmt(x.calls),
+      fmt(x.inputTokens),
+      fmt(x.outputTokens),
+      fmt(x.costUsd, 4),
+      fmt(x.costTodayUsd, 4),
+      fmt(x.p95Ms),
+    ]),
+  );
+
+  const ranks = s.feeder.ranks;
+  chart('chart-feeder').setOption(
+    {
+      animation: false,
+      tooltip,
+      legend,
+      grid,
+      xAxis: { type: 'category', data: ranks.map((r) => `${r.run} · rank ${r.rank}`) },
+      yAxis: { type: 'value', name: 'batches' },
+      series: [
+        { name: 'leased', type: 'bar', data: ranks.map((r) => r.leased) },
+        { name: 'acked', type: 'bar', data: ranks.map((r) => r.acked) },
+      ],
+    },
+    { notMerge: true },
+  );
+  timeSeries('chart-rewards', s.feeder.t, s.feeder.rewardByTopic, { max: 1, connectNulls: true });
+
+  const t = Object.entries(s.timings)
+    .map(([k, v]) => `${k} ${v} ms`)
+    .join(', ');
+  text(
+    'footer',
+    `updated ${new Date(s.at).toISOString()} · window ${s.window.span} s, step ${s.window.step} s · ${t}`,
+  );
+  state.snapshots++;
+  state.last = s;
+}
+
+function connect() {
+  state.source?.close();
+  const windowSeconds = document.getElementById('window').value;
+  const source = new EventSource(`/api/events?window=${windowSeconds}`);
+  state.source = source;
+  const status = document.getElementById('status');
+  source.addEventListener('snapshot', (e) => {
+    status.textContent = 'live';
+    status.className = 'live';
+    draw(JSON.parse(e.data));
+  });
+  source.addEventListener('failure', (e) => {
+    status.textContent = `query failed: ${JSON.parse(e.data).reason}`;
+    status.className = 'down';
+  });
+  source.onerror = () => {
+    status.textContent = 'reconnecting';
+    status.className = 'down';
+  };
+}
+
+document.getElementById('window').addEventListener('change', connect);
+connect();

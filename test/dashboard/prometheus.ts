@@ -1,0 +1,37 @@
+/**
+ * Parses Prometheus text exposition format (0.0.4) strictly: every line is a comment (# HELP,
+ * # TYPE) or `name{label="value",...} number`; anything else throws naming the line. Returns the
+ * samples keyed by name plus labels as written.
+ */
+export function parsePrometheus(text: string): Map<string, number> {
+  const samples = new Map<string, number>();
+  const types = new Map<string, string>();
+  const sample =
+    /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*",?)*\})? (-?[0-9.eE+-]+|NaN|\+Inf|-Inf)( -?\d+)?$/;
+  text.split('\n').forEach((line, i) => {
+    if (line === '') return;
+    if (line.startsWith('#')) {
+      const m = line.match(/^# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*)$/);
+      if (!m) throw new Error(`line ${i + 1}: not a HELP or TYPE comment: ${line}`);
+      if (m[1] === 'TYPE') {
+        if (!['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(m[3]!))
+          throw new Error(`line ${i + 1}: unknown type ${m[3]}`);
+        types.set(m[2]!, m[3]!);
+      }
+      return;
+    }
+    const m = line.match(sample);
+    if (!m) throw new Error(`line ${i + 1}: not a sample: ${line}`);
+    const family = m[1]!.replace(/_(bucket|sum|count)$/, '');
+    if (!types.has(m[1]!) && !types.has(family)) throw new Error(`line ${i + 1}: ${m[1]} has no TYPE`);
+    samples.set(`${m[1]}${m[2] ?? ''}`, Number(m[3]));
+  });
+  return samples;
+}
+
+/** Metric family names a sample set holds (histogram suffixes kept as their own names too). */
+export function metricNames(samples: Map<string, number>): Set<string> {
+  const names = new Set<string>();
+  for (const key of samples.keys()) names.add(key.replace(/\{.*$/, ''));
+  return names;
+}
