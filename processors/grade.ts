@@ -54,15 +54,29 @@ export function gradeProcessor(opts: GradeOptions): Processor {
         if (!outcome.ok) throw outcome.error;
         const candidate = input.value as QaCandidate;
         const judged = outcome.value;
+        // A candidate id seen before is the same record again (an article ingested twice: ids
+        // hash article, passage and question). Not a replay: a replayed step's state rolled back
+        // with it, so its own mark is gone. One grade per id, the repeat a dead letter.
+        const dedup = ctx.store('dedup');
+        const graded = `graded:${candidate.id}`;
+        if (dedup.get(graded) !== undefined) {
+          ctx.deadLetter(
+            input,
+            `grade: duplicate candidate ${candidate.id}, graded already (its article came in twice)`,
+          );
+          return;
+        }
         if (judged.kind === 'unusable') {
           ctx.deadLetter(input, `grade: ${judged.reason}`, judged.payload);
           return;
         }
-        const reject = (grade: Grade) =>
+        const reject = (grade: Grade) => {
+          dedup.put(graded, 1);
           ctx.emit('qa.rejected', candidate.id, {
             candidate,
             grade: { ...grade, verdict: 'reject' },
           } satisfies GradedQa);
+        };
         if (judged.kind === 'checks') {
           reject({
             scores: { quality: 0, difficulty: 0, answerability: 0, verifiability: 0 },
@@ -91,6 +105,7 @@ export function gradeProcessor(opts: GradeOptions): Processor {
           });
           return;
         }
+        dedup.put(graded, 1);
         ctx.emit('qa.graded', candidate.id, { candidate, grade: judged.grade } satisfies GradedQa);
       },
     },

@@ -53,6 +53,13 @@ describe('the pipeline end to end (embedded, test LLM server)', () => {
     const classified = await topic(ws, 'qa.classified');
     expect(classified.length).toBe(c['qa.classified']);
     expect(classified.length).toBeGreaterThan(5);
+    // One article is in the fixtures twice: its candidates are graded once, the repeats dead letters.
+    const classifiedIds = classified.map((r) => (r.value as { candidate: { id: string } }).candidate.id);
+    expect(new Set(classifiedIds).size).toBe(classifiedIds.length);
+    const repeats = (await topic(ws, 'dlq')).filter((r) =>
+      (r.value as { reason: string }).reason.includes('graded already'),
+    );
+    expect(repeats.length).toBeGreaterThan(0);
     const ids = new Set(articles.map((a) => (a.value as { id: string }).id));
     for (const { value } of classified) {
       const qa = value as {
@@ -86,6 +93,15 @@ describe('the pipeline end to end (embedded, test LLM server)', () => {
     expect(reasons.some((r) => r.startsWith('self-contained:'))).toBe(true);
     expect(reasons.some((r) => r.startsWith('judge:'))).toBe(true);
     expect(run.stdout).toMatch(/^LLM: \d+ calls paid/m);
+    // The sampler saw every classified QA: its last mix counts each once.
+    const mixes = (await topic(ws, 'mix.state')).map(
+      (r) => r.value as { version: number; metrics: { items: number; heldOut: number } },
+    );
+    expect(mixes.length).toBeGreaterThan(0);
+    const last = mixes.at(-1)!;
+    expect(last.metrics.items + last.metrics.heldOut).toBe(classified.length);
+    expect(counts.sampler!.in).toBe(classified.length);
+    expect(counts['count-sink']!.in).toBe(classified.length);
 
     // A second run over the same log finds nothing to do and pays nothing.
     const before = server.stats().requests;
