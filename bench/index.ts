@@ -7,6 +7,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   llm: () => import('./llm.js'),
   feeder: () => import('./feeder.js'),
   sampler: () => import('./sampler.js'),
+  dashboard: () => import('./dashboard.js'),
 };
 
 const wanted = process.argv.slice(2);
