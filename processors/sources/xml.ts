@@ -216,6 +216,44 @@ const HTML_ENTITIES: Record<string, string> = {
 // Faults saxes reports but can read past: kept as text, never worth losing a file over.
 const TOLERATED = /undefined entity|malformed character entity|disallowed character/;
 
+/** The longest replacement text an internal subset may declare for one entity, and how many. */
+export const MAX_ENTITY_CHARS = 64;
+export const MAX_DECLARED_ENTITIES = 1024;
+
+/**
+ * Why a DOCTYPE's internal subset is refused, or null. Entities that stand for a character or a
+ * short string (what exports declare for &nbsp; and the like) are read; anything that could expand
+ * or reach outside the file is refused before a single reference is resolved: external entities
+ * (SYSTEM / PUBLIC, file:// or http://: never opened or fetched), parameter entities, entities
+ * that refer to other entities (billion laughs) and long replacement texts (quadratic blow-up).
+ */
+export function refusedDoctype(doctype: string): string | null {
+  const open = doctype.indexOf('[');
+  if (open < 0) return null; // only an external DTD's name (JATS files carry one): never read
+  const subset = doctype.slice(open);
+  const decls = subset.match(/<!ENTITY\b[^>]*>?/g) ?? [];
+  if (decls.length > MAX_DECLARED_ENTITIES)
+    return `${decls.length} entity declarations (at most ${MAX_DECLARED_ENTITIES})`;
+  for (const d of decls) {
+    const name = /<!ENTITY\s+(%\s*)?([^\s"'>]+)/.exec(d);
+    const label = name ? `"${name[2]}"` : 'without a name';
+    if (name?.[1]) return `parameter entity ${label}`;
+    const quoted = /^<!ENTITY\s+[^\s"'>]+\s+(?:"([^"]*)"|'([^']*)')\s*>$/.exec(d);
+    if (!quoted) {
+      const external = /\b(SYSTEM|PUBLIC)\b\s*(?:"([^"]*)"|'([^']*)')?/.exec(d);
+      if (!external) return `entity declaration ${label} not understood`;
+      const target = external[2] ?? external[3];
+      return `external entity ${label} (${external[1]}${target === undefined ? '' : ` ${target}`}), never fetched`;
+    }
+    const value = quoted[1] ?? quoted[2] ?? '';
+    if (/&[^#\s;]+;|%[^\s;]+;/.test(value))
+      return `entity ${label} refers to other entities (nested expansion)`;
+    if (value.length > MAX_ENTITY_CHARS)
+      return `entity ${label} of ${value.length} characters (at most ${MAX_ENTITY_CHARS})`;
+  }
+  return null;
+}
+
 /** General entities an internal DTD subset declares (`<!ENTITY name "value">`), numeric references resolved. */
 function declaredEntities(doctype: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -267,6 +305,7 @@ export async function* xmlRecords(
   // Elements open beyond MAX_TREE_DEPTH, not built: their text goes to the deepest built element.
   let flattened = 0;
   let recordStart = 0;
+  let recordText = 0;
   let recordLine = 0;
   let recordName = '';
   let oversize = false;
@@ -277,6 +316,8 @@ export async function* xmlRecords(
     throw err;
   });
   parser.on('doctype', (doctype: string) => {
+    const refused = refusedDoctype(doctype);
+    if (refused !== null) throw new SourceError(`refused XML: ${refused}`, where(), doctype.slice(0, 2048));
     // Entities an internal subset declares (&nbsp; and the like in some exports) read as declared.
     const declared = declaredEntities(doctype);
     for (const [name, value] of Object.entries(declared))
@@ -296,6 +337,7 @@ export async function* xmlRecords(
       flattened = 0;
       oversize = false;
       recordStart = parser.position;
+      recordText = 0;
       recordLine = parser.line;
       recordName = tag.name;
     }
@@ -315,7 +357,9 @@ export async function* xmlRecords(
   });
   const onText = (text: string) => {
     if (stack.length === 0 || oversize) return;
-    if (parser.position - recordStart > max) {
+    // Text counts as well as input: declared entities make text longer than the markup it came from.
+    recordText += text.length;
+    if (parser.position - recordStart > max || recordText > max) {
       oversize = true;
       stack = [];
       return;
