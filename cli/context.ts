@@ -46,7 +46,7 @@ export interface GlobalOptions {
  * ./data: the log, and chdb and the local model where the config leaves them at their defaults.
  */
 export function configOf(opts: GlobalOptions): Config {
-  const config = loadConfig(opts.config);
+  const config = withApp(loadConfig(opts.config));
   if (!opts.data) return config;
   const defaults = Config.parse({});
   return {
@@ -62,6 +62,12 @@ export function configOf(opts: GlobalOptions): Config {
           : config.llm.modelPath,
     },
   };
+}
+
+/** On Kafka the config's `app` travels in the log URL, so every command that opens the log uses it. */
+function withApp(config: Config): Config {
+  if (!config.log.startsWith('kafka://') || /[?&]app=/.test(config.log)) return config;
+  return { ...config, log: `${config.log}${config.log.includes('?') ? '&' : '?'}app=${config.app}` };
 }
 
 export function loggerOf(opts: GlobalOptions): Logger {

@@ -10,9 +10,11 @@ import { modelCommand } from './model.js';
 import { pollCommand } from './poll.js';
 import { produceCommand } from './produce.js';
 import { referenceCommand } from './reference.js';
+import { resetCommand } from './reset.js';
 import { rewardsCommand } from './rewards.js';
 import { runCommand } from './run.js';
 import { schemasCommand } from './schemas.js';
+import { statusCommand } from './status.js';
 import { topologyCommand } from './topology.js';
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -73,6 +75,8 @@ Examples:
     mixCommand(),
     referenceCommand(),
     dashboardCommand(),
+    statusCommand(),
+    resetCommand(),
   ]) {
     root.addCommand(command);
   }

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
-import { Command, Option } from 'commander';
+import { hostname } from 'node:os';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Logger } from 'pino';
 import { type Analytics, openClickHouse } from '../analytics/clickhouse.js';
 import { LlmCallSink } from '../analytics/llm-calls.js';
@@ -16,7 +17,7 @@ import { EngineMetrics } from '../topology/metrics.js';
 import { runTopology } from '../topology/runner.js';
 import { openRuntime } from '../topology/runtime/open.js';
 import { ProcessorTask } from '../topology/task.js';
-import { configOf, type GlobalOptions, loggerOf, stopOnSignal, wholeNumber } from './context.js';
+import { configOf, type GlobalOptions, loggerOf, stopOnSignal, UsageError, wholeNumber } from './context.js';
 import { openLlm } from './llm.js';
 import { LlmTally, runSummary } from './summary.js';
 
@@ -29,6 +30,16 @@ interface RunOptions extends GlobalOptions {
   dashboard?: boolean;
   dashboardHost?: string;
   dashboardPort?: number;
+  processors?: string[];
+  workerId?: string;
+}
+
+/** `--processors a,b`: names, each checked against the pipeline at startup. */
+function processorList(value: string): string[] {
+  const names = value.split(',').map((n) => n.trim());
+  if (names.some((n) => !/^[a-z][a-z0-9-]*$/.test(n)))
+    throw new InvalidArgumentError('expects processor names separated by commas, e.g. extract,grade.');
+  return names;
 }
 
 export function runCommand(): Command {
@@ -61,6 +72,17 @@ export function runCommand(): Command {
       wholeNumber,
     )
     .option('--no-dashboard', 'serve no dashboard (and no /metrics beside it)')
+    .option(
+      '--processors <names>',
+      'run only these processors (comma-separated): N processes of one processor share its partitions on Kafka; without the feeder, no feeder API nor dashboard',
+      processorList,
+    )
+    .addOption(
+      new Option(
+        '--worker-id <id>',
+        'this process among the workers of a processor on Kafka: logs, metrics, transactional id; keep it across restarts (default: host-pid)',
+      ).env('BIOALCHEMY_WORKER_ID'),
+    )
     .addHelpText(
       'after',
       `
@@ -71,6 +93,7 @@ Examples:
   $ bioalchemy run                                   # the embedded default, log in ./data, until Ctrl-C
   $ bioalchemy run --until-idle --max-articles 3     # what is queued (3 articles), then a summary
   $ bioalchemy run --metrics-port 9464 --config prod.json
+  $ bioalchemy run --processors extract,grade --worker-id w1 --no-dashboard   # one of N workers on Kafka
   $ bioalchemy run --host 0.0.0.0 --port 9000           # trainers lease batches at http://<host>:9000/v1/lease
   $ BIOALCHEMY_DASHBOARD_TOKEN=s3cret bioalchemy run --dashboard-host 0.0.0.0   # the dashboard at http://<host>:8788/?token=s3cret`,
     )
@@ -80,10 +103,17 @@ Examples:
 async function run(opts: RunOptions): Promise<void> {
   const started = performance.now();
   const config = configOf(opts);
-  const log = loggerOf(opts);
+  const worker = opts.workerId ?? `${hostname()}-${process.pid}`;
+  const log = loggerOf(opts).child({ worker });
   const metrics = new EngineMetrics({ defaults: true });
+  metrics.registry.setDefaultLabels({ worker });
   const port = opts.metricsPort ?? config.metricsPort;
-  const runtime = await openRuntime(config.log);
+  const runtime = await openRuntime(config.log, { worker, log });
+  const known = pipelineTopology().processors.map((p) => p.name);
+  const unknown = (opts.processors ?? []).filter((n) => !known.includes(n));
+  if (unknown.length) throw new UsageError(`unknown processor "${unknown[0]}" (one of: ${known.join(', ')})`);
+  // A worker of a subset serves the feeder API and the dashboard only if it runs the feeder.
+  const serves = !opts.processors || opts.processors.includes('feeder');
   const signal = stopOnSignal(log);
   const server = port === undefined ? null : await serveMetrics(metrics, port);
   if (server) log.info({ port }, 'metrics on /metrics');
@@ -115,12 +145,13 @@ async function run(opts: RunOptions): Promise<void> {
     feeding = await startFeeding(config, {
       analytics,
       log,
-      serve: !opts.untilIdle || opts.host !== undefined || opts.port !== undefined,
+      serve: serves && (!opts.untilIdle || opts.host !== undefined || opts.port !== undefined),
       ...(opts.host === undefined ? {} : { host: opts.host }),
       ...(opts.port === undefined ? {} : { port: opts.port }),
     });
     // The dashboard and /metrics on a port of their own (not served by --until-idle unless asked).
     if (
+      serves &&
       opts.dashboard !== false &&
       (!opts.untilIdle || opts.dashboardHost !== undefined || opts.dashboardPort !== undefined)
     ) {
@@ -150,7 +181,7 @@ async function run(opts: RunOptions): Promise<void> {
     const dlqFrom = await runtime.endOffsets('dlq');
     // Pollers feed "articles" through their own ingest task, next to the processors.
     const polling =
-      config.sources.length && !opts.untilIdle
+      config.sources.length && !opts.untilIdle && !opts.processors
         ? new ProcessorTask(runtime, topology, ingestProcessor, {
             log: log.child({ processor: 'ingest' }),
             metrics,
@@ -181,6 +212,7 @@ async function run(opts: RunOptions): Promise<void> {
           metrics,
           signal,
           untilIdle: opts.untilIdle ?? false,
+          ...(opts.processors ? { only: opts.processors } : {}),
           batchSize: (p) => config.processors[p]?.batchSize,
           commitIntervalMs: (p) => config.processors[p]?.commitIntervalMs,
           maxInputs: (p) => (p === 'extract' ? opts.maxArticles : undefined),

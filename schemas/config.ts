@@ -85,6 +85,13 @@ export const Config = z
       .string()
       .default('file:./data')
       .describe('file:DIR for the embedded log, or kafka://host:port[,host:port]?client=kafkajs|rdkafka'),
+    app: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]+$/)
+      .default('bioalchemy')
+      .describe(
+        "on Kafka, Kafka Streams' application.id: prefixes every topic, changelog, consumer group and transactional id, so pipelines share a cluster",
+      ),
     clickhouse: z
       .string()
       .default('chdb:./data/chdb')

@@ -95,3 +95,44 @@ export function conformanceTopology(
     deadLetterTopic: `${prefix}.dlq`,
   });
 }
+
+/**
+ * The scale-out processor: the doubler's outputs, and a counter store per input partition with a
+ * total and one count per residue of n mod 7, so the store has several keys in every partition
+ * and a partition whose state were rebuilt from zero after moving would undercount.
+ */
+export function counter(opts: { input: string; output: string; delayMs?: number }): Processor {
+  return {
+    name: `counter-${opts.input}`,
+    reads: [opts.input],
+    writes: [opts.output],
+    stores: ['count'],
+    batchSize: 25,
+    async process(batch, ctx) {
+      if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
+      const count = ctx.store('count');
+      for (const r of batch) {
+        const { n } = r.value as Numbered;
+        ctx.emit(opts.output, String(n), { n, copy: 0 });
+        ctx.emit(opts.output, String(n), { n, copy: 1 });
+        count.put('total', (count.get<number>('total') ?? 0) + 1);
+        count.put(`mod7:${n % 7}`, (count.get<number>(`mod7:${n % 7}`) ?? 0) + 1);
+      }
+    },
+  };
+}
+
+/** Six partitions in and out: three workers of the counter get two each. */
+export function scaleTopology(prefix: string, delayMs = 5): Topology {
+  const input = `${prefix}.in`;
+  const output = `${prefix}.out`;
+  return defineTopology({
+    topics: [
+      { name: input, partitions: 6, schema: null },
+      { name: output, partitions: 6, schema: null },
+      { name: `${prefix}.dlq`, partitions: 1, schema: 'dead-letter' },
+    ],
+    processors: [counter({ input, output, delayMs })],
+    deadLetterTopic: `${prefix}.dlq`,
+  });
+}

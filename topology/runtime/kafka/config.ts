@@ -2,11 +2,13 @@ import { z } from 'zod';
 
 export const KafkaClientName = z.enum(['kafkajs', 'rdkafka']);
 
-/** kafka://host:port[,host:port]?client=kafkajs|rdkafka&registry=http://...&stateDir=... */
+/** kafka://host:port[,host:port]?client=kafkajs|rdkafka&registry=http://...&app=NAME */
 export interface KafkaUrl {
   readonly brokers: string[];
   readonly client: z.infer<typeof KafkaClientName>;
   readonly registry: string | null;
+  /** The application id (see KafkaOptions.app), when the URL names one. */
+  readonly app: string | null;
 }
 
 export function parseKafkaUrl(url: string): KafkaUrl {
@@ -19,5 +21,5 @@ export function parseKafkaUrl(url: string): KafkaUrl {
   const brokers = m[1]!.split(',');
   for (const b of brokers)
     if (!/^[^:]+:\d+$/.test(b)) throw new Error(`log URL "${url}": broker "${b}" is not host:port`);
-  return { brokers, client: client.data, registry: params.get('registry') };
+  return { brokers, client: client.data, registry: params.get('registry'), app: params.get('app') };
 }

@@ -71,7 +71,8 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
     opts: KafkaOptions,
   ) {
     this.name = `kafka/${url.client}`;
-    this.worker = opts.worker ?? `${hostname()}-${randomUUID().slice(0, 6)}`;
+    this.worker =
+      opts.worker ?? process.env.BIOALCHEMY_WORKER_ID ?? `${hostname()}-${randomUUID().slice(0, 6)}`;
     if (!/^[A-Za-z0-9_.-]+$/.test(this.worker))
       throw new Error(`worker id "${this.worker}": use letters, digits, ".", "_" and "-"`);
     this.log = (opts.log ?? pino({ level: 'silent' })).child({ worker: this.worker });
@@ -87,7 +88,7 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
 
   static async open(url: string, opts: KafkaOptions = {}): Promise<KafkaRuntime> {
     const parsed = parseKafkaUrl(url);
-    const names = new KafkaNames(opts.app ?? 'bioalchemy');
+    const names = new KafkaNames(opts.app ?? parsed.app ?? 'bioalchemy');
     const runtime = new KafkaRuntime(
       parsed,
       parsed.registry ? new RegistryWire(parsed.registry, names) : plainJson,

@@ -66,6 +66,7 @@ export class KafkajsTask implements LogTask {
   /** Records handed out before the last rebalance may still be in the task: it must rewind first. */
   private stale = false;
   private readonly global: boolean;
+  private closed = false;
 
   private constructor(
     private readonly runtime: KafkaConnection,
@@ -89,8 +90,12 @@ export class KafkajsTask implements LogTask {
       // written (milliseconds): kafkajs's default 300 ms first retry would cost that on every step.
       retry: { initialRetryTime: 10, maxRetryTime: 1_000, retries: 30 },
     });
-    // Initialises the transactional id: fences its previous holder and ends its open transaction.
     await producer.connect();
+    // kafkajs initialises the transactional id only when a first transaction begins: do it now,
+    // so that the previous holder is fenced and its open transaction ended before this member
+    // reads offsets and state.
+    const tx = await producer.transaction();
+    await tx.abort();
     return producer;
   }
 
@@ -159,6 +164,7 @@ export class KafkajsTask implements LogTask {
     this.assignedKeys = keys;
     for (const k of [...this.position.keys()]) if (!keys.has(k)) this.position.delete(k);
     const scopes = this.global ? (numbers.size ? [GLOBAL] : []) : [...numbers].sort((a, b) => a - b);
+    this.runtime.log.info({ group: this.spec.group, partitions: scopes }, 'assignment');
     const revoked = [...this.ready.keys()].filter((s) => !scopes.includes(s));
     for (const s of revoked) {
       this.ready.delete(s);
@@ -183,13 +189,23 @@ export class KafkajsTask implements LogTask {
 
   /** A new scope: its producer (fencing the previous owner), then its offsets and state. */
   private async prepare(scope: number, keys: ReadonlySet<string>): Promise<void> {
-    this.producers.set(scope, await this.transactionalProducer(scope));
+    const producer = await this.transactionalProducer(scope);
+    // Revoked or closed meanwhile: the producer is not this member's to keep.
+    if (this.closed || !this.ready.has(scope)) {
+      await producer.disconnect().catch(() => {});
+      return;
+    }
+    this.producers.set(scope, producer);
     const committed = await this.runtime.committedOffsets(this.spec.group, this.spec.topics);
     for (const k of keys) {
       const [topic, p] = k.split('\u0000') as [string, string];
       if (this.global || Number(p) === scope)
         this.committed.set(k, committed.get(partitionKey(topic, Number(p))) ?? 0);
     }
+    this.runtime.log.debug(
+      { scope, committed: [...this.committed].map(([k, v]) => `${k.split('\u0000')[1]}:${v}`) },
+      'offsets read',
+    );
     const restored = await this.state.restore([scope]);
     this.runtime.log.info({ group: this.spec.group, ...restored }, 'state restored');
   }
@@ -370,6 +386,10 @@ export class KafkajsTask implements LogTask {
                 topics: groupByTopic(mine, (t) => this.runtime.names.topic(t)),
               });
             await tx.commit();
+            this.runtime.log.debug(
+              { scope: s, offsets: mine.map((o) => `${o.partition}:${o.offset}`) },
+              'committed',
+            );
             for (const { topic, partition, offset } of mine)
               this.committed.set(partitionKey(topic, partition), offset);
           }),
@@ -409,6 +429,10 @@ export class KafkajsTask implements LogTask {
       }
       for (const [k, v] of await this.runtime.committedOffsets(this.spec.group, this.spec.topics))
         if (this.assignedKeys.has(k)) this.committed.set(k, v);
+      this.runtime.log.debug(
+        { committed: [...this.committed].map(([k, v]) => `${k.split('\u0000')[1]}:${v}`) },
+        'rewound, offsets read',
+      );
       await this.state.restore(this.state.held());
       this.unsure = false;
     }
@@ -422,6 +446,7 @@ export class KafkajsTask implements LogTask {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     this.runtime.forget(this);
     for (const b of [...this.held]) b.release();
     await this.consumer.disconnect();

@@ -50,14 +50,20 @@ export class RdkafkaTask implements LogTask {
    * The next batch, asked for as soon as the last one came back, so that librdkafka's worker
    * gathers it while the engine processes this one; and what a batch brought beyond `max`.
    */
-  private ahead: Promise<rdkafka.Message[]> | null = null;
+  private ahead: { readonly revision: number; readonly batch: Promise<rdkafka.Message[]> } | null = null;
   private leftover: rdkafka.Message[] = [];
+  /** Records were handed out since positions were last reset to the committed offsets. */
+  private handedOut = false;
+  /** An assignment not yet taken: see onRebalance. */
+  private pending: rdkafka.Assignment[] | null = null;
   /** The partitions assigned by the last rebalance (Kafka topic names). */
   private assigned: rdkafka.Assignment[] = [];
   /** Partition keys (engine names) of `assigned`. */
   private assignedKeys = new Set<string>();
   /** Bumped by each rebalance; a transaction begun under another revision must not commit. */
   private revision = 0;
+  /** The revision state was last reconciled at. */
+  private reconciled = 0;
   /** A rebalance happened that poll() has not reconciled state and offsets with yet. */
   private rebalanced = false;
   /** Records polled before the last rebalance may still be in the task: it must rewind first. */
@@ -123,43 +129,61 @@ export class RdkafkaTask implements LogTask {
     return task;
   }
 
-  /** Takes the assignment at once (librdkafka waits for it); poll() reconciles state with it. */
+  /**
+   * A revoke is taken at once; an assignment waits (librdkafka holds the group's rebalance until
+   * assign() is called) until poll() has fetched its committed offsets and restored its state,
+   * then starts each partition at its committed offset, so nothing fetched before is mistaken
+   * for what comes after.
+   */
   private onRebalance(err: rdkafka.LibrdKafkaError, assignment: rdkafka.Assignment[]): void {
-    if (err.code === rdkafka.CODES.ERRORS.ERR__ASSIGN_PARTITIONS) {
-      this.consumer.assign(assignment);
-      this.assigned = assignment;
-    } else {
-      this.consumer.unassign();
+    if (err.code === rdkafka.CODES.ERRORS.ERR__ASSIGN_PARTITIONS) this.pending = assignment;
+    else {
+      this.pending = null;
+      // Thrown from here it would end the process; a consumer that is closing refuses it.
+      try {
+        this.consumer.unassign();
+      } catch (e) {
+        this.runtime.log.warn({ err: e }, 'revoke not taken');
+      }
       this.assigned = [];
+      this.assignedKeys = new Set();
     }
-    this.assignedKeys = new Set(
-      this.assigned.map((a) => partitionKey(this.runtime.names.engineTopic(a.topic), a.partition)),
-    );
     this.revision++;
     this.rebalanced = true;
   }
 
   /**
-   * Brings state and offsets in line with the assignment: drops revoked partitions' state,
-   * fetches committed offsets (stable: after any open transaction on them ends) and restores the
-   * state of the new ones.
+   * Brings state and offsets in line with a new assignment: drops revoked partitions' state,
+   * fetches committed offsets (stable: after any open transaction on them ends), restores the
+   * state of the new ones, and only then assigns, every partition from its committed offset.
+   * What was fetched before is dropped; a task holding records polled before must rewind.
    */
   private async reconcile(): Promise<void> {
+    const ahead = this.ahead;
+    this.ahead = null;
+    await ahead?.batch.catch(() => {});
+    this.leftover = [];
     while (this.rebalanced) {
       this.rebalanced = false;
-      // Records handed out and not committed may be of a partition that moved: the task rewinds.
+      // Records handed out and not committed: the task must drop them and read again.
       if ([...this.position].some(([k, next]) => next > (this.committed.get(k) ?? 0))) this.stale = true;
-      const assigned = this.assigned;
-      for (const k of [...this.position.keys()]) if (!this.assignedKeys.has(k)) this.position.delete(k);
+      this.handedOut = false;
+      this.position.clear();
+      const target = this.pending ?? this.assigned;
       const scopes = this.global
-        ? assigned.length
+        ? target.length
           ? [GLOBAL]
           : []
-        : [...new Set(assigned.map((a) => a.partition))].sort((a, b) => a - b);
-      const revoked = this.state.held().filter((s) => !scopes.includes(s));
+        : [...new Set(target.map((a) => a.partition))].sort((a, b) => a - b);
+      this.runtime.log.info({ group: this.group, partitions: scopes }, 'assignment');
+      // One eager rebalance (revoke, then assign) leaves the partitions kept untouched by anyone
+      // else; after more than one, a kept partition may have been another member's meanwhile.
+      const missed = this.revision - this.reconciled > 2;
+      this.reconciled = this.revision;
+      const revoked = this.state.held().filter((s) => missed || !scopes.includes(s));
       this.state.drop(revoked);
       const added = scopes.filter((s) => !this.state.holds(s));
-      if (assigned.length) await this.fetchCommitted(assigned);
+      if (target.length) await this.fetchCommitted(target);
       if (this.rebalanced) continue;
       if (added.length) {
         const restored = await this.state.restore(added);
@@ -168,6 +192,20 @@ export class RdkafkaTask implements LogTask {
           'partitions assigned, state restored',
         );
       } else if (revoked.length) this.runtime.log.info({ group: this.group, revoked }, 'partitions revoked');
+      if (this.rebalanced || !this.pending) continue;
+      const { names } = this.runtime;
+      this.consumer.assign(
+        this.pending.map((a) => ({
+          topic: a.topic,
+          partition: a.partition,
+          offset: this.committed.get(partitionKey(names.engineTopic(a.topic), a.partition)) ?? 0,
+        })),
+      );
+      this.assigned = this.pending;
+      this.assignedKeys = new Set(
+        this.assigned.map((a) => partitionKey(names.engineTopic(a.topic), a.partition)),
+      );
+      this.pending = null;
     }
   }
 
@@ -193,17 +231,19 @@ export class RdkafkaTask implements LogTask {
 
   async poll(max: number, waitMs: number): Promise<LogRecord[]> {
     if (this.fatal) throw this.fatal;
-    if (this.rebalanced) {
-      await this.dropAhead();
-      await this.reconcile();
+    if (this.rebalanced) await this.reconcile();
+    if (this.stale) {
+      // Nothing more until the task has rewound (its next commit or begin tells it to).
+      await new Promise((r) => setTimeout(r, Math.min(waitMs, 50)));
+      return [];
     }
     this.consumer.setDefaultConsumeTimeout(Math.max(1, waitMs));
-    const ahead = this.ahead;
+    const ahead = this.ahead ?? this.fetch(max);
     this.ahead = null;
-    const gathered = await (ahead ?? this.fetch(max));
+    const gathered = await ahead.batch;
+    // A rebalance came while this was fetched: reconcile drops it, and assigns from the committed offsets.
     if (this.rebalanced) {
-      // Reconcile before any of these is handed out; they stay, and the position filter sorts them.
-      this.leftover = [...this.leftover, ...gathered];
+      this.leftover = [];
       await this.reconcile();
       return [];
     }
@@ -235,22 +275,27 @@ export class RdkafkaTask implements LogTask {
           next: this.position.get(key) ?? this.committed.get(key) ?? 0,
         };
       }
-      // Fetched before a revoke: the partition's new owner reads it.
       if (!run.owned || m.offset < run.next) continue;
       run.next = m.offset + 1;
       messages.push(m);
       topics.push(run.engine);
     }
     if (run?.owned) this.position.set(run.key, run.next);
+    if (messages.length) this.handedOut = true;
+    if (messages.length && this.runtime.log.isLevelEnabled('debug'))
+      this.runtime.log.debug(
+        { first: messages.slice(0, 3).map((m) => `${m.partition}@${m.offset}`), n: messages.length },
+        'polled',
+      );
     const values = await this.runtime.wire.decode(messages);
     return messages.map((m, i) => rdkafkaRecord(m, values[i]!, topics[i]!));
   }
 
   /** Starts librdkafka's worker gathering up to max messages; the result is awaited later. */
-  private fetch(max: number): Promise<rdkafka.Message[]> {
+  private fetch(max: number): { revision: number; batch: Promise<rdkafka.Message[]> } {
     const batch = call<rdkafka.Message[]>((cb) => this.consumer.consume(max, cb));
     batch.catch(() => {});
-    return batch;
+    return { revision: this.revision, batch };
   }
 
   /** Waits for the batch gathered ahead and forgets it: a rewind reads those records again. */
@@ -258,7 +303,7 @@ export class RdkafkaTask implements LogTask {
     const ahead = this.ahead;
     this.ahead = null;
     this.leftover = [];
-    await ahead?.catch(() => {});
+    await ahead?.batch.catch(() => {});
   }
 
   readState(store: string, key: string, partition: number): string | undefined {
@@ -300,6 +345,7 @@ export class RdkafkaTask implements LogTask {
           await call((cb) => this.producer.sendOffsetsToTransaction(kafkaOffsets, this.consumer, 30_000, cb));
         }
         await call((cb) => this.producer.commitTransaction(30_000, cb));
+        this.runtime.log.debug({ offsets: offsets.map((o) => `${o.partition}:${o.offset}`) }, 'committed');
       },
       committed: (offsets) => {
         for (const { topic, partition, offset } of offsets)
@@ -316,30 +362,28 @@ export class RdkafkaTask implements LogTask {
     this.state.apply(changes);
   }
 
-  /** Seeks every assigned partition back to its committed offset. */
+  /**
+   * Seeks every assigned partition back to its committed offset, unless a rebalance already
+   * restarted them there and nothing was handed out since.
+   */
   async rewind(): Promise<void> {
-    if (this.rebalanced) {
-      await this.dropAhead();
-      await this.reconcile();
-    }
+    if (this.rebalanced) await this.reconcile();
     this.stale = false;
     if (this.unsure) {
       if (this.assigned.length) await this.fetchCommitted(this.assigned);
       await this.state.restore(this.state.held());
       this.unsure = false;
     }
+    if (!this.handedOut) return;
     await this.dropAhead();
     this.position.clear();
     for (const a of this.consumer.assignments()) {
       const engine = this.runtime.names.engineTopic(a.topic);
       const offset = this.committed.get(partitionKey(engine, a.partition)) ?? 0;
-      // A partition assigned a moment ago may not take a seek yet; it starts from the committed offset anyway.
-      await call((cb) =>
-        this.consumer.seek({ topic: a.topic, partition: a.partition, offset }, 10_000, cb),
-      ).catch((err) =>
-        this.runtime.log.debug({ err, topic: engine, partition: a.partition }, 'seek refused'),
-      );
+      // A partition assigned a moment ago may refuse a seek: then the task's loop rewinds again later.
+      await call((cb) => this.consumer.seek({ topic: a.topic, partition: a.partition, offset }, 10_000, cb));
     }
+    this.handedOut = false;
   }
 
   async close(): Promise<void> {
