@@ -58,6 +58,7 @@ export function qaRow(qa: ClassifiedQa, classifiedAt = 0): QaRow {
 /** Idempotent by QA id: a replayed row replaces the earlier one (the later insert wins). */
 export async function insertQa(a: Analytics, rows: readonly QaRow[]): Promise<void> {
   if (rows.length === 0) return;
+  const now = Math.floor(Date.now() / 1000);
   const values = rows.map((input) => {
     const r = QaRow.parse(input);
     return {
@@ -80,6 +81,8 @@ export async function insertQa(a: Analytics, rows: readonly QaRow[]): Promise<vo
       published: r.published ?? '',
       // Seconds since the epoch: a formatted string would be read in the server's time zone.
       classified_at: Math.floor(r.classifiedAt / 1000),
+      // Explicit: 18.16 fills an omitted JSONEachRow column with 0, not its DEFAULT now().
+      inserted_at: now,
     };
   });
   await a.client.insert({ table: 'qa', values, format: 'JSONEachRow' });
@@ -178,9 +181,18 @@ export type RewardRow = z.input<typeof RewardRow>;
 /** Idempotent by (run, QA id, step): a redelivered ack replaces the earlier reward. */
 export async function recordRewards(a: Analytics, rows: readonly RewardRow[]): Promise<void> {
   if (rows.length === 0) return;
+  const now = Math.floor(Date.now() / 1000);
   const values = rows.map((input) => {
     const r = RewardRow.parse(input);
-    return { qa_id: r.qaId, run: r.run, step: r.step, reward: r.reward, mix_version: r.mixVersion };
+    // recorded_at explicit: 18.16 fills an omitted JSONEachRow column with 0, not its DEFAULT now().
+    return {
+      qa_id: r.qaId,
+      run: r.run,
+      step: r.step,
+      reward: r.reward,
+      mix_version: r.mixVersion,
+      recorded_at: now,
+    };
   });
   await a.client.insert({ table: 'rewards', values, format: 'JSONEachRow' });
 }

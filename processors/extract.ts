@@ -88,6 +88,15 @@ export function extractProcessor(opts: ExtractOptions): Processor {
             ctx.deadLetter(input, `extract: ${at}: ${result.failure.reason}`, result.failure.payload);
           }
         }
+        // An article that gave no question and no failure still leaves a record saying why, so
+        // every article ends somewhere: in QA, or in a dead letter with its reason.
+        if (outcome.value.every((r) => !r.failure && r.candidates.length === 0)) {
+          const irrelevant = outcome.value.filter((r) => r.skipped !== undefined).length;
+          ctx.deadLetter(
+            input,
+            `extract: no passage gave a question (${irrelevant} judged irrelevant, ${outcome.value.length - irrelevant} without a usable question)`,
+          );
+        }
       },
     },
   });

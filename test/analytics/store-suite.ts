@@ -154,6 +154,18 @@ export function storeSuite(b: Backend): void {
       expect(await mixHistory(a, 1)).toEqual([v2]);
     });
 
+    it('stamps rows with the time they were written (18.16 leaves omitted defaults at 0)', async () => {
+      const before = Math.floor(Date.now() / 1000) - 1;
+      await insertQa(a, [qa('q1', ['genetics'])]);
+      await recordRewards(a, [{ qaId: 'q1', run: 'r1', step: 1, reward: 1 }]);
+      expect(await count(a, 'SELECT toUnixTimestamp(min(inserted_at)) AS n FROM qa')).toBeGreaterThanOrEqual(
+        before,
+      );
+      expect(
+        await count(a, 'SELECT toUnixTimestamp(min(recorded_at)) AS n FROM rewards'),
+      ).toBeGreaterThanOrEqual(before);
+    });
+
     it('a re-written QA (same id) replaces the earlier row', async () => {
       await insertQa(a, [qa('q1', ['genetics'])]);
       // inserted_at has second resolution; equal versions keep the last inserted row.
