@@ -121,6 +121,8 @@ async function run(opts: RunOptions): Promise<void> {
   let llm: Llm | null = null;
   let feeding: Feeding | null = null;
   let dashboard: DashboardServer | null = null;
+  // Cleared in the outer finally too: a server that refuses to start must not keep the process alive.
+  let flushCalls: NodeJS.Timeout | undefined;
   try {
     // The topology's topics first: the journal topic must exist before it is read.
     await runtime.ensureTopics(pipelineTopology().topics);
@@ -136,7 +138,7 @@ async function run(opts: RunOptions): Promise<void> {
         calls.add(call);
       },
     });
-    const flushCalls = setInterval(
+    flushCalls = setInterval(
       () => void calls.flush().catch((err) => log.warn({ err }, 'llm calls not recorded yet')),
       2000,
     );
@@ -233,6 +235,7 @@ async function run(opts: RunOptions): Promise<void> {
       );
     }
   } finally {
+    clearInterval(flushCalls);
     server?.close();
     await dashboard?.close();
     await feeding?.close();

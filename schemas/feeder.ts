@@ -7,6 +7,11 @@ export const ServerConfig = z
     host: z.string().min(1).default('127.0.0.1'),
     port: z.number().int().min(0).max(65535).default(8787).describe('0 picks a free port'),
     bodyLimit: z.number().int().positive().default(1_048_576).describe('largest request body in bytes'),
+    tokenEnv: z
+      .string()
+      .min(1)
+      .default('BIOALCHEMY_FEEDER_TOKEN')
+      .describe('environment variable holding the bearer token (required off loopback)'),
   })
   .strict();
 export type ServerConfig = z.infer<typeof ServerConfig>;

@@ -1,12 +1,13 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
-import { isIP } from 'node:net';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { guard, isLoopback, tokenMatches } from './auth.js';
 import type { DashboardData, Snapshot } from './dashboard-data.js';
+
+export { isLoopback, tokenMatches } from './auth.js';
 
 // The dashboard's HTTP layer: the page, its script and ECharts (served from node_modules, never a
 // CDN), the JSON API (/api/snapshot, /api/panels/:panel), the event stream (/api/events, one
@@ -49,32 +50,7 @@ export interface DashboardServer {
   close(): Promise<void>;
 }
 
-/** 127.0.0.0/8, ::1, ::ffff:127.x and "localhost": the addresses only this machine reaches. */
-export function isLoopback(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
-  if (h === 'localhost') return true;
-  if (isIP(h) === 4) return h.startsWith('127.');
-  if (isIP(h) === 6) return h === '::1' || h.startsWith('::ffff:127.');
-  return false;
-}
-
-/** Compares in time independent of where the strings differ (digests make the lengths equal). */
-export function tokenMatches(given: string, token: string): boolean {
-  const digest = (s: string) => createHash('sha256').update(s).digest();
-  return timingSafeEqual(digest(given), digest(token));
-}
-
 const COOKIE = 'bioalchemy_dashboard';
-
-function presentedToken(req: FastifyRequest): string | null {
-  const auth = req.headers.authorization;
-  if (auth?.startsWith('Bearer ')) return auth.slice('Bearer '.length).trim();
-  for (const part of (req.headers.cookie ?? '').split(';')) {
-    const [name, ...value] = part.trim().split('=');
-    if (name === COOKIE) return decodeURIComponent(value.join('='));
-  }
-  return null;
-}
 
 const here = (file: string) => new URL(`./dashboard/${file}`, import.meta.url);
 
@@ -171,12 +147,6 @@ function windowOf(req: FastifyRequest, fallback: number): number {
 }
 
 export function buildDashboard(opts: DashboardServerOptions): { app: FastifyInstance; hub: EventHub } {
-  const guarded = !isLoopback(opts.host);
-  if (guarded && !opts.token)
-    throw new Error(
-      `the dashboard on ${opts.host} (not a loopback address) needs a bearer token: set ${opts.tokenEnv ?? 'the token variable'}`,
-    );
-  const token = opts.token ?? '';
   const page = readFileSync(here('index.html'), 'utf8');
   const script = readFileSync(here('app.js'), 'utf8');
   const echarts = readFileSync(createRequire(import.meta.url).resolve('echarts/dist/echarts.min.js'));
@@ -185,29 +155,30 @@ export function buildDashboard(opts: DashboardServerOptions): { app: FastifyInst
   const fallback = (WINDOWS as readonly number[]).includes(opts.windowSeconds) ? opts.windowSeconds : 3600;
 
   const app = Fastify({ logger: false });
-  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
-    if (!guarded || req.url === '/healthz') return;
-    const url = new URL(req.url, 'http://dashboard');
-    const fromQuery = url.searchParams.get('token');
-    if (
-      fromQuery !== null &&
-      req.method === 'GET' &&
-      url.pathname === '/' &&
-      tokenMatches(fromQuery, token)
-    ) {
+  // The shared guard (server/auth.ts): open on loopback, else the bearer token or the page's cookie.
+  guard(app, {
+    host: opts.host,
+    token: opts.token,
+    tokenEnv: opts.tokenEnv ?? 'the token variable',
+    what: 'dashboard',
+    cookie: COOKIE,
+    before(req, reply, token) {
+      const url = new URL(req.url, 'http://dashboard');
+      const fromQuery = url.searchParams.get('token');
+      if (
+        fromQuery === null ||
+        req.method !== 'GET' ||
+        url.pathname !== '/' ||
+        !tokenMatches(fromQuery, token)
+      )
+        return undefined;
       // A link with ?token= opens the page once: the token moves into a cookie the page's own
       // requests (fetch, EventSource, which cannot set headers) carry, and out of the address bar.
       url.searchParams.delete('token');
       return reply
         .header('set-cookie', `${COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/`)
         .redirect(`${url.pathname}${url.search}`, 303);
-    }
-    const given = presentedToken(req);
-    if (given !== null && tokenMatches(given, token)) return;
-    return reply
-      .code(401)
-      .header('www-authenticate', 'Bearer realm="bioalchemy dashboard"')
-      .send({ error: 'unauthorized', reason: 'a bearer token is required on this address' });
+    },
   });
 
   app.get('/healthz', async () => ({ ok: true }));

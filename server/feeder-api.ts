@@ -19,6 +19,7 @@ import {
   RunStatus,
   type ServerConfig,
 } from '../schemas/feeder.js';
+import { guard } from './auth.js';
 
 // Thin handlers: each parses its body with the zod schema the OpenAPI document is generated
 // from, calls one Feeder method or the reward, and maps a FeederError to its status. A refused
@@ -125,8 +126,22 @@ function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   return r.data;
 }
 
-export function buildServer(feeder: Feeder, opts: Pick<ServerConfig, 'bodyLimit'>): FastifyInstance {
+/**
+ * The feeder's Fastify app. Bound to loopback (or with no host given) it is open; on any other
+ * address every route but /healthz needs the bearer token (server/auth.ts, the dashboard's guard).
+ */
+export function buildServer(
+  feeder: Feeder,
+  opts: Pick<ServerConfig, 'bodyLimit'> &
+    Partial<Pick<ServerConfig, 'host' | 'tokenEnv'>> & { token?: string },
+): FastifyInstance {
   const app = Fastify({ bodyLimit: opts.bodyLimit, logger: false });
+  guard(app, {
+    host: opts.host ?? '127.0.0.1',
+    token: opts.token,
+    tokenEnv: opts.tokenEnv ?? 'BIOALCHEMY_FEEDER_TOKEN',
+    what: 'feeder API',
+  });
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _req, reply: FastifyReply) => {
     if (err instanceof FeederError)
       return reply.code(err.status).send({ error: err.code, reason: err.message });
@@ -164,7 +179,8 @@ export function buildServer(feeder: Feeder, opts: Pick<ServerConfig, 'bodyLimit'
 /** Serves the feeder API; resolves to the server and the address it listens on. */
 export async function startServer(
   feeder: Feeder,
-  config: ServerConfig,
+  config: Pick<ServerConfig, 'host' | 'port' | 'bodyLimit'> &
+    Partial<Pick<ServerConfig, 'tokenEnv'>> & { token?: string },
 ): Promise<{ app: FastifyInstance; url: string; close(): Promise<void> }> {
   const app = buildServer(feeder, config);
   try {

@@ -29,9 +29,21 @@ export interface Feeding {
  */
 export async function startFeeding(
   config: Pick<Config, 'log' | 'feeder' | 'server'>,
-  opts: { analytics?: Analytics; log: Logger; serve: boolean; host?: string; port?: number },
+  opts: {
+    analytics?: Analytics;
+    log: Logger;
+    serve: boolean;
+    host?: string;
+    port?: number;
+    env?: NodeJS.ProcessEnv;
+  },
 ): Promise<Feeding> {
-  const listen = { ...config.server, ...(opts.host ? { host: opts.host } : {}) };
+  const token = (opts.env ?? process.env)[config.server.tokenEnv] || undefined;
+  const listen = {
+    ...config.server,
+    ...(opts.host ? { host: opts.host } : {}),
+    ...(token === undefined ? {} : { token }),
+  };
   if (opts.port !== undefined) listen.port = opts.port;
   const feeder = Feeder.open(feederPath(config), config.feeder);
   const processor = feederProcessor({ feeder, ...(opts.analytics ? { analytics: opts.analytics } : {}) });

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.error
 import urllib.request
@@ -41,8 +42,11 @@ class FeederClient:
     its lease expires is delivered again (to the same rank)."""
 
     def __init__(self, url: str, run: str, rank: int = 0, world_size: int = 1,
-                 batch_size: Optional[int] = None, lease_ms: Optional[int] = None, timeout: float = 30.0):
+                 batch_size: Optional[int] = None, lease_ms: Optional[int] = None, timeout: float = 30.0,
+                 token: Optional[str] = None):
         self.url = url.rstrip("/")
+        # The bearer token a feeder off loopback requires (server.tokenEnv, BIOALCHEMY_FEEDER_TOKEN).
+        self.token = token if token is not None else os.environ.get("BIOALCHEMY_FEEDER_TOKEN") or None
         self.run = run
         self.rank = rank
         self.world_size = world_size
@@ -53,8 +57,10 @@ class FeederClient:
     # -- HTTP ------------------------------------------------------------------------------------
     def _call(self, method: str, path: str, body: Optional[dict] = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"content-type": "application/json"} if data else {})
+        headers = {"content-type": "application/json"} if data else {}
+        if self.token:
+            headers["authorization"] = f"Bearer {self.token}"
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as res:
                 return json.loads(res.read())
