@@ -1,0 +1,436 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createClient } from '@clickhouse/client';
+import { openClickHouse } from '../../analytics/clickhouse.js';
+import { topicCounts, viewTopicCounts } from '../../analytics/qa-store.js';
+import { parseClickHouseUrl } from '../../analytics/url.js';
+import { copiesOf } from '../../processors/sampler/selection.js';
+import type { DeadLetter } from '../../schemas/dead-letter.js';
+import type { MixState } from '../../schemas/mix-state.js';
+import type { ClassifiedQa, QaCandidate } from '../../schemas/qa.js';
+import { loadTaxonomy } from '../../schemas/taxonomy.js';
+import { openRuntime } from '../../topology/runtime/open.js';
+import { readAll } from '../conformance/suite.js';
+import { BIN, cli, cliAsync, runUntilIdle, syntheticArticles, workspace } from '../e2e/helpers.js';
+import { pipelineResponder } from '../llm-server/pipeline-responder.js';
+import { type LlmServer, start } from '../llm-server/server.js';
+
+// The whole pipeline under the faults real deployments see, checked from its outputs alone:
+// `run` (every processor, the feeder serving) killed with SIGKILL at random moments, the
+// ClickHouse server restarted once (and the broker, on Kafka), 20% mixed LLM faults, and a trainer
+// leasing and acking throughout, itself killed twice. Then a run to the end and a final epoch.
+
+export interface ChaosOptions {
+  /** The config's `log`: file:… for the embedded runtime (made per run), or a kafka:// URL. */
+  readonly log: 'embedded' | string;
+  readonly articles: number;
+  readonly kills: number;
+  /** Restart the Kafka broker once, halfway (Kafka runs only). */
+  readonly restartBroker?: boolean;
+  readonly print?: (line: string) => void;
+}
+
+export interface ChaosReport {
+  readonly articles: number;
+  readonly lost: number;
+  readonly duplicated: number;
+  readonly classified: number;
+  readonly deadLetters: number;
+  readonly countsMatch: boolean;
+  readonly deliveredAsSelected: boolean;
+  readonly finalEpoch: number;
+  readonly selectedCopies: number;
+  readonly killTimesMs: number[];
+  readonly trainerKills: number;
+  readonly restarts: string[];
+  readonly llm: { requests: number; faults: number; units: number; paidTwice: number; allowedTwice: number };
+  readonly ackedBatches: number;
+  readonly seconds: number;
+}
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const CLICKHOUSE = process.env.BIOALCHEMY_CLICKHOUSE_URL ?? 'http://127.0.0.1:18123';
+
+/** Most replies one killed run can have in flight (lost in transit to its kill): see SLOW. */
+const IN_FLIGHT = 3 * 2 + 3 + 3;
+const SLOW = {
+  processors: { extract: { concurrency: 3 }, grade: { concurrency: 3 }, classify: { concurrency: 3 } },
+};
+
+export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
+  const started = performance.now();
+  const print = opts.print ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const llm = await start({
+    responder: pipelineResponder,
+    seed: 11,
+    latency: { kind: 'lognormal', medianMs: 20, p99Ms: 200 },
+    faults: {
+      rate: 0.2,
+      kinds: ['rate-limit', 'server-error', 'timeout', 'reset', 'truncated', 'schema-break'],
+      retryAfterSeconds: 0,
+    },
+  });
+  const server = parseClickHouseUrl(CLICKHOUSE);
+  if (server.backend !== 'http') throw new Error('BIOALCHEMY_CLICKHOUSE_URL: expected http(s)://');
+  const admin = createClient({
+    url: server.origin,
+    username: server.username,
+    password: process.env.CLICKHOUSE_PASSWORD ?? '',
+  });
+  const db = `bioalchemy_chaos_${randomBytes(4).toString('hex')}`;
+  await admin.command({ query: `CREATE DATABASE ${db}` });
+  const clickhouse = `${server.origin.replace('://', `://${encodeURIComponent(server.username)}@`)}/${db}`;
+  const port = 18_700 + Math.floor(Math.random() * 200);
+  const app = `chaos-${randomBytes(4).toString('hex')}`;
+  // A reference over every category the test model labels, so the mix serves all of them, and
+  // rare topics repeated: the final epoch then has copies to count.
+  const categories = loadTaxonomy().categories.map((c) => c.id);
+  const referenceFile = join(tmpdir(), `chaos-reference-${randomBytes(4).toString('hex')}.json`);
+  writeFileSync(
+    referenceFile,
+    JSON.stringify({
+      name: 'chaos',
+      total: null,
+      categories: Object.fromEntries(categories.map((c, i) => [c, { count: 1000 * (i + 1) }])),
+    }),
+  );
+  const ws = workspace(llm.url, {
+    ...SLOW,
+    ...(opts.log === 'embedded' ? {} : { log: opts.log, app }),
+    sampler: { reference: referenceFile, repeatCap: 2 },
+    clickhouse,
+    llm: {
+      baseUrl: llm.url,
+      apiKeyEnv: 'E2E_LLM_KEY',
+      model: 'test-model',
+      timeoutMs: 2000,
+      retry: { baseDelayMs: 5, maxDelayMs: 50, maxAttempts: 8 },
+    },
+    feeder: { leaseMs: 2000, batchSize: 16 },
+  });
+  const restarts: string[] = [];
+  const killTimesMs: number[] = [];
+  const acks = join(ws.dir, 'acks.jsonl');
+  let trainer: ChildProcess | null = null;
+  let serving: ChildProcess | null = null;
+  let trainerKills = 0;
+  try {
+    const produced = cli(
+      ['produce', 'articles', '--key', 'id', '--config', ws.config],
+      syntheticArticles(opts.articles),
+    );
+    if (produced.status !== 0) throw new Error(`produce: ${produced.stderr}`);
+    llm.resetStats();
+    trainer = startTrainer(port, acks);
+
+    // The chaos: each run serves the feeder and is killed at a random moment.
+    for (let k = 0; k < opts.kills; k++) {
+      const after = 200 + Math.floor(Math.random() * 2500);
+      const run = cliAsync(['run', '--no-dashboard', '--port', String(port), '--config', ws.config], {
+        killAfterRunningMs: after,
+      });
+      if (k === Math.floor(opts.kills / 3)) {
+        await restartClickHouse();
+        restarts.push(`clickhouse during run ${k + 1}`);
+      }
+      if (opts.restartBroker && k === Math.floor(opts.kills / 2)) {
+        restartService('kafka');
+        restarts.push(`kafka broker during run ${k + 1}`);
+      }
+      const result = await run;
+      if (result.signal !== 'SIGKILL')
+        throw new Error(`run ${k + 1} ended by itself (${result.code}): ${result.stderr.slice(-2000)}`);
+      killTimesMs.push(after);
+      if (k === Math.floor(opts.kills / 4) || k === Math.floor((3 * opts.kills) / 4)) {
+        trainer.kill('SIGKILL');
+        trainerKills++;
+        trainer = startTrainer(port, acks);
+      }
+    }
+    trainer.kill('SIGKILL');
+    trainer = null;
+    print(
+      `chaos: ${killTimesMs.length} runs killed at ${killTimesMs.join(', ')} ms after start; trainer killed ${trainerKills} times; ${restarts.join('; ')}`,
+    );
+
+    // To the end: every article through every stage, the last mix made.
+    const drain = await runUntilIdle(ws.config);
+    if (drain.code !== 0) throw new Error(`the draining run failed: ${drain.stderr.slice(-2000)}`);
+    print(`drained: ${drain.stdout.match(/^run summary.*$/m)?.[0] ?? ''}`);
+
+    const runtime = await openLog(opts, ws.dir, app);
+    let mixes: MixState[];
+    try {
+      mixes = (await readAll(runtime, 'mix.state')).map((r) => r.value as MixState);
+    } finally {
+      await runtime.close();
+    }
+    const final = mixes.at(-1);
+    if (!final) throw new Error('no mix was made');
+
+    // A whole epoch at the final mix: the feeder serves, the trainer leases until it has one.
+    const child = spawn(
+      process.execPath,
+      [BIN, 'run', '--no-dashboard', '--port', String(port), '--config', ws.config],
+      {
+        env: { ...process.env, E2E_LLM_KEY: 'test-key', BIOALCHEMY_LOG_LEVEL: 'warn' },
+        stdio: 'ignore',
+      },
+    );
+    serving = child;
+    const servingExit = new Promise((resolve) => child.on('exit', resolve));
+    trainer = spawnTrainer(port, acks, final.version);
+    const done = await lineFrom(trainer, /^done (\d+)$/m, 240_000);
+    trainer = null;
+    const finalEpoch = Number(done[1]);
+    print(`the trainer acked a whole epoch (${finalEpoch}) at the final mix version ${final.version}`);
+    child.kill('SIGTERM');
+    await servingExit;
+    serving = null;
+
+    return await verify({
+      ws,
+      app,
+      opts,
+      final,
+      finalEpoch,
+      llm,
+      acks,
+      clickhouse,
+      killTimesMs,
+      trainerKills,
+      restarts,
+      started,
+    });
+  } finally {
+    trainer?.kill('SIGKILL');
+    serving?.kill('SIGKILL');
+    await llm.stop();
+    await admin.command({ query: `DROP DATABASE IF EXISTS ${db}` }).catch(() => {});
+    await admin.close();
+  }
+}
+
+async function verify(args: {
+  ws: { dir: string };
+  app: string;
+  opts: ChaosOptions;
+  final: MixState;
+  finalEpoch: number;
+  llm: LlmServer;
+  acks: string;
+  clickhouse: string;
+  killTimesMs: number[];
+  trainerKills: number;
+  restarts: string[];
+  started: number;
+}): Promise<ChaosReport> {
+  const { ws, opts, final, finalEpoch } = args;
+  const runtime = await openLog(opts, args.ws.dir, args.app);
+  let articles: string[];
+  const articleAt = new Map<string, string>();
+  let candidates: QaCandidate[];
+  let classified: ClassifiedQa[];
+  let dead: DeadLetter[];
+  let batches: {
+    id: string;
+    epoch: number;
+    mixVersion: number;
+    items: { extra_info: { qa_id: string } }[];
+  }[];
+  try {
+    const records = await readAll(runtime, 'articles');
+    articles = records.map((r) => (r.value as { id: string }).id);
+    for (const r of records) articleAt.set(`${r.partition}:${r.offset}`, (r.value as { id: string }).id);
+    candidates = (await readAll(runtime, 'qa.candidates')).map((r) => r.value as QaCandidate);
+    classified = (await readAll(runtime, 'qa.classified')).map((r) => r.value as ClassifiedQa);
+    dead = (await readAll(runtime, 'dlq')).map((r) => r.value as DeadLetter);
+    batches = (await readAll(runtime, 'rollout.batches')).map((r) => r.value as (typeof batches)[number]);
+  } finally {
+    await runtime.close();
+  }
+
+  // Lost: an article with neither a question nor a dead letter about its record.
+  const answered = new Set(candidates.map((c) => c.articleId));
+  for (const d of dead) {
+    const o = d.origin;
+    if (o.kind === 'record' && o.topic === 'articles')
+      answered.add(articleAt.get(`${o.partition}:${o.offset}`) ?? '');
+  }
+  const lost = articles.filter((a) => !answered.has(a)).length;
+  const ids = classified.map((q) => q.candidate.id);
+  const duplicated = ids.length - new Set(ids).size;
+
+  // ClickHouse counts equal the distinct QA per topic.
+  const expected = new Map<string, Set<string>>();
+  for (const q of classified)
+    for (const l of q.classification.labels)
+      expected.set(l.category, (expected.get(l.category) ?? new Set()).add(q.candidate.id));
+  const want = [...expected]
+    .map(([category, s]) => ({ category, n: s.size }))
+    .sort((a, b) => a.category.localeCompare(b.category));
+  const a = await openClickHouse(args.clickhouse);
+  let countsMatch: boolean;
+  try {
+    countsMatch =
+      JSON.stringify(await topicCounts(a)) === JSON.stringify(want) &&
+      JSON.stringify(await viewTopicCounts(a)) === JSON.stringify(want);
+  } finally {
+    await a.close();
+  }
+
+  // The final epoch delivered each selected item as many times as the mix copies it.
+  const copies = new Map<string, number>();
+  for (const q of classified) {
+    const n = copiesOf(final, {
+      id: q.candidate.id,
+      topics: [...new Set(q.classification.labels.map((l) => l.category))],
+      source: q.candidate.provenance.source,
+      published: q.candidate.provenance.published,
+    });
+    if (n > 0) copies.set(q.candidate.id, n);
+  }
+  // What the trainer acked in the final epoch (it was not killed then, so its file is whole);
+  // each batch once, however often it was leased.
+  const delivered = new Map<string, number>();
+  const seen = new Set<string>();
+  const acked = existsSync(args.acks)
+    ? readFileSync(args.acks, 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('"batchId"'))
+        .map((l) => JSON.parse(l) as { batchId: string; epoch: number; items: string[] })
+    : [];
+  for (const b of acked) {
+    if (b.epoch !== finalEpoch || seen.has(b.batchId)) continue;
+    seen.add(b.batchId);
+    for (const id of b.items) delivered.set(id, (delivered.get(id) ?? 0) + 1);
+  }
+  // Every batch the feeder published for that epoch is one the trainer acked.
+  const published = new Set(batches.filter((b) => b.epoch === finalEpoch).map((b) => b.id));
+  const publishedAcked = [...published].every((id) => seen.has(id));
+  const deliveredAsSelected =
+    publishedAcked &&
+    delivered.size === copies.size &&
+    [...copies].every(([id, n]) => delivered.get(id) === n);
+  const selectedCopies = [...copies.values()].reduce((s, n) => s + n, 0);
+
+  // LLM calls: a reply paid twice only when a kill cut it off in transit.
+  const stats = args.llm.stats();
+  const paidTwice = Object.values(stats.answeredByPromptHash).filter((n) => n > 1).length;
+  const ackedBatches = existsSync(args.acks)
+    ? readFileSync(args.acks, 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('"batchId"')).length
+    : 0;
+  return {
+    articles: articles.length,
+    lost,
+    duplicated,
+    classified: ids.length,
+    deadLetters: dead.length,
+    countsMatch,
+    deliveredAsSelected,
+    finalEpoch,
+    selectedCopies,
+    killTimesMs: args.killTimesMs,
+    trainerKills: args.trainerKills,
+    restarts: args.restarts,
+    llm: {
+      requests: stats.requests,
+      faults: Object.values(stats.byFault).reduce((s, n) => s + (n ?? 0), 0),
+      units: Object.keys(stats.answeredByPromptHash).length,
+      paidTwice,
+      allowedTwice: args.killTimesMs.length * IN_FLIGHT,
+    },
+    ackedBatches,
+    seconds: (performance.now() - args.started) / 1000,
+  };
+}
+
+export function formatReport(r: ChaosReport): string {
+  return [
+    `lost=${r.lost} duplicated=${r.duplicated}`,
+    `articles ${r.articles}, classified QA ${r.classified}, dead letters ${r.deadLetters}`,
+    `ClickHouse counts equal the distinct QA per topic: ${r.countsMatch}`,
+    `final epoch ${r.finalEpoch} delivered each selected item as often as the mix copies it (${r.selectedCopies} copies): ${r.deliveredAsSelected}`,
+    `kills: ${r.killTimesMs.length} runs (at ${r.killTimesMs.join(', ')} ms), trainer ${r.trainerKills}; restarts: ${r.restarts.join('; ')}`,
+    `LLM: ${r.llm.requests} requests, ${r.llm.faults} faults, ${r.llm.units} replies, ${r.llm.paidTwice} paid twice (at most ${r.llm.allowedTwice}: in flight at a kill)`,
+    `trainer acked ${r.ackedBatches} batches; ${r.seconds.toFixed(0)} s`,
+  ].join('\n');
+}
+
+function openLog(opts: ChaosOptions, dir: string, app: string) {
+  return opts.log === 'embedded' ? openRuntime(`file:${dir}/log`) : openRuntime(opts.log, { app });
+}
+
+function spawnTrainer(port: number, out: string, finalVersion?: number): ChildProcess {
+  return spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(ROOT, 'test/chaos/trainer.ts'),
+      '--url',
+      `http://127.0.0.1:${port}`,
+      '--out',
+      out,
+      ...(finalVersion === undefined ? [] : ['--final-version', String(finalVersion)]),
+    ],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+}
+
+function startTrainer(port: number, out: string): ChildProcess {
+  const child = spawnTrainer(port, out);
+  child.on('exit', (code, signal) => {
+    if (signal !== 'SIGKILL') process.stderr.write(`chaos trainer exited on its own (${code})\n`);
+  });
+  return child;
+}
+
+/** Resolves with the match once `pattern` appears on the child's stdout; rejects at the deadline. */
+function lineFrom(child: ChildProcess, pattern: RegExp, deadlineMs: number): Promise<RegExpMatchArray> {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    let errors = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(
+        new Error(`no ${pattern} from the trainer within ${deadlineMs} ms: ${seen}${errors.slice(-2000)}`),
+      );
+    }, deadlineMs);
+    child.stderr?.on('data', (c: Buffer) => {
+      errors += c;
+    });
+    child.stdout?.on('data', (c: Buffer) => {
+      seen += c;
+      const m = seen.match(pattern);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m);
+      }
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      const m = seen.match(pattern);
+      if (m) resolve(m);
+      else reject(new Error(`the trainer exited (${code}) before ${pattern}: ${errors.slice(-2000)}`));
+    });
+  });
+}
+
+function restartService(name: 'kafka' | 'clickhouse'): void {
+  for (const action of ['down', 'up']) {
+    const r = spawnSync('bash', [join(ROOT, 'deploy/services.sh'), action, name], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`services.sh ${action} ${name}: ${r.stderr}`);
+  }
+}
+
+/** Stops and starts the ClickHouse server; the run in flight meets it down. */
+async function restartClickHouse(): Promise<void> {
+  await new Promise((r) => setTimeout(r, 300));
+  restartService('clickhouse');
+}
