@@ -1,16 +1,8 @@
 import type { MixItem } from '../../processors/sampler/selection.js';
+import { seeded } from '../llm-server/random.js';
 
-/** A small deterministic PRNG (mulberry32), so generated datasets are the same in every run. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The test server's seeded PRNG (mulberry32): generated datasets are the same in every run. */
+export const prng = seeded;
 
 /** A complete reference over 12 categories, skewed like PubMed biology (largest ~ 40x smallest). */
 export const REFERENCE: Record<string, number> = {
