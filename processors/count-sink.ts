@@ -3,6 +3,16 @@ import { insertQa, qaRow } from '../analytics/qa-store.js';
 import type { ClassifiedQa } from '../schemas/qa.js';
 import type { Processor } from '../topology/processor.js';
 
+/** What the count sink reads and writes: the graph declares it the same with or without ClickHouse. */
+export const COUNT_SINK = {
+  name: 'count-sink',
+  description: 'QA rows and topic counts into ClickHouse, deduplicated by QA id',
+  reads: ['qa.classified'],
+  writes: [],
+  stores: [],
+  sinks: ['clickhouse:qa'],
+} as const satisfies Omit<Processor, 'process'>;
+
 /**
  * qa.classified -> ClickHouse `qa` (and through its materialized view, topic_counts): one
  * batched insert per step, run before the step commits. A crash between the insert and the
@@ -11,12 +21,7 @@ import type { Processor } from '../topology/processor.js';
  */
 export function countSinkProcessor(opts: { readonly analytics: Analytics }): Processor {
   return {
-    name: 'count-sink',
-    description: 'QA rows and topic counts into ClickHouse, deduplicated by QA id',
-    reads: ['qa.classified'],
-    writes: [],
-    stores: [],
-    sinks: ['clickhouse:qa'],
+    ...COUNT_SINK,
     batchSize: 1000,
     async process(batch, ctx) {
       const rows = batch.map((r) => qaRow(r.value as ClassifiedQa, r.timestamp));

@@ -6,10 +6,10 @@ import type { Taxonomy } from '../schemas/taxonomy.js';
 import type { InputRecord, Processor } from '../topology/processor.js';
 import { defineTopology, type Topology } from '../topology/topology.js';
 import { classifyProcessor } from './classify.js';
-import { countSinkProcessor } from './count-sink.js';
+import { COUNT_SINK, countSinkProcessor } from './count-sink.js';
 import { extractProcessor } from './extract.js';
 import { gradeProcessor } from './grade.js';
-import { type SamplerOptions, samplerProcessor } from './sampler/sampler.js';
+import { SAMPLER, type SamplerOptions, samplerProcessor } from './sampler/sampler.js';
 
 /** What the LLM stages run on; without it they are declared in the graph but not run. */
 export interface LlmStages {
@@ -123,27 +123,8 @@ export function pipelineTopology(
       stages
         ? classifyProcessor({ llm: stages.llm, inFlight: inFlight('classify'), taxonomy: stages.taxonomy })
         : needsLlm({ name: 'classify', reads: ['qa.graded'], writes: ['qa.classified'], stores: [] }),
-      counts
-        ? countSinkProcessor({ analytics: counts.analytics })
-        : placeholder({
-            name: 'count-sink',
-            description: 'QA rows and topic counts into ClickHouse, deduplicated by QA id',
-            reads: ['qa.classified'],
-            writes: [],
-            stores: [],
-            sinks: ['clickhouse:qa'],
-          }),
-      counts
-        ? samplerProcessor({ ...counts.sampler, analytics: counts.analytics })
-        : placeholder({
-            name: 'sampler',
-            description:
-              'α-smoothed target mix, per-topic quotas, TVD and yield; recomputed on new data and on a timer',
-            reads: ['qa.classified'],
-            writes: ['mix.state'],
-            stores: ['mix'],
-            scope: 'global',
-          }),
+      counts ? countSinkProcessor({ analytics: counts.analytics }) : placeholder(COUNT_SINK),
+      counts ? samplerProcessor({ ...counts.sampler, analytics: counts.analytics }) : placeholder(SAMPLER),
       // The feeder needs what `run` wires (its file, the HTTP server): processors/feeder/processor.ts.
       opts.feeder ??
         placeholder({

@@ -18,6 +18,18 @@ export interface SamplerOptions {
   readonly analytics?: Analytics;
 }
 
+/** What the sampler reads and writes: the graph declares it the same whether it runs or not. */
+export const SAMPLER = {
+  name: 'sampler',
+  description:
+    'α-smoothed target mix, per-topic quotas, TVD and yield; recomputed on new data and on a timer',
+  reads: ['qa.classified'],
+  writes: ['mix.state'],
+  stores: ['mix'],
+  // The selection spans every topic of every partition.
+  scope: 'global',
+} as const satisfies Omit<Processor, 'process'>;
+
 /** The key of the one record on the compacted mix.state topic. */
 export const MIX_KEY = 'mix';
 
@@ -112,15 +124,8 @@ export function samplerProcessor(opts: SamplerOptions): Processor {
   };
 
   return {
-    name: 'sampler',
-    description:
-      'α-smoothed target mix, per-topic quotas, TVD and yield; recomputed on new data and on a timer',
-    reads: ['qa.classified'],
-    writes: ['mix.state'],
-    stores: ['mix'],
+    ...SAMPLER,
     sinks: opts.analytics ? ['clickhouse:mix_history'] : [],
-    // The selection spans every topic of every partition.
-    scope: 'global',
     async process(batch, ctx) {
       const store = ctx.store('mix');
       let meta = sync(store);

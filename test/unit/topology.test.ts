@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { pipelineTopology } from '../../processors/pipeline.js';
+import { samplerProcessor } from '../../processors/sampler/sampler.js';
+import { SamplerConfig } from '../../schemas/config.js';
+import { loadReference } from '../../schemas/reference.js';
 import type { Processor } from '../../topology/processor.js';
 import { defineTopology, describeTopology, TopologyError } from '../../topology/topology.js';
 
@@ -95,6 +98,16 @@ describe('topology describe', () => {
     expect(text).toContain('mix.state        1 partition, compacted, schema mix-state');
     expect(text).toContain('qa.candidates ──► grade ──► qa.graded + qa.rejected');
     expect(text).toContain('(ingest) ──► articles + dlq');
-    expect(text).toMatch(/sampler {2}\(placeholder: not run\)[\s\S]*timer every 60000 ms/);
+    expect(text).toMatch(/sampler {2}\(placeholder: not run\)[\s\S]*stores: mix/);
+    // Wired, the sampler shows its timer.
+    const sampler = samplerProcessor({
+      config: SamplerConfig.parse({}),
+      reference: loadReference(),
+      taxonomy: { name: 'MeSH Biology', meshYear: 2024 },
+    });
+    const wired = describeTopology(
+      defineTopology({ topics: pipelineTopology().topics, processors: [sampler] }),
+    );
+    expect(wired).toMatch(/sampler\n[\s\S]*timer every 500 ms/);
   });
 });
