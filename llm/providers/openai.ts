@@ -8,7 +8,10 @@ export class OpenAiProvider implements Provider {
   private readonly client: OpenAI;
   private readonly http: HttpFetch = httpFetch();
 
-  constructor(baseUrl: string | undefined, apiKey: string) {
+  constructor(
+    baseUrl: string | undefined,
+    private readonly apiKey: string,
+  ) {
     // maxRetries 0: the client's own retries would hide failures from the circuit and the accounting.
     // Requests go over pooled node:http connections, not the built-in fetch: about half the CPU.
     this.client = new OpenAI({ baseURL: baseUrl, apiKey, maxRetries: 0, fetch: this.http.fetch });
@@ -31,7 +34,9 @@ export class OpenAiProvider implements Provider {
         { timeout: request.timeoutMs },
       );
     } catch (e) {
-      throw transient(e) ?? e;
+      // Endpoints quote the key they were sent in their error bodies ("Incorrect API key provided:
+      // sk-…"); what is thrown becomes log lines and dead-letter reasons, so the key leaves it here.
+      throw withoutSecret(transient(e) ?? e, this.apiKey);
     }
     const choice = completion.choices[0];
     return {
@@ -48,6 +53,18 @@ export class OpenAiProvider implements Provider {
   async close(): Promise<void> {
     this.http.close();
   }
+}
+
+/** The error with every occurrence of the secret in its message, stack and body replaced. */
+export function withoutSecret(e: unknown, secret: string): unknown {
+  if (!(e instanceof Error) || secret.length < 4) return e;
+  const clean = (s: string) => s.split(secret).join('[redacted]');
+  if (e.message.includes(secret)) e.message = clean(e.message);
+  if (e.stack?.includes(secret)) e.stack = clean(e.stack);
+  const body = e as Error & { error?: unknown };
+  if (body.error !== undefined && JSON.stringify(body.error)?.includes(secret))
+    body.error = JSON.parse(clean(JSON.stringify(body.error)));
+  return e;
 }
 
 function transient(e: unknown): TransientError | undefined {
