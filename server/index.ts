@@ -7,10 +7,14 @@ import type { Config } from '../schemas/config.js';
 import type { Processor } from '../topology/processor.js';
 import { startServer } from './feeder-api.js';
 
-/** The feeder's file: the config's feeder.state, else feeder.sqlite beside the embedded log (else ./data). */
-export function feederPath(config: Pick<Config, 'log' | 'feeder'>): string {
+/**
+ * The feeder's file: the config's feeder.state, else feeder.sqlite beside the embedded log, else
+ * (on Kafka) ./data/feeder-<app>.sqlite, so two apps on one cluster never share a pool.
+ */
+export function feederPath(config: Pick<Config, 'log' | 'feeder' | 'app'>): string {
   if (config.feeder.state) return config.feeder.state;
-  return join(config.log.startsWith('file:') ? config.log.slice('file:'.length) : './data', 'feeder.sqlite');
+  if (config.log.startsWith('file:')) return join(config.log.slice('file:'.length), 'feeder.sqlite');
+  return join('./data', `feeder-${config.app}.sqlite`);
 }
 
 export interface Feeding {
@@ -28,7 +32,7 @@ export interface Feeding {
  * default). One Feeder object serves both the processor and the handlers.
  */
 export async function startFeeding(
-  config: Pick<Config, 'log' | 'feeder' | 'server'>,
+  config: Pick<Config, 'log' | 'feeder' | 'server' | 'app'>,
   opts: {
     analytics?: Analytics;
     log: Logger;

@@ -109,7 +109,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       timeoutMs: 2000,
       retry: { baseDelayMs: 5, maxDelayMs: 50, maxAttempts: 8 },
     },
-    feeder: { leaseMs: 2000, batchSize: 16 },
+    feeder: { leaseMs: 2000, batchSize: 16, state: join(tmpdir(), `${app}-feeder.sqlite`) },
   });
   const restarts: string[] = [];
   const killTimesMs: number[] = [];
