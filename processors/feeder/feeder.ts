@@ -325,7 +325,8 @@ export class Feeder {
         let n = 0;
         for (let rank = 0; rank < run.world_size; rank++) {
           const epoch = this.rankEpoch(name, rank);
-          if (epoch < run.epoch) continue;
+          // The run's epoch as it is now: an earlier rank of this loop may have opened the next one.
+          if (epoch < (this.q.getRun.get(name) as RunRow).epoch) continue;
           while ((this.q.readyForRank.get(name, rank, epoch) as { n: number }).n < this.config.readyBatches) {
             const before = (this.q.getRun.get(name) as RunRow).cut;
             if (!this.cutFor(this.q.getRun.get(name) as RunRow, rank, epoch)) break;
@@ -441,6 +442,8 @@ export class Feeder {
 
   /** Cuts batches in order until one is for `rank`; null when the epoch has no more. */
   private cutFor(run: RunRow, rank: number, epoch: number): BatchRow | undefined {
+    // An epoch the run has left is never planned again (that would restart its batch numbers).
+    if (run.epoch > epoch) return undefined;
     const slots = this.plan(run, epoch);
     let pos = run.pos;
     let index = run.next_index;
