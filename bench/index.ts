@@ -6,6 +6,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   medline: () => import('./medline.js'),
   llm: () => import('./llm.js'),
   feeder: () => import('./feeder.js'),
+  'feeder-load': () => import('./feeder-load.js'),
   sampler: () => import('./sampler.js'),
   dashboard: () => import('./dashboard.js'),
 };

@@ -118,6 +118,8 @@ export async function driveLoad(opts: {
   runs: number;
   seconds: number;
   prefix: string;
+  /** The bare baseline answers every rank with the same batch: no rank check. */
+  bare?: boolean;
 }): Promise<LoadResult> {
   const worldSize = Math.ceil(opts.clients / opts.runs);
   const result: LoadResult = {
@@ -159,7 +161,7 @@ export async function driveLoad(opts: {
       }
       result.leases++;
       const batch = lease.json.batch as { id: string; rank: number; items: unknown[] };
-      if (batch.rank !== rank)
+      if (!opts.bare && batch.rank !== rank)
         result.errors.push(`batch ${batch.id} of rank ${batch.rank} leased to rank ${rank}`);
       const seen = (leasedBy.get(batch.id) ?? 0) + 1;
       leasedBy.set(batch.id, seen);
