@@ -89,7 +89,7 @@ async function onFreshTopics(
     await runtime.close();
     const admin = new kafkajs.Kafka({ brokers: [BROKER], logLevel: kafkajs.logLevel.NOTHING }).admin();
     await admin.connect();
-    await admin.deleteTopics({ topics });
+    await admin.deleteTopics({ topics: topics.map((t) => runtime.names.topic(t)) });
     await admin.disconnect();
   }
 }
@@ -126,10 +126,10 @@ async function until(done: () => boolean): Promise<void> {
  * value and headers, so that it writes what the engine writes), with no transactions, parsing or
  * validation.
  */
-async function rawKafkajs(
-  _: KafkaRuntime,
-  { input, output }: { input: string; output: string },
-): Promise<Run> {
+async function rawKafkajs(runtime: KafkaRuntime, topics: { input: string; output: string }): Promise<Run> {
+  // The same topics, by their names on Kafka (the app's prefix).
+  const input = runtime.names.topic(topics.input);
+  const output = runtime.names.topic(topics.output);
   const kafka = new kafkajs.Kafka({ brokers: [BROKER], logLevel: kafkajs.logLevel.NOTHING });
   const producer = kafka.producer({ idempotent: true });
   const consumer = kafka.consumer({ groupId: `raw-${input}`, maxWaitTimeInMs: 100 });
@@ -167,10 +167,9 @@ async function rawKafkajs(
   return { ms, records: N - firstBatch };
 }
 
-async function rawRdkafka(
-  _: KafkaRuntime,
-  { input, output }: { input: string; output: string },
-): Promise<Run> {
+async function rawRdkafka(runtime: KafkaRuntime, topics: { input: string; output: string }): Promise<Run> {
+  const input = runtime.names.topic(topics.input);
+  const output = runtime.names.topic(topics.output);
   const producer = new rdkafka.Producer({
     'metadata.broker.list': BROKER,
     'enable.idempotence': true,
