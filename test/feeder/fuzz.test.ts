@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Feeder } from '../../processors/feeder/feeder.js';
@@ -14,7 +14,7 @@ import { mix, poolItems } from './fixtures.js';
 // conforms to the document, and a refused request (4xx) leaves the feeder's file exactly as it was.
 // The dashboard publishes no OpenAPI document (it is a page and its JSON); its routes take no
 // body and are covered by test/dashboard.
-const SCHEMATHESIS = '.deploy/py-venv/bin/schemathesis';
+const SCHEMATHESIS = resolve('.deploy/py-venv/bin/schemathesis');
 
 describe('feeder API fuzzed by schemathesis', () => {
   const dir = mkdtempSync(join(tmpdir(), 'bioalchemy-fuzz-'));
@@ -90,7 +90,8 @@ describe('feeder API fuzzed by schemathesis', () => {
           '--request-timeout',
           '10',
         ],
-        { env: { ...process.env, SCHEMATHESIS_HOOKS: '' }, stdio: ['ignore', 'pipe', 'pipe'] },
+        // In the scratch folder: schemathesis keeps its example database in ./.schemathesis.
+        { cwd: dir, env: { ...process.env, SCHEMATHESIS_HOOKS: '' }, stdio: ['ignore', 'pipe', 'pipe'] },
       );
       let out = '';
       child.stdout.on('data', (c: Buffer) => {
