@@ -457,7 +457,7 @@ export function nthSmallest(xs: Float64Array, k: number): number {
     const a = xs[lo]!;
     const b = xs[mid]!;
     const c = xs[hi]!;
-    const pivot = a < b ? (b < c ? b : a < c ? c : a) : a < c ? a : b < c ? c : b;
+    const pivot = a < b ? (b < c ? b : Math.max(a, c)) : a < c ? a : Math.max(b, c);
     let i = lo;
     let j = hi;
     while (i <= j) {

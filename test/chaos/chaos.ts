@@ -159,7 +159,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     // To the end: every article through every stage, the last mix made.
     const drain = await runUntilIdle(ws.config);
     if (drain.code !== 0) throw new Error(`the draining run failed: ${drain.stderr.slice(-2000)}`);
-    print(`drained: ${drain.stdout.match(/^run summary.*$/m)?.[0] ?? ''}`);
+    print(`drained: ${drain.stdout}`);
 
     const runtime = await openLog(opts, ws.dir, app);
     let mixes: MixState[];
@@ -228,7 +228,7 @@ async function verify(args: {
   restarts: string[];
   started: number;
 }): Promise<ChaosReport> {
-  const { ws, opts, final, finalEpoch } = args;
+  const { opts, final, finalEpoch } = args;
   const runtime = await openLog(opts, args.ws.dir, args.app);
   let articles: string[];
   const articleAt = new Map<string, string>();

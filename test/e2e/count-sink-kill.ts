@@ -41,7 +41,10 @@ export async function expectCountsExactAfterKills(opts: {
     } else expect(run.code, run.stderr).toBe(0);
   }
   expect(landed).toBe(opts.kills);
-  expect(committedAtKill.some((n) => n > 0 && n < items.length), `count sink at kills: ${committedAtKill}`).toBe(true);
+  expect(
+    committedAtKill.some((n) => n > 0 && n < items.length),
+    `count sink at kills: ${committedAtKill}`,
+  ).toBe(true);
   const last = await runUntilIdle(ws.config);
   expect(last.code, last.stderr).toBe(0);
 

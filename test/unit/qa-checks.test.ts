@@ -10,7 +10,14 @@ const base = {
   articleId: 'doi:10.1/x',
   passage: { sectionIndex: -1, start: 0, end: 10, text: 'Some text.' },
   rationale: '',
-  provenance: { articleId: 'doi:10.1/x', source: 'test', licence: null, journal: null, published: null, articleMesh: [] },
+  provenance: {
+    articleId: 'doi:10.1/x',
+    source: 'test',
+    licence: null,
+    journal: null,
+    published: null,
+    articleMesh: [],
+  },
   generatedBy: { model: 'm', promptVersion: 'mcq-v1' },
 };
 const mcq = (over: Partial<Extract<QaCandidate, { kind: 'multiple-choice' }>> = {}): QaCandidate => ({
