@@ -1,4 +1,7 @@
+import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import kafkajs from 'kafkajs';
 import rdkafka from 'node-rdkafka';
 import pino from 'pino';
@@ -215,8 +218,58 @@ async function rawRdkafka(runtime: KafkaRuntime, topics: { input: string; output
   return { ms, records: N - firstBatch };
 }
 
+const QUIX_VENV = fileURLToPath(new URL('../.deploy/quix-venv', import.meta.url));
+const QUIX_PYTHON = `${QUIX_VENV}/bin/python`;
+const QUIX_SCRIPT = fileURLToPath(new URL('./quix/run.py', import.meta.url));
+
+/** The Quix Streams venv from PyPI, made on first use. */
+function quixVenv(): void {
+  if (existsSync(QUIX_PYTHON)) return;
+  for (const [cmd, args] of [
+    ['python3', ['-m', 'venv', QUIX_VENV]],
+    [`${QUIX_VENV}/bin/pip`, ['install', '-q', 'quixstreams==3.28.1']],
+  ] as const) {
+    if (spawnSync(cmd, [...args], { stdio: 'inherit' }).status !== 0)
+      throw new Error(`${cmd} ${args.join(' ')} failed`);
+  }
+}
+
+/** The peer users would pick instead: Quix Streams on the same records (bench/quix/run.py). */
+async function quix(runtime: KafkaRuntime, topics: { input: string; output: string }): Promise<Run> {
+  const child = spawn(
+    QUIX_PYTHON,
+    [QUIX_SCRIPT, BROKER, runtime.names.topic(topics.input), runtime.names.topic(topics.output), String(N)],
+    { stdio: ['ignore', 'pipe', 'ignore'] },
+  );
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  if (code !== 0) throw new Error(`quix exited with ${code}`);
+  return JSON.parse(out.trim().split('\n').at(-1)!) as Run;
+}
+
 export async function run(): Promise<string[]> {
   const lines: string[] = [];
+  quixVenv();
+  for (const client of ['rdkafka', 'kafkajs'] as const) {
+    // The transforming path (validation on) against Quix Streams, runs interleaved on the same records.
+    const rates = await pairedRates(
+      () => onFreshTopics(client, 'emit', throughEngine),
+      () => onFreshTopics(client, 'emit', quix),
+      Number(process.env.BENCH_REPEATS ?? 3),
+    );
+    lines.push(
+      ratioLine(
+        `kafka/${client}, one processor (emit, validated), exactly-once`,
+        rates.figure,
+        'Quix Streams 3.28.1, exactly-once, commit interval 0.1 s',
+        rates.baseline,
+      ),
+    );
+  }
+  if (process.env.BENCH_QUIX_ONLY) return lines;
   for (const client of ['kafkajs', 'rdkafka'] as const) {
     for (const mode of ['forward', 'emit'] as const) {
       const rates = await pairedRates(
