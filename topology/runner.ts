@@ -82,7 +82,7 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
   // Stops on the caller's signal, or with untilIdle once the whole graph is idle.
   const idleStop = new AbortController();
   const signal = AbortSignal.any([opts.signal, idleStop.signal]);
-  const idle = opts.untilIdle ? stopWhenIdle(tasks, idleStop, signal, opts) : Promise.resolve();
+  const idle = opts.untilIdle ? stopWhenIdle(runtime, tasks, idleStop, signal, opts) : Promise.resolve();
   try {
     // With nothing to run yet (placeholders only), still serve until asked to stop.
     await Promise.all([...tasks.map((t) => t.run(signal)), untilAborted(signal), idle]);
@@ -100,6 +100,7 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
  * anything left to emit (outputs are committed with the inputs that made them).
  */
 async function stopWhenIdle(
+  runtime: Runtime,
   tasks: readonly ProcessorTask[],
   stop: AbortController,
   signal: AbortSignal,
@@ -115,10 +116,40 @@ async function stopWhenIdle(
       quietSince = performance.now();
       seen = now;
     } else if (performance.now() - quietSince >= (opts.idleQuietMs ?? 1000)) {
+      // Idle tasks are not enough on Kafka: a task that owns no partition yet (its group still
+      // waits for a killed member's session to end) polls nothing and looks idle.
+      if (!(await caughtUp(runtime, tasks, opts))) {
+        quietSince = performance.now();
+        continue;
+      }
       opts.log.info('idle: every processor has read its input to the end');
       stop.abort();
     }
   }
+}
+
+/**
+ * Whether every processor's group has committed past the last record of each input partition.
+ * The offsets after a committed one may hold only transaction markers, which no read returns:
+ * so "past the last record" is "nothing left to read from the committed offset". Processors with
+ * an input cap (maxInputs) are left out: they stop short on purpose.
+ */
+async function caughtUp(
+  runtime: Runtime,
+  tasks: readonly ProcessorTask[],
+  opts: RunOptions,
+): Promise<boolean> {
+  for (const { processor: p } of tasks) {
+    if (opts.maxInputs?.(p.name) !== undefined) continue;
+    const committed = await runtime.committedOffsets(p.name, p.reads);
+    for (const topic of p.reads) {
+      for (const [partition, end] of (await runtime.endOffsets(topic)).entries()) {
+        const at = committed.get(partitionKey(topic, partition)) ?? 0;
+        if (at < end && (await runtime.read(topic, partition, at, 1)).length > 0) return false;
+      }
+    }
+  }
+  return true;
 }
 
 function untilAborted(signal: AbortSignal): Promise<void> {
