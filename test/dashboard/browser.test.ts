@@ -8,7 +8,7 @@ import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
 import { classifiedOf } from '../sampler/classified.js';
 import { generateItems } from '../sampler/generated.js';
-import { parsePrometheus } from './prometheus.js';
+import { metricNames, parsePrometheus, sampleValue } from './prometheus.js';
 
 // Real Chromium (Debian's chromium, driven by playwright-core) against `bioalchemy run` on a
 // workspace: fixture articles through the test LLM server (LLM calls, rejections, dead letters),
@@ -259,18 +259,19 @@ describe('the dashboard in Chromium, against a running pipeline', () => {
 
   it('/metrics parses as Prometheus text and its counters move with the traffic', async () => {
     const scrape = async () => parsePrometheus(await (await fetch(`${dashboard}/metrics`)).text());
-    const value = (m: Map<string, number>, name: string) => m.get(name) ?? 0;
     const before = await scrape();
-    const counted = value(before, 'bioalchemy_records_in_total{processor="count-sink"}');
+    const counted = sampleValue(before, 'bioalchemy_records_in_total', { processor: 'count-sink' });
     expect(counted).toBeGreaterThanOrEqual(2025);
-    expect(value(before, 'bioalchemy_feeder_rank_batches{run="grpo-test",rank="0",state="acked"}')).toBe(1);
-    expect(before.has('bioalchemy_mix_tvd_reference')).toBe(true);
+    expect(
+      sampleValue(before, 'bioalchemy_feeder_rank_batches', { run: 'grpo-test', rank: '0', state: 'acked' }),
+    ).toBe(1);
+    expect(metricNames(before).has('bioalchemy_mix_tvd_reference')).toBe(true);
     expect([...before.keys()].some((k) => k.startsWith('bioalchemy_llm_latency_seconds_bucket{'))).toBe(true);
     const more = generateItems(10, 78, 'more').map((it, i) => JSON.stringify(classifiedOf(it, i)));
     expect(cli(['produce', 'qa.classified', '--config', ws.config], more.join('\n')).status).toBe(0);
     await until('count-sink counter up by 10', async () => {
       const after = await scrape();
-      return value(after, 'bioalchemy_records_in_total{processor="count-sink"}') >= counted + 10
+      return sampleValue(after, 'bioalchemy_records_in_total', { processor: 'count-sink' }) >= counted + 10
         ? true
         : undefined;
     });

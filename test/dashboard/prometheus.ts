@@ -35,3 +35,21 @@ export function metricNames(samples: Map<string, number>): Set<string> {
   for (const key of samples.keys()) names.add(key.replace(/\{.*$/, ''));
   return names;
 }
+
+/**
+ * The sum of a metric's samples whose labels include `labels` (others, such as the `worker` every
+ * sample of `run` carries, may be there too).
+ */
+export function sampleValue(
+  samples: Map<string, number>,
+  name: string,
+  labels: Record<string, string> = {},
+): number {
+  let sum = 0;
+  for (const [key, v] of samples) {
+    const brace = key.indexOf('{');
+    if ((brace < 0 ? key : key.slice(0, brace)) !== name) continue;
+    if (Object.entries(labels).every(([k, val]) => key.includes(`${k}="${val}"`))) sum += v;
+  }
+  return sum;
+}
