@@ -32,13 +32,18 @@ describe('Schema Registry (Confluent-compatible, real server)', () => {
     });
     const runtime = await KafkaRuntime.open(
       `kafka://${KAFKA}?registry=${encodeURIComponent(SCHEMA_REGISTRY)}`,
+      {
+        app: 'registry-test',
+      },
     );
+    // On Kafka (and so in the registry's subject names) every topic carries the app's prefix.
+    const kafkaTopic = `registry-test.${topic}`;
     try {
       await runtime.ensureTopics(topology.topics);
       const subjects = (await (await fetch(`${SCHEMA_REGISTRY}/subjects`)).json()) as string[];
-      expect(subjects).toContain(`${topic}-value`);
+      expect(subjects).toContain(`${kafkaTopic}-value`);
       const latest = (await (
-        await fetch(`${SCHEMA_REGISTRY}/subjects/${topic}-value/versions/latest`)
+        await fetch(`${SCHEMA_REGISTRY}/subjects/${kafkaTopic}-value/versions/latest`)
       ).json()) as {
         id: number;
         schemaType: string;
@@ -49,7 +54,7 @@ describe('Schema Registry (Confluent-compatible, real server)', () => {
 
       const article = Article.parse(sampleArticle);
       await runtime.append([{ topic, key: article.id, value: JSON.stringify(article) }]);
-      const raw = await firstRawValue(topic);
+      const raw = await firstRawValue(kafkaTopic);
       expect(raw[0]).toBe(0); // magic byte
       expect(raw.readInt32BE(1)).toBe(latest.id);
       expect(JSON.parse(raw.subarray(5).toString('utf8'))).toEqual(article);
