@@ -1,5 +1,4 @@
 import type { Analytics } from '../../analytics/clickhouse.js';
-import { insertMixVersions } from '../../analytics/mix-store.js';
 import { masteryByTopic } from '../../analytics/qa-store.js';
 import type { SamplerConfig } from '../../schemas/config.js';
 import type { MixState } from '../../schemas/mix-state.js';
@@ -14,7 +13,7 @@ export interface SamplerOptions {
   readonly config: SamplerConfig;
   readonly reference: Reference;
   readonly taxonomy: MixState['taxonomy'];
-  /** Where every mix version is recorded (mix_history); none in tests that only read the topic. */
+  /** Where the reward policy reads mean rewards by topic; none without the policy. */
   readonly analytics?: Analytics;
 }
 
@@ -102,8 +101,6 @@ export function samplerProcessor(opts: SamplerOptions): Processor {
       policy: move,
     });
     ctx.emit('mix.state', MIX_KEY, mix);
-    const { analytics } = opts;
-    if (analytics) ctx.sink(() => insertMixVersions(analytics, [mix]));
     previous = selection.copies;
     mixedMastery = mastery;
     lastAt = performance.now();
@@ -125,7 +122,6 @@ export function samplerProcessor(opts: SamplerOptions): Processor {
 
   return {
     ...SAMPLER,
-    sinks: opts.analytics ? ['clickhouse:mix_history'] : [],
     async process(batch, ctx) {
       const store = ctx.store('mix');
       let meta = sync(store);

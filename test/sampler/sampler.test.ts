@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Analytics, openClickHouse } from '../../analytics/clickhouse.js';
-import { mixHistory } from '../../analytics/mix-store.js';
 import { insertQa, qaRow, recordRewards } from '../../analytics/qa-store.js';
 import { MIX_KEY, samplerProcessor } from '../../processors/sampler/sampler.js';
 import { copiesOf, tvd } from '../../processors/sampler/selection.js';
@@ -30,7 +29,7 @@ describe('the sampler processor', () => {
   });
   afterAll(() => analytics.close());
 
-  it('publishes a new version per batch of new items, its rule reproducing the selection, and records each', async () => {
+  it('publishes a new version per batch of new items, its rule reproducing the selection', async () => {
     const items = generateItems(2_000, 31);
     const driver = await TestDriver.forProcessor(
       samplerProcessor({ config: SamplerConfig.parse({}), reference, taxonomy, analytics }),
@@ -65,7 +64,6 @@ describe('the sampler processor', () => {
     expect(last.metrics.tvdTarget).toBeLessThan(0.02);
     const size = items.reduce((s, it) => s + copiesOf(last, it), 0);
     expect(size).toBe(last.metrics.size);
-    expect((await mixHistory(analytics)).at(-1)).toEqual(last);
   });
 
   it('with the reward policy on, moves at most its budget of the α-target toward the topics the model fails', async () => {
