@@ -101,7 +101,8 @@ describe('the pipeline end to end (embedded, test LLM server)', () => {
     const last = mixes.at(-1)!;
     expect(last.metrics.items + last.metrics.heldOut).toBe(classified.length);
     expect(counts.sampler!.in).toBe(classified.length);
-    expect(counts['count-sink']!.in).toBe(classified.length);
+    // The count sink reads the classified QA and the mix versions (into mix_history).
+    expect(counts['count-sink']!.in).toBe(classified.length + mixes.length);
 
     // A second run over the same log finds nothing to do and pays nothing.
     const before = server.stats().requests;
