@@ -69,10 +69,17 @@ export async function expectExactlyOnceAfterKills(
     // Every candidate is graded exactly once: accepted or rejected (or dead-lettered, counted below).
     const gradedOnce = [...graded, ...rejected];
     expect(new Set(gradedOnce).size).toBe(gradedOnce.length);
-    const dead = (await readAll(runtime, 'dlq')).filter(
-      (r) => (r.value as { processor: string }).processor === 'grade',
-    );
-    expect(gradedOnce.length + dead.length).toBe(candidates.length);
+    const gradeDead = (await readAll(runtime, 'dlq'))
+      .map((r) => r.value as { processor: string; reason: string })
+      .filter((d) => d.processor === 'grade');
+    // A candidate delivered to grade again after a kill is refused by grade's id check: such a
+    // repeat must name a candidate that was graded (absorbed, not lost), and is not an outcome.
+    const repeats = gradeDead.filter((d) => d.reason.includes('graded already'));
+    for (const r of repeats) expect(gradedOnce.some((id) => r.reason.includes(id))).toBe(true);
+    const dead = gradeDead.length - repeats.length;
+    if (repeats.length)
+      process.stdout.write(`candidates delivered to grade twice, absorbed: ${repeats.length}\n`);
+    expect(gradedOnce.length + dead).toBe(candidates.length);
     expect(classified.sort()).toEqual(graded.sort());
   } finally {
     await runtime.close();
