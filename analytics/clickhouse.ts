@@ -28,6 +28,13 @@ export interface OpenOptions {
   readonly migrationsDir?: string;
   /** Per-request timeout for the HTTP backend. */
   readonly requestTimeoutMs?: number;
+  /**
+   * How long to keep trying a server that refuses connections (restarting, or not up yet) before
+   * failing; 0 fails at once. Errors other than a refused or dropped connection fail at once.
+   */
+  readonly waitMs?: number;
+  /** Told of each failed try while waiting, with the wait before the next. */
+  readonly onWait?: (err: Error, retryInMs: number) => void;
 }
 
 /** A store function needs something this server lacks; thrown before any SQL is sent. */
@@ -48,7 +55,7 @@ export async function openClickHouse(url: string, opts: OpenOptions = {}): Promi
       ? `chdb:${target.path}`
       : `${target.origin}/${target.database} as ${target.username}`;
   try {
-    const serverVersion = await version(client, where);
+    const serverVersion = await versionWithin(client, where, opts);
     const migrationsApplied = await applyMigrations(client, where, opts.migrationsDir);
     let closed = false;
     return {
@@ -97,6 +104,25 @@ async function version(client: ClickHouseClient, where: string): Promise<string>
     return row.v;
   } catch (e) {
     throw new Error(`ClickHouse at ${where} does not answer: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+// What a server that is restarting or not yet listening answers; anything else (a wrong password,
+// a missing database) will not change by waiting.
+const UNREACHABLE = /ECONNREFUSED|ECONNRESET|EPIPE|socket hang up|ETIMEDOUT|Timeout error/;
+
+async function versionWithin(client: ClickHouseClient, where: string, opts: OpenOptions): Promise<string> {
+  const deadline = Date.now() + (opts.waitMs ?? 0);
+  for (let delay = 250; ; delay = Math.min(delay * 2, 5000)) {
+    try {
+      return await version(client, where);
+    } catch (e) {
+      const err = e as Error;
+      const retryIn = Math.min(delay, deadline - Date.now());
+      if (!UNREACHABLE.test(err.message) || retryIn <= 0) throw err;
+      opts.onWait?.(err, retryIn);
+      await new Promise((r) => setTimeout(r, retryIn));
+    }
   }
 }
 

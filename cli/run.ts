@@ -21,6 +21,9 @@ import { configOf, type GlobalOptions, loggerOf, stopOnSignal, UsageError, whole
 import { openLlm } from './llm.js';
 import { LlmTally, runSummary } from './summary.js';
 
+/** How long `run` waits for a ClickHouse that refuses connections before it gives up. */
+const CLICKHOUSE_WAIT_MS = 60_000;
+
 interface RunOptions extends GlobalOptions {
   metricsPort?: number;
   untilIdle?: boolean;
@@ -126,7 +129,11 @@ async function run(opts: RunOptions): Promise<void> {
   try {
     // The topology's topics first: the journal topic must exist before it is read.
     await runtime.ensureTopics(pipelineTopology().topics);
-    analytics = await openClickHouse(config.clickhouse);
+    // A service started beside its ClickHouse, or meeting it mid-restart, waits for it a while.
+    analytics = await openClickHouse(config.clickhouse, {
+      waitMs: CLICKHOUSE_WAIT_MS,
+      onWait: (err, retryInMs) => log.warn({ err: err.message, retryInMs }, 'ClickHouse not answering yet'),
+    });
     const calls = new LlmCallSink(analytics);
     const tally = new LlmTally();
     llm = openLlm(config, {

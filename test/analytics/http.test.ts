@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { createServer, connect, type AddressInfo } from 'node:net';
 import { createClient } from '@clickhouse/client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -102,5 +103,45 @@ describe(`ClickHouse ${version} over HTTP, server specifics`, () => {
     await expect(openClickHouse('http://127.0.0.1:1/default')).rejects.toThrow(
       /127\.0\.0\.1:1.*does not answer/,
     );
+  });
+
+  it('waits for a server that refuses connections, and opens once it listens', async () => {
+    // A port that refuses at first; after the first refused try, a proxy to the real server
+    // listens there: the open must succeed without the caller trying again.
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((r) => probe.close(r));
+    const upstream = new URL(origin);
+    const proxy = createServer((c) => {
+      const s = connect(Number(upstream.port), upstream.hostname);
+      c.pipe(s).pipe(c);
+      c.on('error', () => s.destroy());
+      s.on('error', () => c.destroy());
+    });
+    const waits: string[] = [];
+    try {
+      const a = await openClickHouse(`http://${encodeURIComponent(username)}@127.0.0.1:${port}/default`, {
+        waitMs: 30_000,
+        onWait: (err) => {
+          waits.push(err.message);
+          if (waits.length === 1) proxy.listen(port, '127.0.0.1');
+        },
+      });
+      await a.close();
+      expect(waits.length).toBeGreaterThanOrEqual(1);
+      expect(waits[0]).toMatch(/ECONNREFUSED/);
+    } finally {
+      await new Promise((r) => proxy.close(r));
+    }
+  });
+
+  it('gives up waiting at the deadline, naming the server', async () => {
+    const waits: number[] = [];
+    await expect(
+      openClickHouse('http://127.0.0.1:1/default', { waitMs: 800, onWait: (_, ms) => waits.push(ms) }),
+    ).rejects.toThrow(/127\.0\.0\.1:1.*does not answer/);
+    expect(waits.length).toBeGreaterThanOrEqual(2);
+    expect(waits.reduce((s, n) => s + n, 0)).toBeLessThanOrEqual(800);
   });
 });

@@ -33,16 +33,28 @@ export async function expectCountsExactAfterKills(opts: {
   let landed = 0;
   // Where the count sink stood at each kill: some kill must land with part of the input written.
   const committedAtKill: number[] = [];
-  for (let tries = 0; landed < opts.kills && tries < 3 * opts.kills; tries++) {
-    const run = await runUntilIdle(ws.config, { killAfterRunningMs: 100 + Math.floor(Math.random() * 600) });
+  // A kill before the count sink's first commit proves little: on a loaded machine the first
+  // steps come later, so each such kill pushes the next one later (the kills stay random).
+  const partial = (n: number) => n > 0 && n < items.length;
+  let laterMs = 0;
+  for (
+    let tries = 0;
+    (landed < opts.kills || !committedAtKill.some(partial)) && tries < 4 * opts.kills;
+    tries++
+  ) {
+    const run = await runUntilIdle(ws.config, {
+      killAfterRunningMs: laterMs + 100 + Math.floor(Math.random() * 600),
+    });
     if (run.signal === 'SIGKILL') {
       landed++;
-      committedAtKill.push(await committedBy(ws.dir, 'count-sink'));
+      const committed = await committedBy(ws.dir, 'count-sink');
+      committedAtKill.push(committed);
+      if (committed === 0) laterMs = Math.max(500, 2 * laterMs);
     } else expect(run.code, run.stderr).toBe(0);
   }
-  expect(landed).toBe(opts.kills);
+  expect(landed).toBeGreaterThanOrEqual(opts.kills);
   expect(
-    committedAtKill.some((n) => n > 0 && n < items.length),
+    committedAtKill.some(partial),
     `count sink at kills: ${committedAtKill}`,
   ).toBe(true);
   const last = await runUntilIdle(ws.config);
