@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, connect, type AddressInfo } from 'node:net';
+import { type AddressInfo, connect, createServer } from 'node:net';
 import { createClient } from '@clickhouse/client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';

@@ -53,10 +53,7 @@ export async function expectCountsExactAfterKills(opts: {
     } else expect(run.code, run.stderr).toBe(0);
   }
   expect(landed).toBeGreaterThanOrEqual(opts.kills);
-  expect(
-    committedAtKill.some(partial),
-    `count sink at kills: ${committedAtKill}`,
-  ).toBe(true);
+  expect(committedAtKill.some(partial), `count sink at kills: ${committedAtKill}`).toBe(true);
   const last = await runUntilIdle(ws.config);
   expect(last.code, last.stderr).toBe(0);
 
