@@ -1,56 +1,28 @@
 import { randomBytes } from 'node:crypto';
 import { type AddressInfo, connect, createServer } from 'node:net';
-import { createClient } from '@clickhouse/client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { majorVersion, openClickHouse } from '../../analytics/clickhouse.js';
 import { readMigrations } from '../../analytics/migrations.js';
-import { parseClickHouseUrl } from '../../analytics/url.js';
+import { CLICKHOUSE_SERVER_URL, clickHouseServer } from '../services/clickhouse-server.js';
 import { onlyWhen, storeSuite } from './store-suite.js';
 
-// The server CI starts with deploy/clickhouse/start.sh (default port). Absent server = failure,
-// never a skip: this file is the only proof the HTTP backend works.
-const SERVER_URL = process.env.BIOALCHEMY_CLICKHOUSE_URL ?? 'http://127.0.0.1:18123';
-const server = parseClickHouseUrl(SERVER_URL);
-if (server.backend !== 'http')
-  throw new Error(`BIOALCHEMY_CLICKHOUSE_URL=${SERVER_URL}: expected http(s)://`);
-const { origin, username } = server;
-const admin = createClient({ url: origin, username, password: process.env.CLICKHOUSE_PASSWORD ?? '' });
-
-async function serverVersion(): Promise<string> {
-  try {
-    const rs = await admin.query({ query: 'SELECT version() AS v', format: 'JSONEachRow' });
-    const [row] = z.array(z.object({ v: z.string() })).parse(await rs.json());
-    if (!row) throw new Error('no version');
-    return row.v;
-  } catch (e) {
-    throw new Error(
-      `no ClickHouse server at ${origin} (${(e as Error).message}); start one with ` +
-        '`bash deploy/clickhouse/start.sh` or point BIOALCHEMY_CLICKHOUSE_URL at one',
-    );
-  }
-}
+// The server CI starts with deploy/services.sh. Absent server = failure, never a skip: this file
+// is the only proof the HTTP backend works.
+const server = clickHouseServer();
+const { origin, username, admin } = server;
 // Top-level await: which tests apply depends on the server, and must be known at collection.
-const version = await serverVersion();
+const version = await server.version();
 const queryParams = majorVersion(version) >= 19;
 
-afterAll(() => admin.close());
+afterAll(() => server.close());
 
 // Each test gets its own database, so the suite never sees another test's (or engineer's) rows.
 storeSuite({
   name: `ClickHouse ${version} over HTTP`,
   backend: 'http',
   queryParams,
-  async fresh() {
-    const db = `bioalchemy_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-    await admin.command({ query: `CREATE DATABASE ${db}` });
-    return {
-      url: `${origin.replace('://', `://${encodeURIComponent(username)}@`)}/${db}`,
-      dispose: async () => {
-        await admin.command({ query: `DROP DATABASE IF EXISTS ${db}` });
-      },
-    };
-  },
+  fresh: () => server.freshDatabase('test'),
 });
 
 describe(`ClickHouse ${version} over HTTP, server specifics`, () => {
@@ -89,7 +61,7 @@ describe(`ClickHouse ${version} over HTTP, server specifics`, () => {
     const secret = `not-the-password-${randomBytes(4).toString('hex')}`;
     process.env.CLICKHOUSE_PASSWORD = `${saved ?? ''}${secret}`;
     try {
-      const err = await openClickHouse(SERVER_URL).catch((e: unknown) => e as Error);
+      const err = await openClickHouse(CLICKHOUSE_SERVER_URL).catch((e: unknown) => e as Error);
       expect(err).toBeInstanceOf(Error);
       expect((err as Error).message).toMatch(/password/i);
       expect((err as Error).message).not.toContain(secret);

@@ -3,10 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createClient } from '@clickhouse/client';
 import { openClickHouse } from '../../analytics/clickhouse.js';
 import { topicCounts, viewTopicCounts } from '../../analytics/qa-store.js';
-import { parseClickHouseUrl } from '../../analytics/url.js';
 import { copiesOf } from '../../processors/sampler/selection.js';
 import type { DeadLetter } from '../../schemas/dead-letter.js';
 import type { MixState } from '../../schemas/mix-state.js';
@@ -17,6 +15,7 @@ import { readAll } from '../conformance/suite.js';
 import { BIN, cli, cliAsync, runUntilIdle, syntheticArticles, workspace } from '../e2e/helpers.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
+import { clickHouseServer } from '../services/clickhouse-server.js';
 
 // The whole pipeline under the faults real deployments see, checked from its outputs alone:
 // `run` (every processor, the feeder serving) killed with SIGKILL at random moments, the
@@ -52,7 +51,6 @@ export interface ChaosReport {
 }
 
 const ROOT = new URL('../../', import.meta.url).pathname;
-const CLICKHOUSE = process.env.BIOALCHEMY_CLICKHOUSE_URL ?? 'http://127.0.0.1:18123';
 
 /** Most replies one killed run can have in flight (lost in transit to its kill): see SLOW. */
 const IN_FLIGHT = 3 * 2 + 3 + 3;
@@ -73,16 +71,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       retryAfterSeconds: 0,
     },
   });
-  const server = parseClickHouseUrl(CLICKHOUSE);
-  if (server.backend !== 'http') throw new Error('BIOALCHEMY_CLICKHOUSE_URL: expected http(s)://');
-  const admin = createClient({
-    url: server.origin,
-    username: server.username,
-    password: process.env.CLICKHOUSE_PASSWORD ?? '',
-  });
-  const db = `bioalchemy_chaos_${randomBytes(4).toString('hex')}`;
-  await admin.command({ query: `CREATE DATABASE ${db}` });
-  const clickhouse = `${server.origin.replace('://', `://${encodeURIComponent(server.username)}@`)}/${db}`;
+  const server = clickHouseServer();
+  const db = await server.freshDatabase('chaos');
+  const clickhouse = db.url;
   const port = 18_700 + Math.floor(Math.random() * 200);
   const app = `chaos-${randomBytes(4).toString('hex')}`;
   // A reference over every category the test model labels, so the mix serves all of them, and
@@ -209,8 +200,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     trainer?.kill('SIGKILL');
     serving?.kill('SIGKILL');
     await llm.stop();
-    await admin.command({ query: `DROP DATABASE IF EXISTS ${db}` }).catch(() => {});
-    await admin.close();
+    await db.dispose().catch(() => {});
+    await server.close();
   }
 }
 
