@@ -84,6 +84,11 @@ export class Feeder {
   private mix: MixState | null = null;
   /** The epoch order of each run's current epoch, read from the file once. */
   private readonly plans = new Map<string, { epoch: number; version: number; slots: Slot[] }>();
+  /**
+   * The current mix's selection over the pool, made once per mix version and pool change: every
+   * run's plan reads it, and walking the pool for each (100,000 items) was the feeder's tail latency.
+   */
+  private selected: readonly { id: string; copies: number }[] | null = null;
   /** Rendered items (a JSON array) of batches cut and not yet acked. */
   private readonly rendered = new Map<string, string>();
   private readonly q: ReturnType<typeof statements>;
@@ -117,6 +122,7 @@ export class Feeder {
 
   /** Adds or replaces pool items (a replayed record rewrites the same row). */
   addItems(items: readonly PoolItem[]): void {
+    if (items.length) this.selected = null;
     this.db.transaction(() => {
       for (const it of items) {
         this.q.putItem.run(it.id, JSON.stringify(it.topics), it.source, it.published, JSON.stringify(it));
@@ -129,6 +135,7 @@ export class Feeder {
     if (this.mix && mix.version <= this.mix.version) return false;
     this.q.putMeta.run('mix', JSON.stringify(mix));
     this.mix = mix;
+    this.selected = null;
     return true;
   }
 
@@ -378,8 +385,12 @@ export class Feeder {
   // ---- helpers -------------------------------------------------------------------------------
 
   /** The selection of the current mix over the pool: each item with its copies, pool order. */
-  private selection(): { id: string; copies: number }[] {
-    const mix = this.mix!;
+  private selection(): readonly { id: string; copies: number }[] {
+    this.selected ??= this.select(this.mix!);
+    return this.selected;
+  }
+
+  private select(mix: MixState): { id: string; copies: number }[] {
     const out: { id: string; copies: number }[] = [];
     for (const row of this.q.allItems.iterate() as Iterable<{
       id: string;
