@@ -7,7 +7,7 @@ export type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };
 export function checkReply<S extends z.ZodType>(reply: LlmJournalReply, schema: S): Checked<z.output<S>> {
   let json: unknown;
   try {
-    json = JSON.parse(reply.content);
+    json = JSON.parse(unfenced(reply.content));
   } catch (e) {
     const cut = reply.truncated ? ' (the reply was cut off at maxTokens)' : '';
     return { ok: false, reason: `not valid JSON${cut}: ${(e as Error).message}` };
@@ -18,6 +18,15 @@ export function checkReply<S extends z.ZodType>(reply: LlmJournalReply, schema: 
     ok: false,
     reason: `does not match the schema: ${z.prettifyError(parsed.error).replaceAll('\n', ' ')}`,
   };
+}
+
+/**
+ * A model without a grammar often wraps its JSON in a Markdown code fence (or a byte-order mark):
+ * the JSON inside is its reply. Anything else is left for JSON.parse to judge.
+ */
+function unfenced(content: string): string {
+  const trimmed = content.trim();
+  return trimmed.match(/^```(?:json)?[ \t]*\n([\s\S]*?)\n?```$/i)?.[1] ?? trimmed;
 }
 
 /** The conversation that asks the model to fix its reply, carrying what was wrong with it. */

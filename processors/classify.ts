@@ -55,7 +55,21 @@ export function classifyProcessor(opts: ClassifyOptions): Processor {
         const graded = input.value as GradedQa;
         const result = outcome.value;
         if (result.kind === 'unusable') {
-          ctx.deadLetter(input, `classify: ${result.reason}`, result.payload);
+          // The LLM layer's reasons already start with the stage's name.
+          const reason = result.reason.startsWith('classify: ')
+            ? result.reason
+            : `classify: ${result.reason}`;
+          ctx.deadLetter(input, reason, result.payload);
+          return;
+        }
+        // The reply's schema admits only the taxonomy's ids (a journaled reply is validated again);
+        // checked once more where the record is made, so no change to the schema can break it unseen.
+        const unknown = result.labels.filter((l) => !opts.taxonomy.has(l.category));
+        if (unknown.length) {
+          ctx.deadLetter(
+            input,
+            `classify: labels not in ${opts.taxonomy.name}: ${unknown.map((l) => JSON.stringify(l.category)).join(', ')}`,
+          );
           return;
         }
         // A category named twice keeps its highest confidence; the order stays the model's.

@@ -25,12 +25,16 @@ export interface ExtractOptions {
   readonly passageTokens: number;
 }
 
-/** A passage's end: questions for it, not relevant (with why), or failed (a dead letter). */
+/**
+ * A passage's end: questions for it, not relevant (with why), or failed (a dead letter each).
+ * Questions and failures may come together: one generator's unusable reply does not cost the
+ * other generator's questions.
+ */
 interface PassageResult {
   readonly passage: PassageSpan;
   readonly candidates: QaCandidate[];
   readonly skipped?: string;
-  readonly failure?: { reason: string; payload?: string };
+  readonly failures?: readonly { reason: string; payload?: string }[];
 }
 
 /** A passage longer than this is not sent: the splitter cut no smaller (one huge word). */
@@ -74,7 +78,7 @@ export function extractProcessor(opts: ExtractOptions): Processor {
         }
         for (const result of outcome.value) {
           passages.inc({
-            outcome: result.failure
+            outcome: result.failures?.length
               ? 'dead-letter'
               : result.skipped !== undefined
                 ? 'irrelevant'
@@ -83,14 +87,13 @@ export function extractProcessor(opts: ExtractOptions): Processor {
                   : 'none',
           });
           for (const c of result.candidates) ctx.emit('qa.candidates', c.id, c);
-          if (result.failure) {
-            const at = `passage ${result.passage.sectionIndex}:${result.passage.start}-${result.passage.end}`;
-            ctx.deadLetter(input, `extract: ${at}: ${result.failure.reason}`, result.failure.payload);
-          }
+          const at = `passage ${result.passage.sectionIndex}:${result.passage.start}-${result.passage.end}`;
+          for (const failure of result.failures ?? [])
+            ctx.deadLetter(input, `extract: ${at}: ${failure.reason}`, failure.payload);
         }
         // An article that gave no question and no failure still leaves a record saying why, so
         // every article ends somewhere: in QA, or in a dead letter with its reason.
-        if (outcome.value.every((r) => !r.failure && r.candidates.length === 0)) {
+        if (outcome.value.every((r) => !r.failures?.length && r.candidates.length === 0)) {
           const irrelevant = outcome.value.filter((r) => r.skipped !== undefined).length;
           ctx.deadLetter(
             input,
@@ -108,48 +111,57 @@ async function extractPassage(llm: Llm, article: Article, passage: PassageSpan):
     candidates: [],
     ...rest,
   });
-  if (passage.text.trim().length === 0) return done({ failure: { reason: 'empty passage' } });
+  const fail = (reason: string) => done({ failures: [{ reason }] });
+  if (passage.text.trim().length === 0) return fail('empty passage');
   if (passage.text.length > MAX_PASSAGE_CHARS)
-    return done({
-      failure: {
-        reason: `passage of ${passage.text.length} characters, over ${MAX_PASSAGE_CHARS} (no break to cut it at)`,
-      },
-    });
-  if (!looksEnglish(passage.text)) return done({ failure: { reason: 'passage is not in English' } });
+    return fail(
+      `passage of ${passage.text.length} characters, over ${MAX_PASSAGE_CHARS} (no break to cut it at)`,
+    );
+  if (!looksEnglish(passage.text)) return fail('passage is not in English');
+  let relevance: Completion<RelevanceReply>;
   try {
-    const relevance = await llm.complete({
+    relevance = await llm.complete({
       stage: 'relevance',
       schema: RelevanceReply,
       promptVersion: RELEVANCE_PROMPT,
       messages: relevanceMessages(article.title, passage.text),
     });
-    if (!relevance.value.relevant) return done({ skipped: relevance.value.reason });
-    const [mcq, freeform] = await Promise.all([
-      llm.complete({
-        stage: 'mcq',
-        schema: McqReply,
-        promptVersion: MCQ_PROMPT,
-        messages: mcqMessages(article.title, passage.text),
-      }),
-      llm.complete({
-        stage: 'freeform',
-        schema: FreeformReply,
-        promptVersion: FREEFORM_PROMPT,
-        messages: freeformMessages(article.title, passage.text),
-      }),
-    ]);
-    const provenance = provenanceOf(article);
-    const candidates: QaCandidate[] = [];
-    const refused: string[] = [];
-    const add = (draft: unknown, reply: Completion<unknown>) => {
-      const parsed = QaCandidate.safeParse(draft);
-      if (parsed.success) candidates.push(parsed.data);
-      else
-        refused.push(
-          `${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message} (${reply.model})`,
-        );
-    };
-    for (const q of mcq.value.questions) {
+  } catch (e) {
+    // A dead letter for this passage, while the article's other passages go on.
+    return done({ failures: [llmFailure(e, passage)] });
+  }
+  if (!relevance.value.relevant) return done({ skipped: relevance.value.reason });
+  // Each generator on its own: an unusable reply from one is a dead letter for it, and the other's
+  // questions still go on.
+  const [mcq, freeform] = await Promise.allSettled([
+    llm.complete({
+      stage: 'mcq',
+      schema: McqReply,
+      promptVersion: MCQ_PROMPT,
+      messages: mcqMessages(article.title, passage.text),
+    }),
+    llm.complete({
+      stage: 'freeform',
+      schema: FreeformReply,
+      promptVersion: FREEFORM_PROMPT,
+      messages: freeformMessages(article.title, passage.text),
+    }),
+  ]);
+  const provenance = provenanceOf(article);
+  const candidates: QaCandidate[] = [];
+  const refused: string[] = [];
+  const failures: { reason: string; payload?: string }[] = [];
+  const add = (draft: unknown, reply: Completion<unknown>) => {
+    const parsed = QaCandidate.safeParse(draft);
+    if (parsed.success) candidates.push(parsed.data);
+    else
+      refused.push(
+        `${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message} (${reply.model})`,
+      );
+  };
+  if (mcq.status === 'rejected') failures.push(llmFailure(mcq.reason, passage));
+  else
+    for (const q of mcq.value.value.questions) {
       add(
         {
           id: contentHash(article.id, passage.text, q.question),
@@ -161,12 +173,14 @@ async function extractPassage(llm: Llm, article: Article, passage: PassageSpan):
           answer: optionLetter(q.answer),
           rationale: q.rationale,
           provenance,
-          generatedBy: { model: mcq.model, promptVersion: MCQ_PROMPT },
+          generatedBy: { model: mcq.value.model, promptVersion: MCQ_PROMPT },
         },
-        mcq,
+        mcq.value,
       );
     }
-    for (const q of freeform.value.questions) {
+  if (freeform.status === 'rejected') failures.push(llmFailure(freeform.reason, passage));
+  else
+    for (const q of freeform.value.value.questions) {
       add(
         {
           id: contentHash(article.id, passage.text, q.question),
@@ -177,21 +191,15 @@ async function extractPassage(llm: Llm, article: Article, passage: PassageSpan):
           answer: q.answer.trim(),
           rationale: q.rationale,
           provenance,
-          generatedBy: { model: freeform.model, promptVersion: FREEFORM_PROMPT },
+          generatedBy: { model: freeform.value.model, promptVersion: FREEFORM_PROMPT },
         },
-        freeform,
+        freeform.value,
       );
     }
-    // A question the record schema refuses (no option letter as key, say) is a dead letter; the
-    // passage's other questions go on.
-    return done({
-      candidates,
-      ...(refused.length ? { failure: { reason: `question not usable: ${refused.join('; ')}` } } : {}),
-    });
-  } catch (e) {
-    // A dead letter for this passage, while the article's other passages go on.
-    return done({ failure: llmFailure(e, passage) });
-  }
+  // A question the record schema refuses (no option letter as key, say) is a dead letter; the
+  // passage's other questions go on.
+  if (refused.length) failures.push({ reason: `question not usable: ${refused.join('; ')}` });
+  return done({ candidates, ...(failures.length ? { failures } : {}) });
 }
 
 /** "B", "b)", "(B)", "Option B" and "B. Mitochondria" are all key B; anything else stays as it is and fails the schema. */

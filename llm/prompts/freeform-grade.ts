@@ -1,9 +1,9 @@
 import type { LlmMessage } from '../../schemas/llm.js';
-import { DATA_RULE, dataBlock } from './data-block.js';
+import { DATA_RULE, dataBlock, QA_RULE } from './data-block.js';
 import { SCORING } from './judge.js';
 
 /** Free-form grading: the judge sees the passage, the question and the short answer. */
-export const FREEFORM_GRADE_PROMPT = 'freeform-grade-v1';
+export const FREEFORM_GRADE_PROMPT = 'freeform-grade-v2';
 
 export function freeformGradeMessages(
   passage: string,
@@ -17,9 +17,13 @@ export function freeformGradeMessages(
         'Check that the answer is correct according to the passage, short and canonical (a term, a name, a number with unit), and the only reasonable answer to the question.',
         SCORING,
         DATA_RULE,
+        QA_RULE,
         'Reply with JSON: {"quality": n, "difficulty": n, "answerability": n, "verifiability": n, "verdict": "accept"|"reject", "reasons": ["..."]}.',
       ].join('\n'),
     },
-    { role: 'user', content: `${dataBlock(passage)}\n\nQuestion: ${q.question}\nAnswer: ${q.answer}` },
+    {
+      role: 'user',
+      content: `${dataBlock(passage)}\n\n${dataBlock(`Question: ${q.question}\nAnswer: ${q.answer}`, 'QA_PAIR')}`,
+    },
   ];
 }

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import type { LlmMessage } from '../../schemas/llm.js';
-import { DATA_RULE, dataBlock, QUESTION_RULES } from './data-block.js';
+import { articleBlock, DATA_RULE, QUESTION_RULES } from './data-block.js';
 
 /** Free-form QA extraction: questions whose answer is a short canonical string. */
-export const FREEFORM_PROMPT = 'freeform-v2';
+export const FREEFORM_PROMPT = 'freeform-v3';
 
 export const FreeformReply = z
   .object({
@@ -34,6 +34,6 @@ export function freeformMessages(title: string, passage: string): LlmMessage[] {
         'Reply with JSON: {"questions": [{"question": "<a self-contained question about the text>", "answer": "<a term, name or number>", "rationale": "<where the text says so>"}]}. Replace every <...> with your own words.',
       ].join('\n'),
     },
-    { role: 'user', content: `Article title: ${title}\n\n${dataBlock(passage)}` },
+    { role: 'user', content: articleBlock(title, passage) },
   ];
 }

@@ -1,9 +1,9 @@
 import type { LlmMessage } from '../../schemas/llm.js';
-import { DATA_RULE, dataBlock } from './data-block.js';
+import { DATA_RULE, dataBlock, QA_RULE } from './data-block.js';
 import { SCORING } from './judge.js';
 
 /** Multiple-choice quality evaluation: the judge sees the passage, the question and its key. */
-export const MCQ_QUALITY_PROMPT = 'mcq-quality-v1';
+export const MCQ_QUALITY_PROMPT = 'mcq-quality-v2';
 
 export function mcqQualityMessages(
   passage: string,
@@ -18,12 +18,13 @@ export function mcqQualityMessages(
         'Check that exactly one option is correct according to the passage, that the marked key is that option, and that the wrong options are wrong.',
         SCORING,
         DATA_RULE,
+        QA_RULE,
         'Reply with JSON: {"quality": n, "difficulty": n, "answerability": n, "verifiability": n, "verdict": "accept"|"reject", "reasons": ["..."]}.',
       ].join('\n'),
     },
     {
       role: 'user',
-      content: `${dataBlock(passage)}\n\nQuestion: ${q.question}\n${options}\nMarked key: ${q.answer}`,
+      content: `${dataBlock(passage)}\n\n${dataBlock(`Question: ${q.question}\n${options}\nMarked key: ${q.answer}`, 'QA_PAIR')}`,
     },
   ];
 }

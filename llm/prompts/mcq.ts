@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import type { LlmMessage } from '../../schemas/llm.js';
-import { DATA_RULE, dataBlock, QUESTION_RULES } from './data-block.js';
+import { articleBlock, DATA_RULE, QUESTION_RULES } from './data-block.js';
 
 /** Multiple-choice generation: up to three questions, four or five options, one key. */
-export const MCQ_PROMPT = 'mcq-v2';
+export const MCQ_PROMPT = 'mcq-v3';
 
 export const McqReply = z
   .object({
@@ -36,6 +36,6 @@ export function mcqMessages(title: string, passage: string): LlmMessage[] {
         'Reply with JSON: {"questions": [{"question": "<a self-contained question about the text>", "options": ["<first option>", "<second option>", "<third option>", "<fourth option>"], "answer": "<the correct letter>", "rationale": "<why, from the text>"}]}. Replace every <...> with your own words.',
       ].join('\n'),
     },
-    { role: 'user', content: `Article title: ${title}\n\n${dataBlock(passage)}` },
+    { role: 'user', content: articleBlock(title, passage) },
   ];
 }

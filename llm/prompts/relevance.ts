@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import type { LlmMessage } from '../../schemas/llm.js';
-import { DATA_RULE, dataBlock } from './data-block.js';
+import { articleBlock, DATA_RULE } from './data-block.js';
 
 /** Passage relevance: does this passage hold findings a verifiable biology question can test? */
-export const RELEVANCE_PROMPT = 'relevance-v1';
+export const RELEVANCE_PROMPT = 'relevance-v2';
 
 export const RelevanceReply = z
   .object({
@@ -25,6 +25,6 @@ export function relevanceMessages(title: string, passage: string): LlmMessage[] 
         'Reply with JSON: {"relevant": true|false, "reason": "<one short sentence>"}.',
       ].join('\n'),
     },
-    { role: 'user', content: `Article title: ${title}\n\n${dataBlock(passage)}` },
+    { role: 'user', content: articleBlock(title, passage) },
   ];
 }

@@ -3,10 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { JOURNAL_TOPIC, Llm, LlmReplyError, LogJournal } from '../../llm/index.js';
+import { CLASSIFY_PROMPT, classifyMessages, classifyReply } from '../../llm/prompts/classify.js';
+import { JudgeReply } from '../../llm/prompts/judge.js';
 import { LlmConfig } from '../../schemas/llm.js';
+import { loadTaxonomy } from '../../schemas/taxonomy.js';
 import { EmbeddedRuntime } from '../../topology/runtime/embedded.js';
 import { start } from '../llm-server/server.js';
-import { Mcq, mcq, type Rig, rig } from './helpers.js';
+import { ask, Mcq, mcq, type Rig, rig } from './helpers.js';
 
 let r: Rig | undefined;
 afterEach(async () => {
@@ -104,6 +107,156 @@ describe('structured replies', () => {
       expect(e).toBeInstanceOf(LlmReplyError);
       expect((e as LlmReplyError).reason).toMatch(/not valid JSON/);
     }
+  });
+});
+
+describe('replies of the wrong shape', () => {
+  const taxonomy = loadTaxonomy();
+  const judge = {
+    quality: 4,
+    difficulty: 3,
+    answerability: 4,
+    verifiability: 5,
+    verdict: 'accept',
+    reasons: [],
+  };
+  const label = { category: 'genetics', confidence: 0.7 };
+  const classify = (i: number) => ({
+    stage: 'classify' as const,
+    schema: classifyReply(taxonomy),
+    promptVersion: CLASSIFY_PROMPT,
+    messages: classifyMessages(taxonomy, { question: `Which gene ${i} is it?`, answer: 'lacZ' }),
+  });
+  const grade = (i: number) => ({
+    stage: 'mcq-quality' as const,
+    schema: JudgeReply,
+    promptVersion: 'judge-test',
+    messages: ask(i),
+  });
+  // Valid JSON, wrong for the schema; the reason must name where.
+  const cases = [
+    [
+      'a number as a string',
+      'grade',
+      { ...judge, quality: '4' },
+      /expected number, received string.*quality/,
+    ],
+    ['a score out of range', 'grade', { ...judge, verifiability: 9 }, /Too big.*verifiability/],
+    ['a fraction for an integer score', 'grade', { ...judge, difficulty: 2.5 }, /expected int.*difficulty/],
+    ['a verdict outside its enum', 'grade', { ...judge, verdict: 'maybe' }, /Invalid option.*verdict/],
+    ['an array for the object', 'grade', [judge], /expected object, received array/],
+    ['a missing field', 'grade', { ...judge, verdict: undefined }, /verdict/],
+    ['an extra field', 'grade', { ...judge, confidence: 1 }, /Unrecognized key.*confidence/],
+    [
+      'null everywhere',
+      'grade',
+      Object.fromEntries(Object.keys(judge).map((k) => [k, null])),
+      /received null/,
+    ],
+    ['null for the reply', 'classify', null, /expected object, received null/],
+    [
+      'a label not in the taxonomy',
+      'classify',
+      { labels: [{ category: 'virology', confidence: 0.9 }] },
+      /"virology" is not a category id of MeSH Biology.*labels\[0\]\.category/,
+    ],
+    [
+      'a category name for its id',
+      'classify',
+      { labels: [{ category: 'Genetics', confidence: 0.9 }] },
+      /"Genetics" is not a category id/,
+    ],
+    [
+      'a label without its category',
+      'classify',
+      { labels: [{ confidence: 0.9 }] },
+      /a category id is required.*labels\[0\]\.category/,
+    ],
+    ['an empty label list', 'classify', { labels: [] }, /Too small.*labels/],
+    [
+      'four labels',
+      'classify',
+      {
+        labels: ['genetics', 'ecology', 'botany', 'zoology'].map((category) => ({
+          category,
+          confidence: 0.5,
+        })),
+      },
+      /Too big.*labels/,
+    ],
+    [
+      'an object for the label array',
+      'classify',
+      { labels: label },
+      /expected array, received object.*labels/,
+    ],
+    [
+      'a confidence as a string',
+      'classify',
+      { labels: [{ ...label, confidence: '0.7' }] },
+      /expected number, received string.*confidence/,
+    ],
+    ['a confidence over 1', 'classify', { labels: [{ ...label, confidence: 70 }] }, /Too big.*confidence/],
+    [
+      'labels as bare strings',
+      'classify',
+      { labels: ['genetics'] },
+      /expected object, received string.*labels\[0\]/,
+    ],
+  ] as const;
+  const complete = (stage: string, i: number): Promise<unknown> =>
+    stage === 'grade' ? r!.llm.complete(grade(i)) : r!.llm.complete(classify(i));
+  const good = (stage: string) => JSON.stringify(stage === 'grade' ? judge : { labels: [label] });
+
+  it.each(cases)('repairs %s with one request that says what was wrong', async (_, stage, bad, reason) => {
+    const server = await start();
+    const repairs: string[] = [];
+    server.setResponder((req) => {
+      if (!req.messages.some((m) => m.role === 'assistant')) return JSON.stringify(bad);
+      repairs.push(String(req.messages.at(-1)!.content));
+      return good(stage);
+    });
+    r = await rig({}, {}, server);
+    const reply = (await complete(stage, 1)) as { value: unknown };
+    await server.stop();
+    expect(reply.value).toEqual(JSON.parse(good(stage)));
+    expect(repairs).toHaveLength(1);
+    expect(repairs[0]).toMatch(reason);
+  });
+
+  it.each(cases)(
+    'gives up on %s repeated after the repair with an LlmReplyError naming it',
+    async (_, stage, bad, reason) => {
+      const server = await start({ responder: () => JSON.stringify(bad) });
+      r = await rig({}, {}, server);
+      const error = await complete(stage, 2).catch((e: unknown) => e);
+      await server.stop();
+      expect(error).toBeInstanceOf(LlmReplyError);
+      expect((error as LlmReplyError).reason).toMatch(/^does not match the schema: /);
+      expect((error as LlmReplyError).reason).toMatch(reason);
+      expect((error as LlmReplyError).raw).toBe(JSON.stringify(bad));
+      expect(server.stats().requests).toBe(2);
+    },
+  );
+
+  it('takes JSON wrapped in a Markdown code fence as the reply, without a repair', async () => {
+    const replies = [`\`\`\`json\n${good('classify')}\n\`\`\``, `\uFEFF\`\`\`\n${good('classify')}\`\`\`\n`];
+    const server = await start();
+    let n = 0;
+    server.setResponder(() => replies[n++ % replies.length]!);
+    r = await rig({}, {}, server);
+    const values = [await r.llm.complete(classify(3)), await r.llm.complete(classify(4))];
+    await server.stop();
+    expect(values.map((v) => v.value)).toEqual([{ labels: [label] }, { labels: [label] }]);
+    expect(server.stats().requests).toBe(2);
+  });
+
+  it('refuses a fenced reply whose JSON is wrong like any other, and text around a fence is not JSON', async () => {
+    const server = await start({ responder: () => 'Here it is:\n```json\n{"labels": []}\n```' });
+    r = await rig({}, {}, server);
+    const error = await r.llm.complete(classify(5)).catch((e: unknown) => e);
+    await server.stop();
+    expect((error as LlmReplyError).reason).toMatch(/^not valid JSON/);
   });
 });
 
