@@ -136,10 +136,16 @@ async function run(opts: RunOptions): Promise<void> {
     });
     const calls = new LlmCallSink(analytics);
     const tally = new LlmTally();
+    const journal = await LogJournal.open(runtime);
+    if (journal.unreadable)
+      log.warn(
+        { records: journal.unreadable },
+        'llm.journal: records that are no reply skipped (their calls are made again)',
+      );
     llm = openLlm(config, {
       registry: metrics.registry,
       log: log.child({ layer: 'llm' }),
-      journal: await LogJournal.open(runtime),
+      journal,
       onCall: (call) => {
         tally.add(call);
         calls.add(call);

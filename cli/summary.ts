@@ -29,6 +29,18 @@ export function reasonKind(reason: string): string {
     .slice(0, 100);
 }
 
+/**
+ * The reason kind of a record on the dead-letter topic. Anyone can produce to it, and a record
+ * that is no dead letter (not JSON, no reason) is counted as such: it must not end the run.
+ */
+function deadLetterKind(value: string): string {
+  try {
+    const reason = (JSON.parse(value) as { reason?: unknown } | null)?.reason;
+    if (typeof reason === 'string') return reasonKind(reason);
+  } catch {}
+  return 'unreadable dead letter';
+}
+
 async function counterValues(metric: { get(): Promise<{ values: { labels: object; value: number }[] }> }) {
   return (await metric.get()).values as { labels: Record<string, string>; value: number }[];
 }
@@ -67,7 +79,7 @@ export async function runSummary(opts: {
       const records = await opts.runtime.read('dlq', partition, at, 1000);
       if (records.length === 0) break;
       for (const r of records) {
-        const kind = reasonKind((JSON.parse(r.value) as { reason: string }).reason);
+        const kind = deadLetterKind(r.value);
         reasons.set(kind, (reasons.get(kind) ?? 0) + 1);
       }
       at = records[records.length - 1]!.offset + 1;

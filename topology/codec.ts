@@ -43,7 +43,17 @@ export class TopicCodecs {
 
   /** Whether the record's writer validated its value against this topic's schema as it is now. */
   trusts(record: LogRecord): boolean {
-    return record.validatedAs !== undefined && record.validatedAs === this.stamps.get(record.topic);
+    return (
+      record.unreadable === undefined &&
+      record.validatedAs !== undefined &&
+      record.validatedAs === this.stamps.get(record.topic)
+    );
+  }
+
+  /** A record's value, validated; a value the runtime could not read off the wire fails with why. */
+  decodeRecord(record: LogRecord): unknown {
+    if (record.unreadable !== undefined) throw new RecordValidationError(record.unreadable);
+    return this.decode(record.topic, record.value);
   }
 
   /** Validated value (with schema defaults applied) as JSON text. */

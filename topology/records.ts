@@ -9,6 +9,11 @@ export interface LogRecord {
   readonly timestamp: number;
   /** The writer's stamp: the schema fingerprint the engine validated the value against; absent from other writers. */
   readonly validatedAs?: string;
+  /**
+   * Why the runtime could not take the value off the wire (Kafka with a Schema Registry: a cut
+   * frame, an unknown schema id); `value` is then the raw bytes as UTF-8. A task dead-letters it.
+   */
+  readonly unreadable?: string;
 }
 
 /** A record to append; the runtime picks the partition from the key unless one is given. */

@@ -270,9 +270,7 @@ export class ProcessorTask {
   private startWork(r: LogRecord): Promise<unknown> | { ok: false; error: unknown } {
     let input: InputRecord;
     try {
-      input = this.codecs.trusts(r)
-        ? new TrustedInput(r)
-        : { ...r, value: this.codecs.decode(r.topic, r.value) };
+      input = this.codecs.trusts(r) ? new TrustedInput(r) : { ...r, value: this.codecs.decodeRecord(r) };
     } catch (error) {
       return { ok: false, error };
     }
@@ -427,7 +425,7 @@ export class ProcessorTask {
                 offset: r.offset,
                 key: r.key,
                 timestamp: r.timestamp,
-                value: this.codecs.decode(r.topic, r.value),
+                value: this.codecs.decodeRecord(r),
               },
         );
       } catch (e) {

@@ -26,25 +26,30 @@ export class LogJournal implements ResponseJournal {
   private constructor(
     private readonly runtime: Runtime,
     private readonly replies: Map<string, LlmJournalReply>,
+    /** Records read at open that are no reply (not JSON, another layout, no key): misses, for `run` to report. */
+    readonly unreadable: number,
   ) {}
 
   /** Reads the journal topic to its end; the topic must exist (ensureTopics). */
   static async open(runtime: Runtime, topic = JOURNAL_TOPIC.name): Promise<LogJournal> {
     const replies = new Map<string, LlmJournalReply>();
+    let unreadable = 0;
     for (const [partition, end] of (await runtime.endOffsets(topic)).entries()) {
       for (let from = 0; from < end; ) {
         const records = await runtime.read(topic, partition, from, 5000);
         if (records.length === 0) break;
         for (const r of records) {
-          // A reply of an older layout is a miss: the call is made again and journaled anew.
-          if (r.key === null) continue;
-          const parsed = LlmJournalReply.safeParse(JSON.parse(r.value));
-          if (parsed.success) replies.set(r.key, parsed.data);
+          // A reply of an older layout is a miss: the call is made again and journaled anew. So
+          // is anything else a producer put here by hand (no key, not JSON): the journal is a
+          // cache, and a record it cannot use must not keep `run` from starting.
+          const parsed = r.key === null ? null : LlmJournalReply.safeParse(parseJson(r.value));
+          if (parsed?.success) replies.set(r.key!, parsed.data);
+          else unreadable++;
         }
         from = records[records.length - 1]!.offset + 1;
       }
     }
-    return new LogJournal(runtime, replies);
+    return new LogJournal(runtime, replies, unreadable);
   }
 
   get size(): number {
@@ -58,5 +63,13 @@ export class LogJournal implements ResponseJournal {
   async put(key: string, reply: LlmJournalReply): Promise<void> {
     await this.runtime.append([{ topic: JOURNAL_TOPIC.name, key, value: JSON.stringify(reply) }]);
     this.replies.set(key, reply);
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
   }
 }

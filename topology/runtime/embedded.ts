@@ -28,6 +28,16 @@ import {
 const storeColumn = (store: string, partition: number) =>
   partition === GLOBAL ? store : `${store}#${partition}`;
 
+/**
+ * Values longer than this (characters) are kept out of the records b-tree, in large_values, with
+ * `value_ref` pointing at them. records is WITHOUT ROWID: its rows are in the b-tree's interior
+ * pages too, and SQLite compares a key that overflowed its page by reading the whole row. One
+ * 10 MB value produced by hand made every seek that met it read 10 MB: polls of every processor,
+ * for as long as the record stayed in the log (a round of empty polls of the pipeline's 22
+ * partitions went from 0.5 ms to 26 ms with one such record, 100 ms with six; ~0.5 ms now).
+ */
+const INLINE_MAX_CHARS = 64 * 1024;
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS topics (
   name TEXT PRIMARY KEY, partitions INTEGER NOT NULL, compacted INTEGER NOT NULL, retention_ms INTEGER);
@@ -36,8 +46,9 @@ CREATE TABLE IF NOT EXISTS partitions (
   PRIMARY KEY (topic, partition)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS records (
   topic TEXT NOT NULL, partition INTEGER NOT NULL, offset INTEGER NOT NULL,
-  key TEXT, value TEXT NOT NULL, ts INTEGER NOT NULL, validated_as TEXT,
+  key TEXT, value TEXT NOT NULL, ts INTEGER NOT NULL, validated_as TEXT, value_ref INTEGER,
   PRIMARY KEY (topic, partition, offset)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS large_values (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS group_offsets (
   grp TEXT NOT NULL, topic TEXT NOT NULL, partition INTEGER NOT NULL, next_offset INTEGER NOT NULL,
   PRIMARY KEY (grp, topic, partition)) WITHOUT ROWID;
@@ -73,6 +84,14 @@ export class EmbeddedRuntime implements Runtime {
     const columns = this.db.prepare<[], { name: string }>('PRAGMA table_info(records)').all();
     if (!columns.some((c) => c.name === 'validated_as'))
       this.db.exec('ALTER TABLE records ADD COLUMN validated_as TEXT');
+    // Logs written before large values were kept apart (INLINE_MAX_CHARS): their rows stay inline.
+    if (!columns.some((c) => c.name === 'value_ref'))
+      this.db.exec('ALTER TABLE records ADD COLUMN value_ref INTEGER');
+    // Compaction and retention delete records; a large value goes with its record.
+    this.db.exec(
+      'CREATE TRIGGER IF NOT EXISTS records_large_value AFTER DELETE ON records WHEN old.value_ref IS NOT NULL ' +
+        'BEGIN DELETE FROM large_values WHERE id = old.value_ref; END',
+    );
     this.stmts = {
       topic: this.db.prepare<
         [string],
@@ -82,13 +101,16 @@ export class EmbeddedRuntime implements Runtime {
         'UPDATE partitions SET next_offset = next_offset + ? WHERE topic = ? AND partition = ? RETURNING next_offset',
       ),
       insert: this.db.prepare(
-        'INSERT INTO records (topic, partition, offset, key, value, ts, validated_as) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO records (topic, partition, offset, key, value, ts, validated_as, value_ref) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       ),
+      insertLarge: this.db.prepare<[string]>('INSERT INTO large_values (value) VALUES (?)'),
       read: this.db.prepare<
         [string, number, number, number],
         { offset: number; key: string | null; value: string; ts: number; validated_as: string | null }
       >(
-        'SELECT offset, key, value, ts, validated_as FROM records WHERE topic = ? AND partition = ? AND offset >= ? ORDER BY offset LIMIT ?',
+        'SELECT r.offset, r.key, coalesce(l.value, r.value) AS value, r.ts, r.validated_as FROM records r ' +
+          'LEFT JOIN large_values l ON l.id = r.value_ref ' +
+          'WHERE r.topic = ? AND r.partition = ? AND r.offset >= ? ORDER BY r.offset LIMIT ?',
       ),
       ends: this.db.prepare<[string], { partition: number; next_offset: number }>(
         'SELECT partition, next_offset FROM partitions WHERE topic = ? ORDER BY partition',
@@ -166,8 +188,20 @@ export class EmbeddedRuntime implements Runtime {
       const bumped = this.stmts.bump.get(rs.length, topic, partition);
       if (!bumped) throw new Error(`unknown topic or partition ${topic}/${partition}`);
       let offset = bumped.next_offset - rs.length;
-      for (const r of rs)
-        this.stmts.insert.run(topic, partition, offset++, r.key, r.value, now, r.validatedAs ?? null);
+      for (const r of rs) {
+        const large = r.value.length > INLINE_MAX_CHARS;
+        const ref = large ? this.stmts.insertLarge.run(r.value).lastInsertRowid : null;
+        this.stmts.insert.run(
+          topic,
+          partition,
+          offset++,
+          r.key,
+          large ? '' : r.value,
+          now,
+          r.validatedAs ?? null,
+          ref,
+        );
+      }
     }
   }
 
@@ -199,15 +233,26 @@ export class EmbeddedRuntime implements Runtime {
   }
 
   async read(topic: string, partition: number, fromOffset: number, max: number): Promise<LogRecord[]> {
-    return this.stmts.read.all(topic, partition, fromOffset, max).map((r) => ({
-      topic,
-      partition,
-      offset: r.offset,
-      key: r.key,
-      value: r.value,
-      timestamp: r.ts,
-      ...(r.validated_as === null ? {} : { validatedAs: r.validated_as }),
-    }));
+    return this.stmts.read.all(topic, partition, fromOffset, max).map((r) => toRecord(topic, partition, r));
+  }
+
+  /** Like read, but stops once the values taken add up to maxChars characters (taking at least one). */
+  readBounded(
+    topic: string,
+    partition: number,
+    fromOffset: number,
+    max: number,
+    maxChars: number,
+  ): LogRecord[] {
+    const out: LogRecord[] = [];
+    let chars = 0;
+    // Row by row, so the rows past the bound are never loaded.
+    for (const r of this.stmts.read.iterate(topic, partition, fromOffset, max)) {
+      out.push(toRecord(topic, partition, r));
+      chars += r.value.length;
+      if (chars >= maxChars) break;
+    }
+    return out;
   }
 
   async endOffsets(topic: string): Promise<number[]> {
@@ -297,6 +342,29 @@ export class EmbeddedRuntime implements Runtime {
   }
 }
 
+function toRecord(
+  topic: string,
+  partition: number,
+  r: { offset: number; key: string | null; value: string; ts: number; validated_as: string | null },
+): LogRecord {
+  return {
+    topic,
+    partition,
+    offset: r.offset,
+    key: r.key,
+    value: r.value,
+    timestamp: r.ts,
+    ...(r.validated_as === null ? {} : { validatedAs: r.validated_as }),
+  };
+}
+
+/**
+ * What one poll takes at most, in characters of values (at least one record, however large): as a
+ * Kafka fetch is bounded by fetch.max.bytes. Bounded by count alone, a poll of 256 records of
+ * 10 MB values, produced by hand, would load gigabytes at once.
+ */
+const POLL_MAX_CHARS = 16 * 1024 * 1024;
+
 class EmbeddedTask implements LogTask {
   /** Committed next offset per partition; the position of the next poll runs ahead of it. */
   private readonly committed = new Map<string, number>();
@@ -324,12 +392,20 @@ class EmbeddedTask implements LogTask {
     const deadline = Date.now() + waitMs;
     for (;;) {
       const out: LogRecord[] = [];
+      let chars = 0;
       // Round-robin over partitions so a busy partition cannot starve the others.
-      for (let i = 0; i < this.partitions.length && out.length < max; i++) {
+      for (let i = 0; i < this.partitions.length && out.length < max && chars < POLL_MAX_CHARS; i++) {
         const { topic, partition } = this.partitions[(this.cursor + i) % this.partitions.length]!;
         const k = partitionKey(topic, partition);
-        const rows = await this.runtime.read(topic, partition, this.position.get(k)!, max - out.length);
+        const rows = this.runtime.readBounded(
+          topic,
+          partition,
+          this.position.get(k)!,
+          max - out.length,
+          POLL_MAX_CHARS - chars,
+        );
         if (rows.length) this.position.set(k, rows[rows.length - 1]!.offset + 1);
+        for (const r of rows) chars += r.value.length;
         out.push(...rows);
       }
       this.cursor = (this.cursor + 1) % Math.max(1, this.partitions.length);

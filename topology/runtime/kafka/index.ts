@@ -59,6 +59,8 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
   private readonly producer: kafkajs.Producer;
   private reader?: Promise<PartitionReader>;
   private readonly partitionCounts = new Map<string, number>();
+  /** Topics (engine names) the broker keeps by key: it refuses a record without one. */
+  private readonly compacted = new Set<string>();
   private readonly tasks = new Set<LogTask>();
   private nullKeyCounter = 0;
   readonly worker: string;
@@ -143,7 +145,10 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
         }
       }
     }
-    for (const t of topics) this.partitionCounts.set(t.name, t.partitions);
+    for (const t of topics) {
+      this.partitionCounts.set(t.name, t.partitions);
+      if (t.compacted) this.compacted.add(t.name);
+    }
     await this.wire.register(topics);
   }
 
@@ -170,8 +175,52 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
   }
 
   async append(records: readonly OutgoingRecord[]): Promise<void> {
-    for (const chunk of await this.sendChunks(records))
-      await this.producer.sendBatch({ acks: -1, topicMessages: chunk });
+    const chunks = await this.sendChunks(records);
+    await this.refuseUnsendable(chunks);
+    for (const chunk of chunks) await this.producer.sendBatch({ acks: -1, topicMessages: chunk });
+  }
+
+  /**
+   * Refuses, before anything is sent, records the broker would refuse part-way through an append
+   * (`produce` promises all or nothing), saying why in the user's terms: the broker's own errors
+   * ("INVALID_RECORD", "MESSAGE_TOO_LARGE") name neither the topic nor the limit. A record without
+   * a key on a compacted topic; a record over the topic's size limit (max.message.bytes, by
+   * default the broker's message.max.bytes: about 1 MB). Records produced with another client get
+   * the broker's refusal as it is.
+   */
+  private async refuseUnsendable(chunks: readonly kafkajs.TopicMessages[][]): Promise<void> {
+    for (const chunk of chunks) {
+      for (const { topic, messages } of chunk) {
+        const name = this.names.engineTopic(topic);
+        for (const m of messages) {
+          if (m.key == null && this.compacted.has(name))
+            throw new Error(
+              `topic "${name}" is compacted (it keeps the latest value per key): the broker refuses a record without a key`,
+            );
+          // A record batch of one record: about 70 bytes of framing around key, value and headers.
+          let bytes = 70 + byteLength(m.key) + byteLength(m.value);
+          for (const [k, v] of Object.entries(m.headers ?? {}))
+            bytes += k.length + Buffer.byteLength(String(v));
+          // Below what sendChunks puts in one request, never over the broker's default: no need to ask.
+          if (bytes <= 768 * 1024) continue;
+          const limit = await this.maxMessageBytesOf(topic);
+          if (bytes > limit)
+            throw new Error(
+              `topic "${name}": a record of ${bytes} bytes is over the ${limit} bytes the broker takes ` +
+                `(the topic's max.message.bytes, by default the broker's message.max.bytes): nothing appended`,
+            );
+        }
+      }
+    }
+  }
+
+  /** The largest record batch the broker takes on a topic; asked each time (rarely: see above), as it can change. */
+  private async maxMessageBytesOf(kafkaTopic: string): Promise<number> {
+    const { resources } = await this.admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [{ type: ConfigResourceTypes.TOPIC, name: kafkaTopic, configNames: ['max.message.bytes'] }],
+    });
+    return Number(resources[0]?.configEntries[0]?.configValue ?? 1_048_588);
   }
 
   /**
@@ -350,4 +399,8 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
     await this.producer.disconnect();
     await this.admin.disconnect();
   }
+}
+
+function byteLength(v: Buffer | string | null | undefined): number {
+  return v == null ? 0 : typeof v === 'string' ? Buffer.byteLength(v) : v.length;
 }

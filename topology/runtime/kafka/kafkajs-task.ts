@@ -5,7 +5,7 @@ import { engineAssigner } from './assigner.js';
 import type { KafkaConnection } from './connection.js';
 import type { ChangelogState } from './state.js';
 import { rethrowFenced } from './transaction.js';
-import { headerText, VALIDATED_AS_HEADER } from './wire.js';
+import { headerText, recordValue, VALIDATED_AS_HEADER } from './wire.js';
 
 /** A fetched batch of one partition, held (so kafkajs fetches no further) until the queue runs low. */
 interface HeldBatch {
@@ -232,7 +232,7 @@ export class KafkajsTask implements LogTask {
         partition,
         offset: Number(m.offset),
         key: m.key?.toString() ?? null,
-        value: values[i]!,
+        ...recordValue(values[i]!),
         timestamp: Number(m.timestamp),
         validatedAs,
       };

@@ -1,6 +1,7 @@
 import {
   JsonDeserializer,
   JsonSerializer,
+  RestError,
   SchemaRegistryClient,
   SerdeType,
 } from '@confluentinc/schemaregistry';
@@ -19,8 +20,32 @@ export interface ValueWire {
   register(topics: readonly TopicSpec[]): Promise<void>;
   /** The bytes on the wire of each record's value (topic: the engine's name), in order; a batch at a time. */
   encode(records: readonly { topic: string; value: string }[]): Promise<Buffer[]>;
-  /** The JSON text of each message's value (topic: the name on Kafka), in order; a batch at a time. */
-  decode(messages: readonly { topic: string; value: Buffer | null }[]): Promise<string[]>;
+  /**
+   * The JSON text of each message's value (topic: the name on Kafka), in order; a batch at a time.
+   * A value that cannot be taken off the wire at all comes back as an UnreadableValue; a failure
+   * that may pass (the registry unreachable) is thrown, so the step is tried again.
+   */
+  decode(messages: readonly { topic: string; value: Buffer | null }[]): Promise<WireValue[]>;
+}
+
+/**
+ * A value that is not in the wire format (a cut Confluent frame, a schema id the registry does not
+ * know, a frame whose payload is not JSON): anyone can produce such bytes to a topic, and one of
+ * them must not stop the partition. The record goes on to its task with `reason`, which
+ * dead-letters it (topology/codec.ts); `text` is its bytes as UTF-8, for the dead letter's payload.
+ */
+export class UnreadableValue {
+  constructor(
+    readonly reason: string,
+    readonly text: string,
+  ) {}
+}
+
+export type WireValue = string | UnreadableValue;
+
+/** A decoded value as LogRecord fields. */
+export function recordValue(v: WireValue): { value: string; unreadable?: string } {
+  return typeof v === 'string' ? { value: v } : { value: v.text, unreadable: v.reason };
 }
 
 /** The Kafka header carrying LogRecord.validatedAs. */
@@ -85,21 +110,47 @@ export class RegistryWire implements ValueWire {
     return out;
   }
 
-  async decode(messages: readonly { topic: string; value: Buffer | null }[]): Promise<string[]> {
-    const out: string[] = [];
+  async decode(messages: readonly { topic: string; value: Buffer | null }[]): Promise<WireValue[]> {
+    const out: WireValue[] = [];
     for (const { topic, value } of messages) {
       out.push(
         value && value[0] === 0 && this.registered.has(topic)
-          ? JSON.stringify(await this.deserializer.deserialize(topic, value))
+          ? await this.decodeFramed(topic, value)
           : plainText(value),
       );
     }
     return out;
   }
+
+  /**
+   * A value in the Confluent framing: magic byte 0, a 4-byte schema id, JSON. Before, any failure
+   * here was thrown out of the poll, and the same record failed it again after every rewind: one
+   * such record produced by hand stalled its partition for good.
+   */
+  private async decodeFramed(topic: string, value: Buffer): Promise<WireValue> {
+    if (value.length < 5)
+      return new UnreadableValue(
+        `Confluent wire format: a value of ${value.length} bytes, shorter than the 5-byte header (magic byte, schema id)`,
+        plainText(value),
+      );
+    try {
+      return JSON.stringify(await this.deserializer.deserialize(topic, value));
+    } catch (e) {
+      // The registry unreachable or failing is no fault of the record: thrown, the step retries.
+      const permanent =
+        e instanceof SyntaxError ||
+        (e instanceof RestError && e.status >= 400 && e.status < 500 && e.status !== 408 && e.status !== 429);
+      if (!permanent) throw e;
+      return new UnreadableValue(
+        `Confluent wire format: schema id ${value.readInt32BE(1)}: ${(e as Error).message}`,
+        plainText(value),
+      );
+    }
+  }
 }
 
-/** A consumed message as a log record (topic: the engine's name), with the value's JSON text already taken off the wire. */
-export function rdkafkaRecord(m: rdkafka.Message, value: string, topic: string): LogRecord {
+/** A consumed message as a log record (topic: the engine's name), with the value already taken off the wire. */
+export function rdkafkaRecord(m: rdkafka.Message, value: WireValue, topic: string): LogRecord {
   let validatedAs: string | undefined;
   for (const h of m.headers ?? []) validatedAs ??= headerText(h[VALIDATED_AS_HEADER]);
   return {
@@ -107,7 +158,7 @@ export function rdkafkaRecord(m: rdkafka.Message, value: string, topic: string):
     partition: m.partition,
     offset: m.offset,
     key: m.key == null ? null : m.key.toString(),
-    value,
+    ...recordValue(value),
     timestamp: m.timestamp ?? 0,
     validatedAs,
   };
