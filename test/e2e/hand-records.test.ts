@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rmSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { pipelineTopology } from '../../processors/pipeline.js';
 import type { OutgoingRecord } from '../../topology/records.js';
 import { openRuntime } from '../../topology/runtime/open.js';
@@ -57,6 +58,8 @@ describe('records produced by hand to each topic (embedded)', () => {
 
   it('dead-letters every bad record with its reason, never stalls, and lets the good ones through', async () => {
     const ws = workspace(server.url);
+    // A hundred megabytes of log: gone with the test.
+    onTestFinished(() => rmSync(ws.dir, { recursive: true, force: true }));
     const log = `file:${ws.dir}/log`;
     const bad = (topic: string): (OutgoingRecord & { kind: BadKind })[] => [
       { kind: 'wrong-schema', topic, key: `hand-wrong-${topic}`, value: wrongSchema(topic) },

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import kafkajs from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { pipelineTopology } from '../../processors/pipeline.js';
 import { KafkaRuntime } from '../../topology/runtime/kafka/index.js';
 import {
@@ -79,6 +80,7 @@ describe('records produced by hand to each topic (Kafka, Schema Registry wire fo
       const app = `hand-${client}-${randomBytes(4).toString('hex')}`;
       const log = `kafka://${KAFKA}?client=${client}&registry=${encodeURIComponent(SCHEMA_REGISTRY)}`;
       const ws = workspace(server.url, { log, app });
+      onTestFinished(() => rmSync(ws.dir, { recursive: true, force: true }));
       const kafka = new kafkajs.Kafka({ brokers: [KAFKA], logLevel: kafkajs.logLevel.NOTHING });
       const producer = kafka.producer();
       const admin = kafka.admin();
