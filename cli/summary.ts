@@ -97,6 +97,8 @@ export async function runSummary(opts: {
   for (const topic of ['articles', 'qa.candidates', 'qa.graded', 'qa.rejected', 'qa.classified', 'dlq']) {
     sizes.push(`${topic} ${(await opts.runtime.endOffsets(topic)).reduce((a, b) => a + b, 0)}`);
   }
-  lines.push(`log: ${sizes.join(', ')}`);
+  // End offsets, not record counts: on Kafka a transaction's commit marker takes an offset, and
+  // an aborted transaction's records stay below the end (read_committed readers skip both).
+  lines.push(`log end offsets: ${sizes.join(', ')}`);
   return lines.join('\n');
 }
