@@ -104,7 +104,8 @@ describe('bioalchemy CLI', () => {
       expect(help.stdout, args.join(' ')).toContain('(env: BIOALCHEMY_DATA)');
     }
     expect(cli(['ingest', '--help']).stdout).toContain('--format <format>');
-  });
+    // Ten CLI starts one after another: on a loaded machine each can take seconds.
+  }, 180_000);
 
   it('takes the global flags from the environment, the flag winning over it', () => {
     const lines = `${JSON.stringify(sampleArticle)}\n`;
