@@ -5,8 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { pipelineTopology } from '../../processors/pipeline.js';
 import type { OutgoingRecord } from '../../topology/records.js';
 import { openRuntime } from '../../topology/runtime/open.js';
-import { pipelineResponder } from '../llm-server/pipeline-responder.js';
-import { type LlmServer, start } from '../llm-server/server.js';
+import type { LlmServer } from '../llm-server/server.js';
 import {
   type BadKind,
   bigNotJson,
@@ -21,6 +20,7 @@ import {
   marker,
   notJson,
   READERS,
+  startMidRunServer,
   UNREAD,
   wrongSchema,
 } from './hand-records.js';
@@ -42,17 +42,10 @@ import { cli, runUntilIdle, summaryCounts, workspace } from './helpers.js';
  */
 describe('records produced by hand to each topic (embedded)', () => {
   let server: LlmServer;
-  let onFirstCall: (() => Promise<void>) | null = null;
+  let hooked: Awaited<ReturnType<typeof startMidRunServer>>;
   beforeAll(async () => {
-    server = await start({
-      responder: async (request, context) => {
-        // The first LLM call: the run is under way (its summary counts dead letters from here on).
-        const first = onFirstCall;
-        onFirstCall = null;
-        await first?.();
-        return pipelineResponder(request, context);
-      },
-    });
+    hooked = await startMidRunServer();
+    server = hooked.server;
   });
   afterAll(async () => {
     await server.stop();
@@ -100,7 +93,7 @@ describe('records produced by hand to each topic (embedded)', () => {
     // While the run is under way: more bad records, on dlq too (the run's summary reads the dead
     // letters written since it started, so it meets these), and a good article beside them.
     const midRun = { ...GOOD.articles[0]!, id: 'hand:article-mid-run', contentHash: 'hand-mid-run' };
-    onFirstCall = async () => {
+    hooked.atFirstCall(async () => {
       const live = await openRuntime(log);
       try {
         await live.append([
@@ -113,13 +106,13 @@ describe('records produced by hand to each topic (embedded)', () => {
       } finally {
         await live.close();
       }
-    };
+    });
 
     const started = performance.now();
     const run = await runUntilIdle(ws.config);
     const seconds = (performance.now() - started) / 1000;
     expect(run.code, run.stderr).toBe(0);
-    expect(onFirstCall).toBeNull();
+    expect(hooked.called()).toBe(true);
     expect(run.stdout).toMatch(/^dead letters by reason:/m);
     // The summary counts the hand-made records on dlq as what they are, not as a crash.
     expect(run.stdout).toMatch(/unreadable dead letter/);

@@ -2,6 +2,8 @@ import { expect } from 'vitest';
 import { MAX_PAYLOAD_BYTES } from '../../schemas/dead-letter.js';
 import { partitionKey } from '../../topology/records.js';
 import type { Runtime } from '../../topology/runtime/types.js';
+import { pipelineResponder } from '../llm-server/pipeline-responder.js';
+import { type LlmServer, start } from '../llm-server/server.js';
 
 /**
  * Records produced by hand to the pipeline's topics, as a user with a console producer makes
@@ -294,4 +296,33 @@ export async function expectGoodFlowed(runtime: Runtime, articleIds: readonly st
   expect(mixes.length).toBeGreaterThan(0);
   const last = mixes.reduce((a, b) => ((b.version ?? 0) > (a.version ?? 0) ? b : a));
   expect(last.metrics!.items + last.metrics!.heldOut).toBe(classifiedIds.length);
+}
+
+/**
+ * The pipeline's test LLM server, with a hook run once at its first call: the run is under way
+ * then, and what the hook appends arrives mid-run (the run's summary counts dead letters from then on).
+ */
+export async function startMidRunServer(): Promise<{
+  server: LlmServer;
+  /** Runs `hook` at the next call. */
+  atFirstCall(hook: () => Promise<void>): void;
+  /** Whether the hook has run. */
+  called(): boolean;
+}> {
+  let pending: (() => Promise<void>) | null = null;
+  const server = await start({
+    responder: async (request, context) => {
+      const hook = pending;
+      pending = null;
+      await hook?.();
+      return pipelineResponder(request, context);
+    },
+  });
+  return {
+    server,
+    atFirstCall: (hook) => {
+      pending = hook;
+    },
+    called: () => pending === null,
+  };
 }

@@ -21,12 +21,12 @@ import {
   marker,
   notJsonBytes,
   READERS,
+  startMidRunServer,
   UNREAD,
   wrongSchema,
 } from '../e2e/hand-records.js';
 import { cli, runUntilIdle, workspace } from '../e2e/helpers.js';
-import { pipelineResponder } from '../llm-server/pipeline-responder.js';
-import { type LlmServer, start } from '../llm-server/server.js';
+import type { LlmServer } from '../llm-server/server.js';
 import { KAFKA, SCHEMA_REGISTRY } from './env.js';
 
 /** A schema id no registry has handed out. */
@@ -60,16 +60,10 @@ const frame = (schemaId: number, payload: Buffer | string) => {
  */
 describe('records produced by hand to each topic (Kafka, Schema Registry wire format)', () => {
   let server: LlmServer;
-  let onFirstCall: (() => Promise<void>) | null = null;
+  let hooked: Awaited<ReturnType<typeof startMidRunServer>>;
   beforeAll(async () => {
-    server = await start({
-      responder: async (request, context) => {
-        const first = onFirstCall;
-        onFirstCall = null;
-        await first?.();
-        return pipelineResponder(request, context);
-      },
-    });
+    hooked = await startMidRunServer();
+    server = hooked.server;
   });
   afterAll(async () => {
     await server.stop();
@@ -175,19 +169,19 @@ describe('records produced by hand to each topic (Kafka, Schema Registry wire fo
         // While the run is under way: more bad records (on dlq too, which the run's summary reads)
         // and a good article beside them.
         const midRun = { ...GOOD.articles[0]!, id: 'hand:article-mid-run', contentHash: 'hand-mid-run' };
-        onFirstCall = async () => {
+        hooked.atFirstCall(async () => {
           expect(await send('dlq', null, notJsonBytes('dlq', 2))).toBeNull();
           expect(await send('dlq', 'x', wrongSchema('dlq', 2))).toBeNull();
           expect(await send('articles', null, notJsonBytes('articles', 2))).toBeNull();
           await engine.append([{ topic: 'articles', key: midRun.id, value: JSON.stringify(midRun) }]);
           expect(await send('articles', 'y', wrongSchema('articles', 2))).toBeNull();
-        };
+        });
 
         const started = performance.now();
         const run = await runUntilIdle(ws.config);
         const seconds = (performance.now() - started) / 1000;
         expect(run.code, run.stderr).toBe(0);
-        expect(onFirstCall).toBeNull();
+        expect(hooked.called()).toBe(true);
         expect(run.stdout).toMatch(/unreadable dead letter/);
         process.stdout.write(`hand records (${client}): run --until-idle took ${seconds.toFixed(1)} s\n`);
 
