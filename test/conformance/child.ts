@@ -1,11 +1,9 @@
 // A processing process for the kill -9 test: runs the doubler as `bioalchemy run` does (run(), with
 // its commit interval and overlapped commits) until every input record is committed.
-import pino from 'pino';
-import { EngineMetrics } from '../../topology/metrics.js';
 import { partitionKey } from '../../topology/records.js';
 import { openRuntime } from '../../topology/runtime/open.js';
-import { ProcessorTask } from '../../topology/task.js';
 import { conformanceTopology, doubler, windowedDoubler } from './processors.js';
+import { startRunning } from './running.js';
 
 const [url, prefix, mode, pace] = process.argv.slice(2) as [string, string, 'batch' | 'window', string];
 const topology = conformanceTopology(prefix, (t) => {
@@ -26,13 +24,7 @@ const processor = topology.processors[0]!;
 const input = processor.reads[0]!;
 // One worker at a time, under one id: a restart fences its killed predecessor at once.
 const runtime = await openRuntime(url, { worker: 'child' });
-const task = await new ProcessorTask(runtime, topology, processor, {
-  log: pino({ level: 'silent' }),
-  metrics: new EngineMetrics(),
-  pollWaitMs: 100,
-}).open();
-const stop = new AbortController();
-const running = task.run(stop.signal);
+const { task, stop } = await startRunning(runtime, topology, processor);
 
 /** Whether the group has committed up to the end of every input partition. */
 async function allCommitted(): Promise<boolean> {
@@ -54,7 +46,5 @@ while (!(await allCommitted())) {
   }
   await new Promise((r) => setTimeout(r, 50));
 }
-stop.abort();
-await running;
-await task.close();
+await stop();
 await runtime.close();

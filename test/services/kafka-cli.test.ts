@@ -4,12 +4,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { EngineMetrics } from '../../topology/metrics.js';
 import { KafkaRuntime } from '../../topology/runtime/kafka/index.js';
-import { ProcessorTask } from '../../topology/task.js';
 import { scaleTopology } from '../conformance/processors.js';
+import { startRunning } from '../conformance/running.js';
 import { KAFKA } from './env.js';
 
 const BIN = fileURLToPath(new URL('../../bin/bioalchemy.js', import.meta.url));
@@ -42,13 +40,7 @@ describe('bioalchemy status and reset on Kafka', () => {
           value: JSON.stringify({ n }),
         })),
       );
-      const task = await new ProcessorTask(runtime, topology, topology.processors[0]!, {
-        log: pino({ level: 'silent' }),
-        metrics: new EngineMetrics(),
-        pollWaitMs: 100,
-      }).open();
-      const stop = new AbortController();
-      const running = task.run(stop.signal);
+      const { task, stop } = await startRunning(runtime, topology, topology.processors[0]!);
       const deadline = Date.now() + 60_000;
       while (task.committedInputs < 60 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       expect(task.committedInputs).toBe(60);
@@ -64,9 +56,7 @@ describe('bioalchemy status and reset on Kafka', () => {
       expect(groups[0].members[0].client).toContain('w7');
       expect(groups[0].members[0].partitions['t.in']).toEqual([0, 1, 2, 3, 4, 5]);
       expect(groups[0].lag['t.in']).toHaveLength(6);
-      stop.abort();
-      await running;
-      await task.close();
+      await stop();
 
       // Not confirmed: nothing goes.
       const refused = cli(config, ['reset', '--app', app], 'no\n');

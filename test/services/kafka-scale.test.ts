@@ -2,14 +2,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EngineMetrics } from '../../topology/metrics.js';
 import { partitionKey } from '../../topology/records.js';
 import { KafkaRuntime } from '../../topology/runtime/kafka/index.js';
 import type { StoredValue } from '../../topology/runtime/types.js';
-import { ProcessorTask } from '../../topology/task.js';
 import { scaleTopology } from '../conformance/processors.js';
+import { startRunning } from '../conformance/running.js';
 import { readAll } from '../conformance/suite.js';
 import { KAFKA } from './env.js';
 
@@ -202,17 +200,9 @@ for (const client of ['kafkajs', 'rdkafka'] as const) {
         const alone = scaleTopology(single);
         await runtime.ensureTopics(alone.topics);
         await runtime.append(numbers(`${single}.in`, 0, 6000));
-        const task = await new ProcessorTask(runtime, alone, alone.processors[0]!, {
-          log: pino({ level: 'silent' }),
-          metrics: new EngineMetrics(),
-          pollWaitMs: 100,
-        }).open();
-        const stop = new AbortController();
-        const running = task.run(stop.signal);
-        await until('the single worker done', async () => task.committedInputs >= 6000);
-        stop.abort();
-        await running;
-        await task.close();
+        const one = await startRunning(runtime, alone, alone.processors[0]!);
+        await until('the single worker done', async () => one.task.committedInputs >= 6000);
+        await one.stop();
         const reference = await runtime.readStore(alone.processors[0]!.name, 'count');
         expect(sorted(scaled)).toEqual(sorted(reference));
         const totals = scaled.filter((r) => r.key === 'total').reduce((n, r) => n + Number(r.value), 0);
