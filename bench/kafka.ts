@@ -238,6 +238,29 @@ async function rawRdkafka(
   return { ms, records: N - firstBatch };
 }
 
+/**
+ * The raw copy with emit's codec work, the client on a worker thread: a process of its own
+ * (bench/kafka-worker-copy.ts), since node-rdkafka's addon loads on one thread of a process only.
+ */
+async function rdkafkaOnWorker(
+  runtime: KafkaRuntime,
+  topics: { input: string; output: string },
+): Promise<Run> {
+  return childRun(process.execPath, [
+    '--max-semi-space-size=64',
+    '--import',
+    'tsx',
+    WORKER_COPY_SCRIPT,
+    BROKER,
+    runtime.names.topic(topics.input),
+    runtime.names.topic(topics.output),
+    String(N),
+    String(BATCH),
+  ]);
+}
+
+const WORKER_COPY_SCRIPT = fileURLToPath(new URL('./kafka-worker-copy.ts', import.meta.url));
+
 const QUIX_VENV = fileURLToPath(new URL('../.deploy/quix-venv', import.meta.url));
 const QUIX_PYTHON = `${QUIX_VENV}/bin/python`;
 const QUIX_SCRIPT = fileURLToPath(new URL('./quix/run.py', import.meta.url));
@@ -256,24 +279,31 @@ function quixVenv(): void {
 
 /** The peer users would pick instead: Quix Streams on the same records (bench/quix/run.py). */
 async function quix(runtime: KafkaRuntime, topics: { input: string; output: string }): Promise<Run> {
-  const child = spawn(
-    QUIX_PYTHON,
-    [QUIX_SCRIPT, BROKER, runtime.names.topic(topics.input), runtime.names.topic(topics.output), String(N)],
-    { stdio: ['ignore', 'pipe', 'ignore'] },
-  );
+  return childRun(QUIX_PYTHON, [
+    QUIX_SCRIPT,
+    BROKER,
+    runtime.names.topic(topics.input),
+    runtime.names.topic(topics.output),
+    String(N),
+  ]);
+}
+
+/** A measurement run as a child process, which prints its Run as the last line of its output. */
+async function childRun(command: string, args: string[]): Promise<Run> {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'ignore'] });
   let out = '';
   child.stdout.on('data', (d: Buffer) => {
     out += d.toString();
   });
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  if (code !== 0) throw new Error(`quix exited with ${code}`);
+  if (code !== 0) throw new Error(`${command} ${args[0]} exited with ${code}`);
   return JSON.parse(out.trim().split('\n').at(-1)!) as Run;
 }
 
 export async function run(): Promise<string[]> {
   const lines: string[] = [];
   quixVenv();
-  for (const client of ['rdkafka', 'kafkajs'] as const) {
+  for (const client of (process.env.BENCH_CLIENTS?.split(',') ?? ['rdkafka', 'kafkajs']) as Client[]) {
     // The transforming path (validation on) against Quix Streams, runs interleaved on the same records.
     const rates = await pairedRates(
       () => onFreshTopics(client, 'emit', throughEngine),
@@ -302,6 +332,22 @@ export async function run(): Promise<string[]> {
         ceiling.figure,
         'Quix Streams 3.28.1',
         ceiling.baseline,
+      ),
+    );
+    if (client !== 'rdkafka') continue;
+    // The same with node-rdkafka on a worker thread: how much the main thread's share of the
+    // client costs, on a machine whose second core is otherwise half idle.
+    const onWorker = await pairedRates(
+      () => onFreshTopics(client, 'emit', rdkafkaOnWorker),
+      () => onFreshTopics(client, 'emit', quix),
+      Number(process.env.BENCH_REPEATS ?? 3),
+    );
+    lines.push(
+      ratioLine(
+        'kafka/rdkafka, the same copy with node-rdkafka on a worker thread, codec work on the main thread',
+        onWorker.figure,
+        'Quix Streams 3.28.1',
+        onWorker.baseline,
       ),
     );
   }
