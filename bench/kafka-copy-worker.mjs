@@ -5,22 +5,10 @@ import { createRequire } from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
 
 const rdkafka = createRequire(import.meta.url)('node-rdkafka');
-const { broker, input, output, batch } = workerData;
+const { config, input, output, batch } = workerData;
 
-const producer = new rdkafka.Producer({
-  'metadata.broker.list': broker,
-  'enable.idempotence': true,
-  'linger.ms': 5,
-});
-const consumer = new rdkafka.KafkaConsumer(
-  {
-    'group.id': `raw-worker-${input}`,
-    'metadata.broker.list': broker,
-    'enable.auto.commit': true,
-    'fetch.wait.max.ms': 50,
-  },
-  { 'auto.offset.reset': 'earliest' },
-);
+const producer = new rdkafka.Producer(config.producer);
+const consumer = new rdkafka.KafkaConsumer(config.consumer, config.consumerTopic);
 await new Promise((r) => producer.connect({}, r));
 await new Promise((r) => consumer.connect({}, r));
 consumer.subscribe([input]);

@@ -6,6 +6,7 @@
 // usage: kafka-worker-copy.ts BROKER INPUT OUTPUT N BATCH
 import { Worker } from 'node:worker_threads';
 import { RECORD_SCHEMAS } from '../schemas/index.js';
+import { rawRdkafkaConfig } from './raw-rdkafka-config.js';
 
 const [broker, input, output, total, batch] = process.argv.slice(2) as [
   string,
@@ -17,7 +18,7 @@ const [broker, input, output, total, batch] = process.argv.slice(2) as [
 const N = Number(total);
 const article = RECORD_SCHEMAS.article;
 const worker = new Worker(new URL('./kafka-copy-worker.mjs', import.meta.url), {
-  workerData: { broker, input, output, batch: Number(batch) },
+  workerData: { config: rawRdkafkaConfig(broker, input), input, output, batch: Number(batch) },
 });
 type Packed = { buf: ArrayBuffer; meta: Int32Array; stamps: (string | null)[]; n: number };
 let moved = 0;

@@ -14,6 +14,7 @@ import { KafkaRuntime } from '../topology/runtime/kafka/index.js';
 import { ProcessorTask } from '../topology/task.js';
 import { defineTopology, type Topology } from '../topology/topology.js';
 import { pairedRates, type Run, ratioLine, timed } from './harness.js';
+import { rawRdkafkaConfig } from './raw-rdkafka-config.js';
 
 const BROKER = process.env.BIOALCHEMY_KAFKA ?? '127.0.0.1:19092';
 const N = 100_000;
@@ -193,20 +194,9 @@ async function rawRdkafka(
 ): Promise<Run> {
   const input = runtime.names.topic(topics.input);
   const output = runtime.names.topic(topics.output);
-  const producer = new rdkafka.Producer({
-    'metadata.broker.list': BROKER,
-    'enable.idempotence': true,
-    'linger.ms': 5,
-  });
-  const consumer = new rdkafka.KafkaConsumer(
-    {
-      'group.id': `raw-${input}`,
-      'metadata.broker.list': BROKER,
-      'enable.auto.commit': true,
-      'fetch.wait.max.ms': 50,
-    },
-    { 'auto.offset.reset': 'earliest' },
-  );
+  const config = rawRdkafkaConfig(BROKER, input);
+  const producer = new rdkafka.Producer(config.producer);
+  const consumer = new rdkafka.KafkaConsumer(config.consumer, config.consumerTopic);
   await new Promise((r) => producer.connect({}, r));
   await new Promise((r) => consumer.connect({}, r));
   consumer.subscribe([input]);
@@ -303,53 +293,44 @@ async function childRun(command: string, args: string[]): Promise<Run> {
 export async function run(): Promise<string[]> {
   const lines: string[] = [];
   quixVenv();
-  for (const client of (process.env.BENCH_CLIENTS?.split(',') ?? ['rdkafka', 'kafkajs']) as Client[]) {
-    // The transforming path (validation on) against Quix Streams, runs interleaved on the same records.
+  /** One line: `measure` and Quix Streams, runs interleaved on fresh topics holding the same records. */
+  const againstQuix = async (
+    client: Client,
+    label: string,
+    measure: Parameters<typeof onFreshTopics>[2],
+    quixLabel = 'Quix Streams 3.28.1',
+  ) => {
     const rates = await pairedRates(
-      () => onFreshTopics(client, 'emit', throughEngine),
+      () => onFreshTopics(client, 'emit', measure),
       () => onFreshTopics(client, 'emit', quix),
       Number(process.env.BENCH_REPEATS ?? 3),
     );
-    lines.push(
-      ratioLine(
-        `kafka/${client}, one processor (emit, validated), exactly-once`,
-        rates.figure,
-        'Quix Streams 3.28.1, exactly-once, commit interval 0.1 s',
-        rates.baseline,
-      ),
+    lines.push(ratioLine(label, rates.figure, quixLabel, rates.baseline));
+  };
+  for (const client of (process.env.BENCH_CLIENTS?.split(',') ?? ['rdkafka', 'kafkajs']) as Client[]) {
+    // The transforming path (validation on).
+    await againstQuix(
+      client,
+      `kafka/${client}, one processor (emit, validated), exactly-once`,
+      throughEngine,
+      'Quix Streams 3.28.1, exactly-once, commit interval 0.1 s',
     );
     // How far any engine on this client could go: the client alone copying the records with
     // emit's codec work, no transactions, no engine. The target is out of reach above this line.
     const raw = client === 'kafkajs' ? rawKafkajs : rawRdkafka;
-    const ceiling = await pairedRates(
-      () => onFreshTopics(client, 'emit', (runtime, topics) => raw(runtime, topics, recoded)),
-      () => onFreshTopics(client, 'emit', quix),
-      Number(process.env.BENCH_REPEATS ?? 3),
+    await againstQuix(
+      client,
+      `kafka/${client}, ceiling: raw ${client} consume+produce with parse, zod and serialise, no transactions`,
+      (runtime, topics) => raw(runtime, topics, recoded),
     );
-    lines.push(
-      ratioLine(
-        `kafka/${client}, ceiling: raw ${client} consume+produce with parse, zod and serialise, no transactions`,
-        ceiling.figure,
-        'Quix Streams 3.28.1',
-        ceiling.baseline,
-      ),
-    );
-    if (client !== 'rdkafka') continue;
     // The same with node-rdkafka on a worker thread: how much the main thread's share of the
     // client costs, on a machine whose second core is otherwise half idle.
-    const onWorker = await pairedRates(
-      () => onFreshTopics(client, 'emit', rdkafkaOnWorker),
-      () => onFreshTopics(client, 'emit', quix),
-      Number(process.env.BENCH_REPEATS ?? 3),
-    );
-    lines.push(
-      ratioLine(
+    if (client === 'rdkafka')
+      await againstQuix(
+        client,
         'kafka/rdkafka, the same copy with node-rdkafka on a worker thread, codec work on the main thread',
-        onWorker.figure,
-        'Quix Streams 3.28.1',
-        onWorker.baseline,
-      ),
-    );
+        rdkafkaOnWorker,
+      );
   }
   if (process.env.BENCH_QUIX_ONLY) return lines;
   for (const client of ['kafkajs', 'rdkafka'] as const) {
