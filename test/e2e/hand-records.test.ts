@@ -1,11 +1,10 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { pipelineTopology } from '../../processors/pipeline.js';
 import type { OutgoingRecord } from '../../topology/records.js';
 import { openRuntime } from '../../topology/runtime/open.js';
-import type { LlmServer } from '../llm-server/server.js';
 import {
   type BadKind,
   bigNotJson,
@@ -18,9 +17,9 @@ import {
   hugeArticle,
   hugeWrongSchema,
   marker,
+  midRunServerForSuite,
   notJson,
   READERS,
-  startMidRunServer,
   UNREAD,
   wrongSchema,
 } from './hand-records.js';
@@ -41,18 +40,10 @@ import { cli, runUntilIdle, summaryCounts, workspace } from './helpers.js';
  * first `extract.maxPassages` passages), a 10 MB value of the wrong schema is a dead letter.
  */
 describe('records produced by hand to each topic (embedded)', () => {
-  let server: LlmServer;
-  let hooked: Awaited<ReturnType<typeof startMidRunServer>>;
-  beforeAll(async () => {
-    hooked = await startMidRunServer();
-    server = hooked.server;
-  });
-  afterAll(async () => {
-    await server.stop();
-  });
+  const hooked = midRunServerForSuite();
 
   it('dead-letters every bad record with its reason, never stalls, and lets the good ones through', async () => {
-    const ws = workspace(server.url);
+    const ws = workspace(hooked().server.url);
     // A hundred megabytes of log: gone with the test.
     onTestFinished(() => rmSync(ws.dir, { recursive: true, force: true }));
     const log = `file:${ws.dir}/log`;
@@ -93,7 +84,7 @@ describe('records produced by hand to each topic (embedded)', () => {
     // While the run is under way: more bad records, on dlq too (the run's summary reads the dead
     // letters written since it started, so it meets these), and a good article beside them.
     const midRun = { ...GOOD.articles[0]!, id: 'hand:article-mid-run', contentHash: 'hand-mid-run' };
-    hooked.atFirstCall(async () => {
+    hooked().atFirstCall(async () => {
       const live = await openRuntime(log);
       try {
         await live.append([
@@ -112,7 +103,7 @@ describe('records produced by hand to each topic (embedded)', () => {
     const run = await runUntilIdle(ws.config);
     const seconds = (performance.now() - started) / 1000;
     expect(run.code, run.stderr).toBe(0);
-    expect(hooked.called()).toBe(true);
+    expect(hooked().called()).toBe(true);
     expect(run.stdout).toMatch(/^dead letters by reason:/m);
     // The summary counts the hand-made records on dlq as what they are, not as a crash.
     expect(run.stdout).toMatch(/unreadable dead letter/);

@@ -1,4 +1,4 @@
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { MAX_PAYLOAD_BYTES } from '../../schemas/dead-letter.js';
 import { partitionKey } from '../../topology/records.js';
 import type { Runtime } from '../../topology/runtime/types.js';
@@ -302,13 +302,27 @@ export async function expectGoodFlowed(runtime: Runtime, articleIds: readonly st
  * The pipeline's test LLM server, with a hook run once at its first call: the run is under way
  * then, and what the hook appends arrives mid-run (the run's summary counts dead letters from then on).
  */
-export async function startMidRunServer(): Promise<{
+interface MidRunServer {
   server: LlmServer;
   /** Runs `hook` at the next call. */
   atFirstCall(hook: () => Promise<void>): void;
   /** Whether the hook has run. */
   called(): boolean;
-}> {
+}
+
+/** startMidRunServer for a describe block: started before its tests, stopped after them. */
+export function midRunServerForSuite(): () => MidRunServer {
+  let hooked: MidRunServer | undefined;
+  beforeAll(async () => {
+    hooked = await startMidRunServer();
+  });
+  afterAll(async () => {
+    await hooked?.server.stop();
+  });
+  return () => hooked!;
+}
+
+async function startMidRunServer(): Promise<MidRunServer> {
   let pending: (() => Promise<void>) | null = null;
   const server = await start({
     responder: async (request, context) => {

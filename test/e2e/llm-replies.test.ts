@@ -4,6 +4,7 @@ import { ClassifiedQa, GradedQa, QaCandidate } from '../../schemas/qa.js';
 import { loadTaxonomy } from '../../schemas/taxonomy.js';
 import { openRuntime } from '../../topology/runtime/open.js';
 import { readAll } from '../conformance/suite.js';
+import { acceptingJudgeReply } from '../fixtures/records.js';
 import { type ChatRequest, type LlmServer, start } from '../llm-server/server.js';
 import { cli, expectSummaryAddsUp, runUntilIdle, summaryCounts, workspace } from './helpers.js';
 
@@ -36,14 +37,7 @@ interface Case {
   readonly requests?: Partial<Record<Stage, { first: number; repair: number }>>;
 }
 
-const JUDGE_OK = {
-  quality: 4,
-  difficulty: 3,
-  answerability: 4,
-  verifiability: 5,
-  verdict: 'accept',
-  reasons: [],
-};
+const JUDGE_OK = acceptingJudgeReply;
 const json = (v: unknown) => JSON.stringify(v);
 
 const INJECT_TEXT = [

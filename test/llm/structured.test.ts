@@ -8,6 +8,7 @@ import { JudgeReply } from '../../llm/prompts/judge.js';
 import { LlmConfig } from '../../schemas/llm.js';
 import { loadTaxonomy } from '../../schemas/taxonomy.js';
 import { EmbeddedRuntime } from '../../topology/runtime/embedded.js';
+import { acceptingJudgeReply } from '../fixtures/records.js';
 import { start } from '../llm-server/server.js';
 import { ask, Mcq, mcq, type Rig, rig } from './helpers.js';
 
@@ -112,14 +113,7 @@ describe('structured replies', () => {
 
 describe('replies of the wrong shape', () => {
   const taxonomy = loadTaxonomy();
-  const judge = {
-    quality: 4,
-    difficulty: 3,
-    answerability: 4,
-    verifiability: 5,
-    verdict: 'accept',
-    reasons: [],
-  };
+  const judge = acceptingJudgeReply;
   const label = { category: 'genetics', confidence: 0.7 };
   const classify = (i: number) => ({
     stage: 'classify' as const,

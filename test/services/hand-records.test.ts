@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import kafkajs from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { pipelineTopology } from '../../processors/pipeline.js';
 import { KafkaRuntime } from '../../topology/runtime/kafka/index.js';
 import {
@@ -19,14 +19,13 @@ import {
   hugeArticle,
   hugeWrongSchema,
   marker,
+  midRunServerForSuite,
   notJsonBytes,
   READERS,
-  startMidRunServer,
   UNREAD,
   wrongSchema,
 } from '../e2e/hand-records.js';
 import { cli, runUntilIdle, workspace } from '../e2e/helpers.js';
-import type { LlmServer } from '../llm-server/server.js';
 import { KAFKA, SCHEMA_REGISTRY } from './env.js';
 
 /** A schema id no registry has handed out. */
@@ -59,21 +58,13 @@ const frame = (schemaId: number, payload: Buffer | string) => {
  *   runtime's append says the topic is compacted and the record has no key.
  */
 describe('records produced by hand to each topic (Kafka, Schema Registry wire format)', () => {
-  let server: LlmServer;
-  let hooked: Awaited<ReturnType<typeof startMidRunServer>>;
-  beforeAll(async () => {
-    hooked = await startMidRunServer();
-    server = hooked.server;
-  });
-  afterAll(async () => {
-    await server.stop();
-  });
+  const hooked = midRunServerForSuite();
 
   for (const client of ['kafkajs', 'rdkafka'] as const) {
     it(`${client}: dead-letters every bad record with its reason, never stalls, and lets the good ones through`, async () => {
       const app = `hand-${client}-${randomBytes(4).toString('hex')}`;
       const log = `kafka://${KAFKA}?client=${client}&registry=${encodeURIComponent(SCHEMA_REGISTRY)}`;
-      const ws = workspace(server.url, { log, app });
+      const ws = workspace(hooked().server.url, { log, app });
       onTestFinished(() => rmSync(ws.dir, { recursive: true, force: true }));
       const kafka = new kafkajs.Kafka({ brokers: [KAFKA], logLevel: kafkajs.logLevel.NOTHING });
       const producer = kafka.producer();
@@ -169,7 +160,7 @@ describe('records produced by hand to each topic (Kafka, Schema Registry wire fo
         // While the run is under way: more bad records (on dlq too, which the run's summary reads)
         // and a good article beside them.
         const midRun = { ...GOOD.articles[0]!, id: 'hand:article-mid-run', contentHash: 'hand-mid-run' };
-        hooked.atFirstCall(async () => {
+        hooked().atFirstCall(async () => {
           expect(await send('dlq', null, notJsonBytes('dlq', 2))).toBeNull();
           expect(await send('dlq', 'x', wrongSchema('dlq', 2))).toBeNull();
           expect(await send('articles', null, notJsonBytes('articles', 2))).toBeNull();
@@ -181,7 +172,7 @@ describe('records produced by hand to each topic (Kafka, Schema Registry wire fo
         const run = await runUntilIdle(ws.config);
         const seconds = (performance.now() - started) / 1000;
         expect(run.code, run.stderr).toBe(0);
-        expect(hooked.called()).toBe(true);
+        expect(hooked().called()).toBe(true);
         expect(run.stdout).toMatch(/unreadable dead letter/);
         process.stdout.write(`hand records (${client}): run --until-idle took ${seconds.toFixed(1)} s\n`);
 
