@@ -59,7 +59,7 @@ export function classifyProcessor(opts: ClassifyOptions): Processor {
           const reason = result.reason.startsWith('classify: ')
             ? result.reason
             : `classify: ${result.reason}`;
-          ctx.deadLetter(input, reason, result.payload);
+          ctx.deadLetter(input, result.code, reason, result.payload);
           return;
         }
         // The reply's schema admits only the taxonomy's ids (a journaled reply is validated again);
@@ -68,6 +68,7 @@ export function classifyProcessor(opts: ClassifyOptions): Processor {
         if (unknown.length) {
           ctx.deadLetter(
             input,
+            'label-unknown',
             `classify: labels not in ${opts.taxonomy.name}: ${unknown.map((l) => JSON.stringify(l.category)).join(', ')}`,
           );
           return;

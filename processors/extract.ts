@@ -4,6 +4,7 @@ import { FREEFORM_PROMPT, FreeformReply, freeformMessages } from '../llm/prompts
 import { MCQ_PROMPT, McqReply, mcqMessages } from '../llm/prompts/mcq.js';
 import { RELEVANCE_PROMPT, RelevanceReply, relevanceMessages } from '../llm/prompts/relevance.js';
 import type { Article } from '../schemas/article.js';
+import type { DeadLetterCode } from '../schemas/dead-letter.js';
 import { contentHash } from '../schemas/ids.js';
 import type { Provenance } from '../schemas/provenance.js';
 import { type PassageSpan, QaCandidate } from '../schemas/qa.js';
@@ -25,6 +26,13 @@ export interface ExtractOptions {
   readonly passageTokens: number;
 }
 
+/** Why a passage gave no question: one dead letter. */
+interface PassageFailure {
+  readonly code: DeadLetterCode;
+  readonly reason: string;
+  readonly payload?: string;
+}
+
 /**
  * A passage's end: questions for it, not relevant (with why), or failed (a dead letter each).
  * Questions and failures may come together: one generator's unusable reply does not cost the
@@ -34,7 +42,7 @@ interface PassageResult {
   readonly passage: PassageSpan;
   readonly candidates: QaCandidate[];
   readonly skipped?: string;
-  readonly failures?: readonly { reason: string; payload?: string }[];
+  readonly failures?: readonly PassageFailure[];
 }
 
 /** A passage longer than this is not sent: the splitter cut no smaller (one huge word). */
@@ -69,11 +77,11 @@ export function extractProcessor(opts: ExtractOptions): Processor {
       },
       finish(input, outcome, ctx) {
         if (!outcome.ok) {
-          ctx.deadLetter(input, `extract: ${(outcome.error as Error).message}`);
+          ctx.deadLetter(input, 'processor-failed', `extract: ${(outcome.error as Error).message}`);
           return;
         }
         if (outcome.value.length === 0) {
-          ctx.deadLetter(input, 'extract: article has no text to make passages from');
+          ctx.deadLetter(input, 'no-text', 'extract: article has no text to make passages from');
           return;
         }
         for (const result of outcome.value) {
@@ -89,7 +97,7 @@ export function extractProcessor(opts: ExtractOptions): Processor {
           for (const c of result.candidates) ctx.emit('qa.candidates', c.id, c);
           const at = `passage ${result.passage.sectionIndex}:${result.passage.start}-${result.passage.end}`;
           for (const failure of result.failures ?? [])
-            ctx.deadLetter(input, `extract: ${at}: ${failure.reason}`, failure.payload);
+            ctx.deadLetter(input, failure.code, `extract: ${at}: ${failure.reason}`, failure.payload);
         }
         // An article that gave no question and no failure still leaves a record saying why, so
         // every article ends somewhere: in QA, or in a dead letter with its reason.
@@ -97,6 +105,7 @@ export function extractProcessor(opts: ExtractOptions): Processor {
           const irrelevant = outcome.value.filter((r) => r.skipped !== undefined).length;
           ctx.deadLetter(
             input,
+            'no-question',
             `extract: no passage gave a question (${irrelevant} judged irrelevant, ${outcome.value.length - irrelevant} without a usable question)`,
           );
         }
@@ -111,13 +120,14 @@ async function extractPassage(llm: Llm, article: Article, passage: PassageSpan):
     candidates: [],
     ...rest,
   });
-  const fail = (reason: string) => done({ failures: [{ reason }] });
-  if (passage.text.trim().length === 0) return fail('empty passage');
+  const fail = (code: DeadLetterCode, reason: string) => done({ failures: [{ code, reason }] });
+  if (passage.text.trim().length === 0) return fail('no-text', 'empty passage');
   if (passage.text.length > MAX_PASSAGE_CHARS)
     return fail(
+      'too-large',
       `passage of ${passage.text.length} characters, over ${MAX_PASSAGE_CHARS} (no break to cut it at)`,
     );
-  if (!looksEnglish(passage.text)) return fail('passage is not in English');
+  if (!looksEnglish(passage.text)) return fail('not-english', 'passage is not in English');
   let relevance: Completion<RelevanceReply>;
   try {
     relevance = await llm.complete({
@@ -150,7 +160,7 @@ async function extractPassage(llm: Llm, article: Article, passage: PassageSpan):
   const provenance = provenanceOf(article);
   const candidates: QaCandidate[] = [];
   const refused: string[] = [];
-  const failures: { reason: string; payload?: string }[] = [];
+  const failures: PassageFailure[] = [];
   const add = (draft: unknown, reply: Completion<unknown>) => {
     const parsed = QaCandidate.safeParse(draft);
     if (parsed.success) candidates.push(parsed.data);
@@ -166,6 +176,7 @@ async function extractPassage(llm: Llm, article: Article, passage: PassageSpan):
         {
           id: contentHash(article.id, passage.text, q.question),
           articleId: article.id,
+          articleTitle: article.title,
           passage,
           kind: 'multiple-choice',
           question: q.question.trim(),
@@ -185,6 +196,7 @@ async function extractPassage(llm: Llm, article: Article, passage: PassageSpan):
         {
           id: contentHash(article.id, passage.text, q.question),
           articleId: article.id,
+          articleTitle: article.title,
           passage,
           kind: 'free-form',
           question: q.question.trim(),
@@ -198,7 +210,8 @@ async function extractPassage(llm: Llm, article: Article, passage: PassageSpan):
     }
   // A question the record schema refuses (no option letter as key, say) is a dead letter; the
   // passage's other questions go on.
-  if (refused.length) failures.push({ reason: `question not usable: ${refused.join('; ')}` });
+  if (refused.length)
+    failures.push({ code: 'question-unusable', reason: `question not usable: ${refused.join('; ')}` });
   return done({ candidates, ...(failures.length ? { failures } : {}) });
 }
 

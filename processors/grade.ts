@@ -62,12 +62,13 @@ export function gradeProcessor(opts: GradeOptions): Processor {
         if (dedup.get(graded) !== undefined) {
           ctx.deadLetter(
             input,
+            'duplicate',
             `grade: duplicate candidate ${candidate.id}, graded already (its article came in twice)`,
           );
           return;
         }
         if (judged.kind === 'unusable') {
-          ctx.deadLetter(input, `grade: ${judged.reason}`, judged.payload);
+          ctx.deadLetter(input, judged.code, `grade: ${judged.reason}`, judged.payload);
           return;
         }
         const reject = (grade: Grade) => {

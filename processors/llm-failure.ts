@@ -1,7 +1,9 @@
 import { LlmReplyError } from '../llm/index.js';
+import type { DeadLetterCode } from '../schemas/dead-letter.js';
 
 /** An LLM call that failed for good: its reason, and what to keep in the dead letter. */
 export interface LlmFailure {
+  readonly code: Extract<DeadLetterCode, 'llm-reply-invalid' | 'llm-request-refused'>;
   readonly reason: string;
   readonly payload: string;
 }
@@ -12,6 +14,7 @@ export interface LlmFailure {
  * endpoint refused (the input is kept).
  */
 export function llmFailure(e: unknown, input: unknown): LlmFailure {
-  if (e instanceof LlmReplyError) return { reason: `${e.stage}: ${e.reason}`, payload: e.raw };
-  return { reason: (e as Error).message, payload: JSON.stringify(input) };
+  if (e instanceof LlmReplyError)
+    return { code: 'llm-reply-invalid', reason: `${e.stage}: ${e.reason}`, payload: e.raw };
+  return { code: 'llm-request-refused', reason: (e as Error).message, payload: JSON.stringify(input) };
 }

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import {
   contentHash,
   type DeadLetter,
+  type DeadLetterCode,
   formatIssues,
   jsonSchemaOf,
   RECORD_SCHEMAS,
@@ -84,12 +85,14 @@ export class TopicCodecs {
 /** The dead letter for a log record refused by `processor`. */
 export function deadLetterForRecord(
   record: LogRecord,
+  code: DeadLetterCode,
   reason: string,
   processor: string | null,
   payload: string = record.value,
 ): DeadLetter {
   return {
     id: contentHash('record', record.topic, record.partition, record.offset, processor, reason),
+    code,
     reason,
     processor,
     origin: {

@@ -17,8 +17,8 @@ export class EngineMetrics {
   });
   readonly deadLetters = new Counter({
     name: 'bioalchemy_dead_letters_total',
-    help: 'Inputs refused to the dead-letter topic',
-    labelNames: ['processor'],
+    help: 'Inputs refused to the dead-letter topic, by processor and code',
+    labelNames: ['processor', 'code'],
     registers: [this.registry],
   });
   readonly errors = new Counter({

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { DeadLetterCode } from '../schemas/dead-letter.js';
 
 /**
  * One input record handed to a processor: the value is schema-checked. A value the engine itself
@@ -36,11 +37,12 @@ export interface StepContext {
    */
   forward(input: InputRecord, topic: string, key?: string | null): void;
   /**
-   * Refuse an input, or a part of it, with a reason; it goes to the dead-letter topic in the same
-   * step. The payload is the input unless given (a model's raw reply, say); one input may have
-   * several dead letters with different reasons (one per failed passage).
+   * Refuse an input, or a part of it, with a code from the closed list (what dashboards and alerts
+   * group by) and a reason in words; it goes to the dead-letter topic in the same step. The payload
+   * is the input unless given (a model's raw reply, say); one input may have several dead letters
+   * with different reasons (one per failed passage).
    */
-  deadLetter(input: InputRecord | null, reason: string, payload?: string): void;
+  deadLetter(input: InputRecord | null, code: DeadLetterCode, reason: string, payload?: string): void;
   store(name: string): StateStore;
   /** Queue a write to an external system (ClickHouse...); it runs first at checkpoint and must be idempotent. */
   sink(write: () => Promise<void>): void;

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { DeadLetterCode } from '../schemas/dead-letter.js';
 import { deadLetterForRecord, type TopicCodecs } from './codec.js';
 import type { InputRecord, StateStore, StepContext } from './processor.js';
 import { GLOBAL, type LogRecord, type OutgoingRecord, type StateChange, stateKey } from './records.js';
@@ -48,7 +49,8 @@ export class Step implements StepContext {
   readonly outputs: OutgoingRecord[] = [];
   readonly changes = new Map<string, StateChange>();
   readonly sinkWrites: (() => Promise<void>)[] = [];
-  deadLettered = 0;
+  /** Dead letters of this step by code, for the metric. */
+  readonly deadLettered = new Map<DeadLetterCode, number>();
 
   constructor(
     readonly processor: string,
@@ -118,29 +120,41 @@ export class Step implements StepContext {
     );
   }
 
-  deadLetter(input: InputRecord | null, reason: string, payload?: string): void {
-    this.deadLetterIn(this.scope, input, reason, payload);
+  deadLetter(input: InputRecord | null, code: DeadLetterCode, reason: string, payload?: string): void {
+    this.deadLetterIn(this.scope, input, code, reason, payload);
   }
 
-  deadLetterIn(scope: number, input: InputRecord | null, reason: string, payload?: string): void {
+  deadLetterIn(
+    scope: number,
+    input: InputRecord | null,
+    code: DeadLetterCode,
+    reason: string,
+    payload?: string,
+  ): void {
     const record: LogRecord =
       input instanceof TrustedInput
         ? input.record
         : input
           ? { ...input, value: JSON.stringify(input.value) }
           : { topic: '(timer)', partition: -1, offset: -1, key: null, value: 'null', timestamp: this.now() };
-    this.deadLetterRawIn(scope, record, reason, payload);
+    this.deadLetterRawIn(scope, record, code, reason, payload);
   }
 
   /** Dead-letters a record as it came from the log, in the scope of its own partition unless the step is global. */
-  deadLetterRaw(record: LogRecord, reason: string, payload?: string): void {
-    this.deadLetterRawIn(this.partitioned ? record.partition : GLOBAL, record, reason, payload);
+  deadLetterRaw(record: LogRecord, code: DeadLetterCode, reason: string, payload?: string): void {
+    this.deadLetterRawIn(this.partitioned ? record.partition : GLOBAL, record, code, reason, payload);
   }
 
-  private deadLetterRawIn(scope: number, record: LogRecord, reason: string, payload?: string): void {
-    const dl = deadLetterForRecord(record, reason, this.processor, payload);
+  private deadLetterRawIn(
+    scope: number,
+    record: LogRecord,
+    code: DeadLetterCode,
+    reason: string,
+    payload?: string,
+  ): void {
+    const dl = deadLetterForRecord(record, code, reason, this.processor, payload);
     this.push(scope, this.topology.deadLetterTopic, dl.id, dl);
-    this.deadLettered++;
+    this.deadLettered.set(code, (this.deadLettered.get(code) ?? 0) + 1);
   }
 
   sink(write: () => Promise<void>): void {
@@ -201,8 +215,8 @@ class ScopedStep implements StepContext {
     this.step.forwardIn(this.partition, input, topic, key === undefined ? input.key : key);
   }
 
-  deadLetter(input: InputRecord | null, reason: string, payload?: string): void {
-    this.step.deadLetterIn(this.partition, input, reason, payload);
+  deadLetter(input: InputRecord | null, code: DeadLetterCode, reason: string, payload?: string): void {
+    this.step.deadLetterIn(this.partition, input, code, reason, payload);
   }
 
   store(name: string): StateStore {

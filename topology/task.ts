@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { DeadLetterCode } from '../schemas/dead-letter.js';
 import { Checkpoint } from './checkpoint.js';
 import { RecordValidationError, TopicCodecs } from './codec.js';
 import type { EngineMetrics } from './metrics.js';
@@ -57,7 +58,7 @@ interface Committing {
 /** What a transaction's steps did, counted once it commits. */
 interface Tally {
   inputs: number;
-  deadLetters: number;
+  readonly deadLetters: Map<DeadLetterCode, number>;
   readonly outputs: Map<string, number>;
 }
 
@@ -378,8 +379,8 @@ export class ProcessorTask {
       await this.runStep(
         polled,
         async (ctx, _inputs, step) => {
-          if (polled.length === 0) ctx.deadLetter(null, `timer ${reason}`);
-          for (const r of polled) step.deadLetterRaw(r, reason);
+          if (polled.length === 0) ctx.deadLetter(null, 'processor-failed', `timer ${reason}`);
+          for (const r of polled) step.deadLetterRaw(r, 'processor-failed', reason);
         },
         interval,
         timerScope,
@@ -430,7 +431,7 @@ export class ProcessorTask {
         );
       } catch (e) {
         if (!(e instanceof RecordValidationError)) throw e;
-        ctx.deadLetterRaw(r, `invalid input: ${e.message}`);
+        ctx.deadLetterRaw(r, 'invalid-input', `invalid input: ${e.message}`);
       }
     }
     if (inputs.length > 0 || polled.length === 0) {
@@ -454,7 +455,7 @@ export class ProcessorTask {
       ctx.outputs.length === 0 &&
       ctx.changes.size === 0 &&
       ctx.sinkWrites.length === 0 &&
-      ctx.deadLettered === 0
+      ctx.deadLettered.size === 0
     )
       return;
     this.adding = true;
@@ -465,7 +466,7 @@ export class ProcessorTask {
         await this.settle();
         this.filling = {
           checkpoint: await Checkpoint.begin(this.task),
-          tally: { inputs: 0, deadLetters: 0, outputs: new Map() },
+          tally: { inputs: 0, deadLetters: new Map(), outputs: new Map() },
         };
       }
       filling = this.filling;
@@ -486,7 +487,8 @@ export class ProcessorTask {
     }
     const { checkpoint, tally } = filling;
     tally.inputs += polled.length;
-    tally.deadLetters += ctx.deadLettered;
+    for (const [code, n] of ctx.deadLettered)
+      tally.deadLetters.set(code, (tally.deadLetters.get(code) ?? 0) + n);
     for (const o of ctx.outputs) tally.outputs.set(o.topic, (tally.outputs.get(o.topic) ?? 0) + 1);
     if (interval) {
       this.commitWhenDue();
@@ -524,7 +526,7 @@ export class ProcessorTask {
     const labels = { processor: this.processor.name };
     m.recordsIn.inc(labels, tally.inputs);
     for (const [topic, n] of tally.outputs) m.recordsOut.inc({ ...labels, topic }, n);
-    if (tally.deadLetters) m.deadLetters.inc(labels, tally.deadLetters);
+    for (const [code, n] of tally.deadLetters) m.deadLetters.inc({ ...labels, code }, n);
     m.transactionSeconds.observe(labels, (performance.now() - begunAt) / 1000);
   }
 

@@ -1,5 +1,10 @@
 import type { Article } from '../../schemas/article.js';
-import { DeadLetter, truncatePayload } from '../../schemas/dead-letter.js';
+import {
+  DeadLetter,
+  type DeadLetterCode,
+  deadLetterCodeOf,
+  truncatePayload,
+} from '../../schemas/dead-letter.js';
 import { contentHash } from '../../schemas/ids.js';
 
 /** What every reader yields: an article, or the reason something in the input could not become one. */
@@ -37,9 +42,14 @@ export function joinPosition(...parts: (string | null | undefined)[]): string | 
   return kept.length ? kept.join(', ') : null;
 }
 
+/**
+ * A reader's dead letter. Without a code, the code its reason implies (deadLetterCodeOf): the
+ * readers' reasons are fixed texts, and old dead letters are read the same way.
+ */
 export function deadLetter(opts: {
   path: string;
   position: string | null;
+  code?: DeadLetterCode;
   reason: string;
   processor: string;
   payload?: string;
@@ -47,6 +57,7 @@ export function deadLetter(opts: {
   const dl: DeadLetter = {
     // Where and why, not the payload: the same failure replayed gets the same id.
     id: contentHash('dead-letter', opts.processor, opts.path, opts.position, opts.reason),
+    code: opts.code ?? deadLetterCodeOf(opts.reason),
     reason: opts.reason,
     processor: opts.processor,
     origin: { kind: 'file', path: opts.path, position: opts.position },

@@ -214,7 +214,7 @@ export function runtimeConformance(label: string, harness: Harness): void {
               for (const r of batch) {
                 const n = (r.value as { n: number }).n;
                 if (n === 13) throw new Error('thirteen is poison');
-                if (n === 7) ctx.deadLetter(r, 'seven is refused');
+                if (n === 7) ctx.deadLetter(r, 'invalid-input', 'seven is refused');
               }
               await inner.process(
                 batch.filter((r) => (r.value as { n: number }).n !== 7),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DeadLetter } from '../../../schemas/dead-letter.js';
+import { DeadLetter, type DeadLetterCode, deadLetterCodeOf } from '../../../schemas/dead-letter.js';
 import { contentHash } from '../../../schemas/ids.js';
 import { type SourceItem, truncatePayload } from '../items.js';
 import { readXml, type XmlFormat } from '../xml-reader.js';
@@ -9,6 +9,8 @@ import type { HttpResponse } from './http.js';
 export interface Problem {
   /** Without secret parameters. */
   url: string;
+  /** Without one, the code the reason implies (deadLetterCodeOf). */
+  code?: DeadLetterCode;
   reason: string;
   payload: string;
 }
@@ -18,6 +20,7 @@ export function apiDeadLetter(problem: Problem, processor: string): SourceItem {
   const dl: DeadLetter = {
     // Where and why, not the payload: the same failure seen again gets the same id.
     id: contentHash('dead-letter', processor, problem.url, problem.reason),
+    code: problem.code ?? deadLetterCodeOf(problem.reason),
     reason: problem.reason,
     processor,
     origin: { kind: 'api', url: problem.url },
@@ -67,9 +70,9 @@ export async function readXmlBody(
       items.push(item);
       continue;
     }
-    const { reason, payload, origin } = item.deadLetter;
+    const { code, reason, payload, origin } = item.deadLetter;
     const position = origin.kind === 'file' ? origin.position : null;
-    const problem = { url: res.url, reason: position ? `${reason} (${position})` : reason, payload };
+    const problem = { url: res.url, code, reason: position ? `${reason} (${position})` : reason, payload };
     // xml-reader positions a refused record as 'record N, line L'; body faults say 'after record N'.
     if (position?.startsWith('record ')) items.push(apiDeadLetter(problem, format.processor));
     else fault ??= problem;

@@ -45,7 +45,12 @@ export async function fetchFullText(
   const deadLetters = items.map((i) =>
     i.kind === 'dead-letter'
       ? apiDeadLetter(
-          { url: res.url, reason: `full text: ${i.deadLetter.reason}`, payload: i.deadLetter.payload },
+          {
+            url: res.url,
+            code: i.deadLetter.code,
+            reason: `full text: ${i.deadLetter.reason}`,
+            payload: i.deadLetter.payload,
+          },
           opts.processor,
         )
       : i,
