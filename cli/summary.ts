@@ -1,3 +1,5 @@
+import { rejectionCodesOf } from '../processors/grade.js';
+import { DeadLetterCounts } from '../schemas/dead-letter.js';
 import type { LlmCallRecord } from '../schemas/llm.js';
 import type { EngineMetrics } from '../topology/metrics.js';
 import type { Runtime } from '../topology/runtime/types.js';
@@ -21,26 +23,6 @@ export class LlmTally {
   }
 }
 
-/** A dead letter's reason without what differs between records of one kind (passage spans, ids). */
-export function reasonKind(reason: string): string {
-  return reason
-    .replace(/passage -?\d+:\d+-\d+: /, '')
-    .replace(/\b(of|as) [0-9a-f]{32}\b/g, '$1 <id>')
-    .slice(0, 100);
-}
-
-/**
- * The reason kind of a record on the dead-letter topic. Anyone can produce to it, and a record
- * that is no dead letter (not JSON, no reason) is counted as such: it must not end the run.
- */
-function deadLetterKind(value: string): string {
-  try {
-    const reason = (JSON.parse(value) as { reason?: unknown } | null)?.reason;
-    if (typeof reason === 'string') return reasonKind(reason);
-  } catch {}
-  return 'unreadable dead letter';
-}
-
 async function counterValues(metric: { get(): Promise<{ values: { labels: object; value: number }[] }> }) {
   return (await metric.get()).values as { labels: Record<string, string>; value: number }[];
 }
@@ -48,7 +30,7 @@ async function counterValues(metric: { get(): Promise<{ values: { labels: object
 /**
  * The summary `run --until-idle` prints: per processor what it took in and what became of it
  * (in = out + rejected + dead letters for grade; one output per input for classify), dead
- * letters by reason, what the LLM cost, and the topics' sizes in the log.
+ * letters by code, what the LLM cost, and the topics' sizes in the log.
  */
 export async function runSummary(opts: {
   runtime: Runtime;
@@ -56,16 +38,18 @@ export async function runSummary(opts: {
   processors: readonly string[];
   llm: LlmTally;
   dlqFrom: number[];
+  /** qa.rejected's end offsets when the run began: the rejections it made are counted by code. */
+  rejectedFrom: number[];
   seconds: number;
 }): Promise<string> {
   const lines = [`run summary (${opts.seconds.toFixed(1)} s):`];
   const inputs = await counterValues(opts.metrics.recordsIn);
   const outputs = await counterValues(opts.metrics.recordsOut);
-  const dead = await counterValues(opts.metrics.deadLetters);
+  const deadByCode = await counterValues(opts.metrics.deadLetters);
   for (const p of opts.processors) {
     const n = inputs.find((v) => v.labels.processor === p)?.value ?? 0;
     const outs = outputs.filter((v) => v.labels.processor === p && v.labels.topic !== 'dlq');
-    const dl = dead.find((v) => v.labels.processor === p)?.value ?? 0;
+    const dl = deadByCode.filter((v) => v.labels.processor === p).reduce((n, v) => n + v.value, 0);
     const parts = outs.map((v) => `${v.labels.topic} ${v.value}`);
     lines.push(`  ${p.padEnd(9)} in ${n} -> ${[...parts, `dead letters ${dl}`].join(', ')}`);
   }
@@ -73,21 +57,42 @@ export async function runSummary(opts: {
     (await opts.metrics.registry.getSingleMetric('bioalchemy_extract_passages_total')?.get())?.values ?? [];
   if (passages.length)
     lines.push(`  passages  ${passages.map((v) => `${v.labels.outcome} ${v.value}`).join(', ')}`);
-  const reasons = new Map<string, number>();
+  const dead = new DeadLetterCounts();
   for (const [partition, from] of opts.dlqFrom.entries()) {
     for (let at = from; ; ) {
       const records = await opts.runtime.read('dlq', partition, at, 1000);
       if (records.length === 0) break;
+      for (const r of records) dead.add(r.value);
+      at = records[records.length - 1]!.offset + 1;
+    }
+  }
+  // One line per code and processor, with its most frequent reason (without particulars).
+  const groups = dead.byCode();
+  lines.push(`dead letters by code${groups.length ? ':' : ': none'}`);
+  for (const g of groups) {
+    const more = g.reasons.length > 1 ? ` (and ${g.reasons.length - 1} other reason(s))` : '';
+    const who = g.processor ? ` (${g.processor})` : '';
+    lines.push(`  ${String(g.n).padStart(5)}  ${g.code}${who}: ${g.reasons[0]!.reason}${more}`);
+  }
+  // One rejection may fail several rules: it counts under each of its codes.
+  const rejections = new Map<string, number>();
+  let rejected = 0;
+  for (const [partition, from] of opts.rejectedFrom.entries()) {
+    for (let at = from; ; ) {
+      const records = await opts.runtime.read('qa.rejected', partition, at, 1000);
+      if (records.length === 0) break;
       for (const r of records) {
-        const kind = deadLetterKind(r.value);
-        reasons.set(kind, (reasons.get(kind) ?? 0) + 1);
+        rejected++;
+        for (const code of rejectionCodesOf(r.value)) rejections.set(code, (rejections.get(code) ?? 0) + 1);
       }
       at = records[records.length - 1]!.offset + 1;
     }
   }
-  lines.push(`dead letters by reason${reasons.size ? ':' : ': none'}`);
-  for (const [reason, n] of [...reasons].sort((a, b) => b[1] - a[1]))
-    lines.push(`  ${String(n).padStart(5)}  ${reason}`);
+  lines.push(
+    `rejections by code${rejected ? ` (${rejected} rejected, each under every rule it failed):` : ': none'}`,
+  );
+  for (const [code, n] of [...rejections].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])))
+    lines.push(`  ${String(n).padStart(5)}  ${code}`);
   const l = opts.llm;
   lines.push(
     `LLM: ${l.paid} calls paid (${l.attempts} requests sent, retries included), ${l.journalHits} journal hits, ` +

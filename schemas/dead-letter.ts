@@ -114,3 +114,94 @@ export function truncatePayload(payload: string, maxBytes = MAX_PAYLOAD_BYTES): 
   // A cut in the middle of a multi-byte character decodes to U+FFFD at the end: drop it.
   return bytes.toString('utf8').replace(/\uFFFD$/, '');
 }
+
+/** What a record on the dead-letter topic that is no dead letter counts as (anyone can produce to it). */
+export const NOT_A_DEAD_LETTER = 'not-a-dead-letter';
+
+/**
+ * A dead-letter topic's record value as what its readers group by: its code, processor and
+ * reason. A record that is no dead letter (not JSON, no reason) is counted as such, never thrown:
+ * it must not end a run summary or a dashboard.
+ */
+export function deadLetterOf(value: string): {
+  code: DeadLetterCode | typeof NOT_A_DEAD_LETTER;
+  processor: string;
+  reason: string;
+} {
+  let json: unknown;
+  try {
+    json = JSON.parse(value);
+  } catch {}
+  const parsed = DeadLetter.safeParse(json);
+  if (parsed.success)
+    return { code: parsed.data.code, processor: parsed.data.processor ?? '', reason: parsed.data.reason };
+  const processor = (json as { processor?: unknown } | null)?.processor;
+  return {
+    code: NOT_A_DEAD_LETTER,
+    processor: typeof processor === 'string' ? processor : '',
+    reason: 'not a dead letter',
+  };
+}
+
+/**
+ * A dead letter's reason without its particulars, so alike reasons count together: ids (hex of 8
+ * or more with a digit) become <id>, numbers N, quoted text and paths …, the processor's own name in front goes (the panel shows it),
+ * at most 80 characters.
+ */
+export function reasonClass(reason: string, processor = ''): string {
+  let r = reason
+    .replace(/"[^"]*"|'[^']*'|`[^`]*`/g, '…')
+    .replace(/(?:[A-Za-z]:)?(?:\/[\w.@+-]+){2,}\/?/g, '…')
+    .replace(/\b(?=[0-9a-f]*\d)[0-9a-f]{8,}\b/gi, '<id>')
+    .replace(/\d+(?:\.\d+)?/g, 'N')
+    .trim();
+  if (processor && r.startsWith(`${processor}: `)) r = r.slice(processor.length + 2);
+  return r.length > 80 ? `${r.slice(0, 79)}…` : r;
+}
+
+/** Dead letters of one code from one processor, with their reasons (without particulars) by count. */
+export interface DeadLetterGroup {
+  code: string;
+  processor: string;
+  n: number;
+  reasons: { reason: string; n: number }[];
+}
+
+/**
+ * Dead-letter topic records counted by code and processor, each group with its reasons (see
+ * reasonClass): what the run summary, the dashboard's panel and its API show.
+ */
+export class DeadLetterCounts {
+  private readonly groups = new Map<
+    string,
+    { code: string; processor: string; n: number; reasons: Map<string, number> }
+  >();
+  total = 0;
+
+  /** Counts one record value of the dead-letter topic. */
+  add(value: string): void {
+    const { code, processor, reason } = deadLetterOf(value);
+    const key = `${code}\u0000${processor}`;
+    const g = this.groups.get(key) ?? { code, processor, n: 0, reasons: new Map<string, number>() };
+    this.groups.set(key, g);
+    g.n++;
+    const kind = reasonClass(reason, processor);
+    g.reasons.set(kind, (g.reasons.get(kind) ?? 0) + 1);
+    this.total++;
+  }
+
+  /** Largest group first, each with its `reasonsPerGroup` most frequent reasons. */
+  byCode(reasonsPerGroup = 10): DeadLetterGroup[] {
+    return [...this.groups.values()]
+      .map((g) => ({
+        code: g.code,
+        processor: g.processor,
+        n: g.n,
+        reasons: [...g.reasons]
+          .map(([reason, n]) => ({ reason, n }))
+          .sort((a, b) => b.n - a.n || a.reason.localeCompare(b.reason))
+          .slice(0, reasonsPerGroup),
+      }))
+      .sort((a, b) => b.n - a.n || a.code.localeCompare(b.code) || a.processor.localeCompare(b.processor));
+  }
+}

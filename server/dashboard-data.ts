@@ -17,6 +17,7 @@ import { viewTopicCounts } from '../analytics/qa-store.js';
 import type { Feeder } from '../processors/feeder/feeder.js';
 import { jensenShannon } from '../processors/sampler/selection.js';
 import { normalise, smoothedShares } from '../processors/sampler/smoothing.js';
+import { DeadLetterCounts, type DeadLetterGroup } from '../schemas/dead-letter.js';
 import { MixState } from '../schemas/mix-state.js';
 import { knownCounts, type Reference } from '../schemas/reference.js';
 import type { Taxonomy } from '../schemas/taxonomy.js';
@@ -82,7 +83,7 @@ export interface Snapshot {
     articlesBySource: Series[];
     qaByJournal: Series[];
   };
-  readonly deadLetters: { reason: string; processor: string; n: number }[];
+  readonly deadLetters: DeadLetterGroup[];
   readonly processors: {
     name: string;
     lag: number;
@@ -115,11 +116,18 @@ export interface Snapshot {
   readonly timings: Record<string, number>;
 }
 
-/** Counts of the `dlq` topic by processor and reason, read incrementally from the log. */
+/**
+ * The `dlq` topic counted by code and processor (DeadLetterCounts), read incrementally from the
+ * log. A record that is no dead letter (anyone can produce to the topic) counts as such; an old
+ * one without a code under the code its reason implies.
+ */
 export class DeadLetterTail {
   private readonly next = new Map<number, number>();
-  private readonly counts = new Map<string, { reason: string; processor: string; n: number }>();
-  total = 0;
+  private readonly counts = new DeadLetterCounts();
+
+  get total(): number {
+    return this.counts.total;
+  }
 
   async update(runtime: Runtime): Promise<void> {
     const ends = await runtime.endOffsets('dlq').catch(() => [] as number[]);
@@ -128,46 +136,16 @@ export class DeadLetterTail {
       while (from < end) {
         const records = await runtime.read('dlq', partition, from, 1000);
         if (records.length === 0) break;
-        for (const r of records) this.add(r.value);
+        for (const r of records) this.counts.add(r.value);
         from = records[records.length - 1]!.offset + 1;
       }
       this.next.set(partition, from);
     }
   }
 
-  private add(value: string): void {
-    let reason = 'unreadable dead letter';
-    let processor = '';
-    try {
-      const d = JSON.parse(value) as { reason?: unknown; processor?: unknown };
-      if (typeof d.processor === 'string') processor = d.processor;
-      if (typeof d.reason === 'string') reason = reasonClass(d.reason, processor);
-    } catch {}
-    const key = `${processor}\u0000${reason}`;
-    const c = this.counts.get(key) ?? { reason, processor, n: 0 };
-    c.n++;
-    this.total++;
-    this.counts.set(key, c);
+  byCode(): DeadLetterGroup[] {
+    return this.counts.byCode();
   }
-
-  byReason(): { reason: string; processor: string; n: number }[] {
-    return [...this.counts.values()].sort((a, b) => b.n - a.n || a.reason.localeCompare(b.reason));
-  }
-}
-
-/**
- * A dead letter's reason without its particulars, so alike reasons count together: numbers become
- * N, quoted text and paths become …, the processor's own name in front goes (the panel shows it),
- * at most 80 characters.
- */
-export function reasonClass(reason: string, processor = ''): string {
-  let r = reason
-    .replace(/"[^"]*"|'[^']*'|`[^`]*`/g, '…')
-    .replace(/(?:[A-Za-z]:)?(?:\/[\w.@+-]+){2,}\/?/g, '…')
-    .replace(/\d+(?:\.\d+)?/g, 'N')
-    .trim();
-  if (processor && r.startsWith(`${processor}: `)) r = r.slice(processor.length + 2);
-  return r.length > 80 ? `${r.slice(0, 79)}…` : r;
 }
 
 /** Gathers snapshots; keeps what incremental sources need (dead-letter offsets, committed offsets). */
@@ -199,7 +177,7 @@ export class DashboardData {
     const processors = await time('processors', () => this.processors(now));
     const deadLetters = await time('deadLetters', async () => {
       if (this.sources.runtime) await this.dlq.update(this.sources.runtime);
-      return this.dlq.byReason();
+      return this.dlq.byCode();
     });
     return {
       at: now,

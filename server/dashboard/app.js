@@ -41,6 +41,35 @@ function table(id, head, rows) {
   for (const r of rows) tr(r, 'td');
 }
 
+const deadLetterRow = (d) => (d.processor ? `${d.code} · ${d.processor}` : d.code);
+/** Rows of the dead-letter panel the user opened: they stay open as snapshots arrive. */
+const openDeadLetterRows = new Set();
+
+/** One row per code and processor under the chart, each opening to its reasons by count. */
+function deadLetterReasons(groups) {
+  const el = document.getElementById('dead-letter-reasons');
+  el.replaceChildren();
+  for (const g of groups) {
+    const row = deadLetterRow(g);
+    const details = document.createElement('details');
+    details.open = openDeadLetterRows.has(row);
+    details.addEventListener('toggle', () => {
+      if (details.open) openDeadLetterRows.add(row);
+      else openDeadLetterRows.delete(row);
+    });
+    const summary = document.createElement('summary');
+    summary.textContent = `${fmt(g.n)}  ${row}`;
+    const list = document.createElement('ul');
+    for (const r of g.reasons) {
+      const item = document.createElement('li');
+      item.textContent = `${fmt(r.n)}  ${r.reason}`;
+      list.append(item);
+    }
+    details.append(summary, list);
+    el.append(details);
+  }
+}
+
 let timeAxis = { type: 'time' };
 const legend = { type: 'scroll', top: 0 };
 const grid = { left: 50, right: 20, top: 40, bottom: 30, containLabel: true };
@@ -145,12 +174,13 @@ function draw(s) {
       yAxis: {
         type: 'category',
         inverse: true,
-        data: s.deadLetters.map((d) => (d.processor ? `${d.processor}: ${d.reason}` : d.reason)),
+        data: s.deadLetters.map(deadLetterRow),
       },
       series: [{ name: 'dead letters', type: 'bar', data: s.deadLetters.map((d) => d.n) }],
     },
     { notMerge: true },
   );
+  deadLetterReasons(s.deadLetters);
 
   const p = s.processors;
   chart('chart-processors').setOption(

@@ -62,6 +62,19 @@ describe('alert rules and Grafana dashboards', () => {
     }
   });
 
+  it('the dead-letter alert groups by labels the counter has: processor and code', async () => {
+    const text = readFileSync(`${root}deploy/prometheus/alerts.yml`, 'utf8');
+    const expr = text.match(/- alert: BioalchemyDeadLettersRising\n\s*expr: (.+)/)![1]!;
+    const groupings = [...expr.matchAll(/by \(([^)]*)\) \(rate\(bioalchemy_dead_letters_total/g)].map(
+      (m) => m[1],
+    );
+    expect(groupings).toEqual(['processor, code', 'processor, code', 'processor, code']);
+    const engine = new EngineMetrics();
+    engine.deadLetters.inc({ processor: 'extract', code: 'not-english' });
+    const [value] = (await engine.deadLetters.get()).values;
+    expect(Object.keys(value!.labels).sort()).toEqual(['code', 'processor']);
+  });
+
   it('the Prometheus dashboard queries only exported metrics; the ClickHouse one only tables the migrations make', () => {
     const prom = JSON.parse(
       readFileSync(`${root}deploy/grafana/dashboards/bioalchemy-prometheus.json`, 'utf8'),

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { networkInterfaces } from 'node:os';
 import { afterAll, describe, expect, it } from 'vitest';
+import { reasonClass } from '../../schemas/dead-letter.js';
 import { isLoopback, tokenMatches } from '../../server/dashboard.js';
-import { reasonClass } from '../../server/dashboard-data.js';
 import { BIN, cliAsync, workspace } from '../e2e/helpers.js';
 
 const NO_LLM = 'http://127.0.0.1:9/v1';
@@ -62,6 +62,10 @@ describe('dashboard access', () => {
     );
     expect(reasonClass('malformed XML in /data/in/a.xml at line 12', 'sources/jats')).toBe(
       'malformed XML in … at line N',
+    );
+    // Ids of hex digits count as one reason, not one row each.
+    expect(reasonClass('grade: duplicate candidate aeb1c2f0d9 of 3e5f77a1b2c4', 'grade')).toBe(
+      'duplicate candidate <id> of <id>',
     );
   });
 
