@@ -34,6 +34,16 @@ export async function forEachLogValue(
 /** A mistake of the user's: printed as one line, exit status 2, no stack trace. */
 export class UsageError extends Error {}
 
+/** A command that ended in a state of its own: its message printed as one line, exiting with `status` (see its --help). */
+export class ExitStatus extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
 /** The options every command takes; each also comes from an environment variable (see --help). */
 export interface GlobalOptions {
   config?: string;

@@ -1,6 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { consumeCommand } from './consume.js';
-import { UsageError } from './context.js';
+import { ExitStatus, UsageError } from './context.js';
 import { dashboardCommand } from './dashboard.js';
 import { evalCommand } from './eval.js';
 import { exportCommand } from './export.js';
@@ -91,7 +91,7 @@ Examples:
   return root;
 }
 
-/** Runs the CLI; resolves to the exit status: 0 done, 1 failed, 2 a usage mistake. */
+/** Runs the CLI; resolves to the exit status: 0 done, 1 failed, 2 a usage mistake, others a command's own (ExitStatus). */
 export async function main(argv: string[]): Promise<number> {
   try {
     await program().parseAsync(argv, { from: 'user' });
@@ -102,6 +102,6 @@ export async function main(argv: string[]): Promise<number> {
       return e.code === 'commander.helpDisplayed' || e.code === 'commander.version' ? 0 : 2;
     }
     process.stderr.write(`bioalchemy: ${(e as Error).message}\n`);
-    return e instanceof UsageError ? 2 : 1;
+    return e instanceof UsageError ? 2 : e instanceof ExitStatus ? e.status : 1;
   }
 }

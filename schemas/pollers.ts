@@ -58,12 +58,28 @@ export const CommonPollerConfig = z.object({
     .describe('days a finished day is left to settle before it is read (UTC)'),
   baseUrl: z.url().optional().describe("the API's root; the public endpoint by default"),
   requestsPerSecond: z.number().positive().optional().describe("the API's polite rate by default"),
+  // Pollers used to give an unreadable page up after this many polls, losing its records for good.
   maxPageFailures: z
+    .never({
+      error:
+        'maxPageFailures is gone: an unreadable page now stalls its poller until it reads again or `bioalchemy poll --skip` gives it up',
+    })
+    .optional(),
+  stallBackoffMs: z
     .number()
     .int()
-    .min(1)
-    .default(3)
-    .describe('polls an unreadable listing page is retried on before it is given up as a dead letter'),
+    .min(0)
+    .default(30_000)
+    .describe(
+      'wait before reading an unreadable page again; doubles on each failure up to maxStallBackoffMs',
+    ),
+  maxStallBackoffMs: z.number().int().min(0).default(900_000),
+  stallAlertAfterMs: z
+    .number()
+    .int()
+    .min(0)
+    .default(3_600_000)
+    .describe('a poller stalled this long raises the BioalchemyPollerStalled alert and logs an error'),
   http: HttpSettings.optional(),
 });
 
@@ -98,3 +114,36 @@ export type BiorxivConfig = z.infer<typeof BiorxivConfig>;
 export const PollerConfig = z.discriminatedUnion('kind', [PubmedConfig, EuropePmcConfig, BiorxivConfig]);
 export type PollerConfig = z.infer<typeof PollerConfig>;
 export type PollerConfigInput = z.input<typeof PollerConfig>;
+
+/**
+ * What the ingest task keeps per poller in its `cursors` store, committed with each page (or alone
+ * when a page could not be read): the position, why the poller is stuck if it is, and until when
+ * its host asked not to be called. `status`, /metrics and the dashboard read it from the log.
+ */
+export const PollerState = z.object({
+  /** The poller's name ('pubmed', 'europepmc', 'biorxiv', 'medrxiv'), for readers without the config. */
+  poller: z.string(),
+  /** The poller's own opaque cursor; null: nothing read yet (starts at `since`). */
+  cursor: z.string().nullable(),
+  stalled: z
+    .object({
+      since: z.iso.datetime(),
+      /** Upstream's own words where it gave any (NCBI's ERROR, bioRxiv's messages[0].status). */
+      reason: z.string(),
+      url: z.string().nullable(),
+      /** Failed reads of this page so far. */
+      attempts: z.number().int().min(1),
+      /** The poller's stallAlertAfterMs when it last failed, so readers without the config can alert. */
+      alertAfterMs: z.number().int().min(0),
+    })
+    .nullable(),
+  paused: z
+    .object({
+      /** The host's next allowed call (Retry-After), honoured by every later poll in any process. */
+      until: z.iso.datetime(),
+      host: z.string(),
+      reason: z.string(),
+    })
+    .nullable(),
+});
+export type PollerState = z.infer<typeof PollerState>;

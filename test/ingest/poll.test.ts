@@ -2,10 +2,11 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ingestProcessor } from '../../processors/ingest.js';
 import { pipelineTopology } from '../../processors/pipeline.js';
-import { type ConfiguredPoller, pollAll, pollOnce } from '../../processors/poll.js';
+import { type ConfiguredPoller, configuredPoller, pollAll, pollOnce } from '../../processors/poll.js';
 import { createBiorxivPoller } from '../../processors/sources/pollers/biorxiv.js';
 import { HostRateLimiter } from '../../processors/sources/pollers/rate-limit.js';
 import type { Article } from '../../schemas/index.js';
+import { PollerConfig } from '../../schemas/pollers.js';
 import { EngineMetrics } from '../../topology/metrics.js';
 import { EmbeddedRuntime } from '../../topology/runtime/embedded.js';
 import { ProcessorTask } from '../../topology/task.js';
@@ -21,9 +22,9 @@ afterEach(async () => {
 const silent = pino({ level: 'silent' });
 
 function biorxiv(url: string): ConfiguredPoller {
-  return {
-    cursorKey: 'biorxiv:test',
-    poller: createBiorxivPoller({
+  return configuredPoller(
+    PollerConfig.parse({ kind: 'biorxiv', since: '2024-03-04' }),
+    createBiorxivPoller({
       baseUrl: url,
       since: '2024-03-04',
       requestsPerSecond: 200,
@@ -31,7 +32,7 @@ function biorxiv(url: string): ConfiguredPoller {
       limiter: new HostRateLimiter(),
       now: clockAt('2024-03-07T12:00:00Z').now,
     }),
-  };
+  );
 }
 
 async function ingestTask(runtime: EmbeddedRuntime) {
@@ -62,7 +63,7 @@ describe('polling into the log', () => {
       once: true,
     });
     const articles = (await readAll(runtime, 'articles')).map((r) => r.value as Article);
-    expect(articles.length).toBe(afterTwo + rest.articles + rest.updated);
+    expect(articles.length).toBe(afterTwo + rest.counts.articles + rest.counts.updated);
     expect(new Set(articles.map((a) => a.id)).size).toBe(articles.length);
     expect(articles.every((a) => a.source === 'biorxiv')).toBe(true);
 
@@ -72,7 +73,11 @@ describe('polling into the log', () => {
       log: silent,
       once: true,
     });
-    expect(again).toEqual({ articles: 0, updated: 0, duplicates: 0, deadLetters: 0 });
+    expect(again).toEqual({
+      counts: { articles: 0, updated: 0, duplicates: 0, deadLetters: 0 },
+      stalled: [],
+      paused: [],
+    });
     // Caught up on closed days: no request at all until the next day closes.
     expect(api.seen.length).toBe(requestsBefore);
     await second.close();

@@ -34,6 +34,9 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: Problem }
 /** A JSON body checked against the shape we rely on: anything else is a Problem, never a crash. */
 export function parseJson<T>(res: HttpResponse, schema: z.ZodType<T>): Parsed<T> {
   const text = res.body.toString('utf8');
+  // bioRxiv's outage shape: 200 with nothing in it.
+  if (text.trim() === '')
+    return { ok: false, problem: { url: res.url, reason: `empty body (HTTP ${res.status})`, payload: '' } };
   let json: unknown;
   try {
     json = JSON.parse(text);

@@ -3,7 +3,7 @@ import { BiorxivConfig, isDay } from '../../../schemas/pollers.js';
 import { articleItem, type SourceItem } from '../items.js';
 import { type ArticleDraft, finishArticle, parseDate, stripMarkup } from '../normalise.js';
 import { apiDeadLetter, parseJson } from './api-items.js';
-import { badPage, endpoint, type PollerDeps, resolveDeps } from './common.js';
+import { endpoint, type PollerDeps, resolveDeps, unreadable } from './common.js';
 import { decodeCursor, encodeCursor, queryKey } from './cursor.js';
 import { addDays, isClosed } from './days.js';
 import { fetchFullText } from './fulltext.js';
@@ -11,8 +11,6 @@ import type { Poller, PollPage } from './types.js';
 
 export const BIORXIV_PROCESSOR = 'sources/biorxiv';
 const API = 'https://api.biorxiv.org/';
-/** The details endpoint serves 100 records a call, whatever is asked: an unreadable page skips this many. */
-const SERVER_PAGE = 100;
 
 export type BiorxivOptions = Omit<z.input<typeof BiorxivConfig>, 'kind'> & PollerDeps;
 
@@ -22,12 +20,13 @@ const BiorxivCursor = z.object({
   day: z.string().refine(isDay),
   offset: z.number().int().min(0),
   q: z.string(),
-  failures: z.number().int().min(0),
 });
 type BiorxivCursor = z.infer<typeof BiorxivCursor>;
 
 const Message = z.object({
   status: z.string(),
+  /** The category the server answered for ('all' when none was asked). */
+  category: z.string().optional(),
   cursor: z.coerce.number().int().optional(),
   count: z.coerce.number().int().optional(),
   total: z.coerce.number().int().optional(),
@@ -82,13 +81,23 @@ export function createBiorxivPoller(opts: BiorxivOptions): Poller {
   const minIntervalMs = Math.ceil(1000 / (config.requestsPerSecond ?? 2));
   const name = config.server;
   const q = queryKey(name, config.category ?? '');
-  const cursorAt = (day: string, offset: number, failures = 0): BiorxivCursor => ({
-    v: 1,
-    day,
-    offset,
-    q,
-    failures,
-  });
+  const cursorAt = (day: string, offset: number): BiorxivCursor => ({ v: 1, day, offset, q });
+  // bioRxiv writes categories with spaces or underscores ('cell biology', 'cell_biology').
+  const categoryKey = (c: string) =>
+    c
+      .trim()
+      .toLowerCase()
+      .replace(/[\s_]+/g, '_');
+  const askedCategory = categoryKey(config.category ?? 'all');
+  function position(raw: string | null): BiorxivCursor {
+    const cur = raw === null ? cursorAt(config.since, 0) : decodeCursor(name, BiorxivCursor, raw);
+    if (cur.q === q) return cur;
+    log.warn(
+      { poller: name, day: cur.day },
+      'category changed; re-reading the current day under the new one',
+    );
+    return cursorAt(cur.day, 0);
+  }
   const page = (items: SourceItem[], c: BiorxivCursor, wait = false): PollPage => ({
     items,
     cursor: encodeCursor(c),
@@ -135,15 +144,9 @@ export function createBiorxivPoller(opts: BiorxivOptions): Poller {
 
   return {
     name,
+    processor: BIORXIV_PROCESSOR,
     async poll(raw, signal) {
-      let cur = raw === null ? cursorAt(config.since, 0) : decodeCursor(name, BiorxivCursor, raw);
-      if (cur.q !== q) {
-        log.warn(
-          { poller: name, day: cur.day },
-          'category changed; re-reading the current day under the new one',
-        );
-        cur = cursorAt(cur.day, 0);
-      }
+      const cur = position(raw);
       if (!isClosed(cur.day, now(), config.lagDays)) return page([], cur, true);
       const nextDay = cursorAt(addDays(cur.day, 1), 0);
       const url = endpoint(base, `details/${config.server}/${cur.day}/${cur.day}/${cur.offset}/json`);
@@ -154,35 +157,39 @@ export function createBiorxivPoller(opts: BiorxivOptions): Poller {
         ...(signal ? { signal } : {}),
       });
       const parsed = parseJson(res, DetailsPage);
-      const message = parsed.ok ? parsed.value.messages[0]! : null;
+      if (!parsed.ok) unreadable(parsed.problem);
+      const payload = res.body.toString('utf8');
+      const message = parsed.value.messages[0]!;
       // 'no posts found' is how the API says an interval (or a cursor past its end) is empty.
-      const status = message?.status.toLowerCase() ?? '';
-      if (!parsed.ok || (status !== 'ok' && !status.startsWith('no posts'))) {
-        const problem = parsed.ok
-          ? { url: res.url, reason: `API status: ${message?.status}`, payload: res.body.toString('utf8') }
-          : parsed.problem;
-        const bad = badPage({
-          problem,
-          failures: cur.failures,
-          maxFailures: config.maxPageFailures,
-          skipped: `records ${cur.offset}-${cur.offset + SERVER_PAGE - 1} of ${cur.day}`,
-          retry: (failures) => ({ ...cur, failures }),
-          skip: () => cursorAt(cur.day, cur.offset + SERVER_PAGE),
-          processor: BIORXIV_PROCESSOR,
-          log,
+      const status = message.status.toLowerCase();
+      const empty = status.startsWith('no posts');
+      if (status !== 'ok' && !empty)
+        unreadable({ url: res.url, reason: `bioRxiv: ${message.status}`, payload });
+      // An unknown or dropped category makes the server answer for all of them: not our stream.
+      if (status === 'ok' && categoryKey(message.category ?? '') !== askedCategory)
+        unreadable({
+          url: res.url,
+          reason: `bioRxiv answered for category '${message.category ?? '(none)'}', not '${config.category ?? 'all'}' as asked: nothing ingested from another stream`,
+          payload,
         });
-        return page(bad.items, bad.cursor, !bad.gaveUp);
-      }
-      const collection = status === 'ok' ? parsed.value.collection : [];
+      const collection = empty ? [] : parsed.value.collection;
       const items: SourceItem[] = [];
       for (const [i, entry] of collection.entries()) {
         items.push(...(await toItems(entry, `${cur.offset + i}`, res.url, signal)));
       }
+      // The offset moves by the records received, whatever size the server's pages are this year.
       const offset = cur.offset + collection.length;
-      const total = message?.total;
-      const finished =
-        collection.length === 0 || (total !== undefined ? offset >= total : collection.length < SERVER_PAGE);
+      const finished = collection.length === 0 || (message.total !== undefined && offset >= message.total);
       return page(items, finished ? nextDay : cursorAt(cur.day, offset));
+    },
+
+    async skip(raw) {
+      // The size of a page that cannot be read is unknown, so giving it up gives up the rest of its day.
+      const cur = position(raw);
+      return {
+        cursor: encodeCursor(cursorAt(addDays(cur.day, 1), 0)),
+        skipped: `${name} records ${cur.offset} onward of ${cur.day}`,
+      };
     },
   };
 }

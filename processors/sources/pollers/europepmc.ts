@@ -4,7 +4,7 @@ import { EuropePmcConfig, isDay } from '../../../schemas/pollers.js';
 import { articleItem, type SourceItem } from '../items.js';
 import { type ArticleDraft, finishArticle, parseDate, stripMarkup } from '../normalise.js';
 import { apiDeadLetter, parseJson } from './api-items.js';
-import { badPage, endpoint, type PollerDeps, resolveDeps } from './common.js';
+import { endpoint, type PollerDeps, resolveDeps, unreadable } from './common.js';
 import { decodeCursor, encodeCursor, queryKey } from './cursor.js';
 import { addDays, isClosed } from './days.js';
 import { fetchFullText } from './fulltext.js';
@@ -21,11 +21,12 @@ const EuropePmcCursor = z.object({
   day: z.string().refine(isDay),
   mark: z.string().min(1),
   q: z.string(),
-  failures: z.number().int().min(0),
 });
 type EuropePmcCursor = z.infer<typeof EuropePmcCursor>;
 
 const SearchPage = z.object({
+  /** Europe PMC echoes the request it answered. */
+  request: z.object({ queryString: z.string() }).optional(),
   hitCount: z.coerce.number().int().min(0),
   nextCursorMark: z.string().optional(),
   resultList: z.object({ result: z.array(z.unknown()) }),
@@ -135,13 +136,17 @@ export function createEuropePmcPoller(opts: EuropePmcOptions): Poller {
   const base = config.baseUrl ?? REST;
   const minIntervalMs = Math.ceil(1000 / (config.requestsPerSecond ?? 5));
   const q = queryKey('europepmc', config.query, config.dateField);
-  const cursorAt = (day: string, mark: string, failures = 0): EuropePmcCursor => ({
-    v: 1,
-    day,
-    mark,
-    q,
-    failures,
-  });
+  const cursorAt = (day: string, mark: string): EuropePmcCursor => ({ v: 1, day, mark, q });
+  function position(raw: string | null): EuropePmcCursor {
+    const cur = raw === null ? cursorAt(config.since, '*') : decodeCursor('europepmc', EuropePmcCursor, raw);
+    if (cur.q === q) return cur;
+    // A cursorMark belongs to one query: the day is read again under the new one (same ids, deduplicated downstream).
+    log.warn(
+      { poller: 'europepmc', day: cur.day },
+      'query changed; re-reading the current day under the new query',
+    );
+    return cursorAt(cur.day, '*');
+  }
   const page = (items: SourceItem[], c: EuropePmcCursor, wait = false): PollPage => ({
     items,
     cursor: encodeCursor(c),
@@ -185,21 +190,15 @@ export function createEuropePmcPoller(opts: EuropePmcOptions): Poller {
 
   return {
     name: 'europepmc',
+    processor: EUROPEPMC_PROCESSOR,
     async poll(raw, signal) {
-      let cur = raw === null ? cursorAt(config.since, '*') : decodeCursor('europepmc', EuropePmcCursor, raw);
-      if (cur.q !== q) {
-        // A cursorMark belongs to one query: the day is read again under the new one (same ids, deduplicated downstream).
-        log.warn(
-          { poller: 'europepmc', day: cur.day },
-          'query changed; re-reading the current day under the new query',
-        );
-        cur = cursorAt(cur.day, '*');
-      }
+      const cur = position(raw);
       if (!isClosed(cur.day, now(), config.lagDays)) return page([], cur, true);
       const nextDay = cursorAt(addDays(cur.day, 1), '*');
       const search = endpoint(base, 'search');
+      const query = `(${config.query}) AND ${config.dateField}:[${cur.day} TO ${cur.day}]`;
       const params = {
-        query: `(${config.query}) AND ${config.dateField}:[${cur.day} TO ${cur.day}]`,
+        query,
         format: 'json',
         resultType: 'core',
         pageSize: String(config.pageSize),
@@ -209,27 +208,31 @@ export function createEuropePmcPoller(opts: EuropePmcOptions): Poller {
       for (const [k, v] of Object.entries(params)) search.searchParams.set(k, v);
       const res = await get(search, signal, 'application/json');
       const parsed = parseJson(res, SearchPage);
-      if (!parsed.ok) {
-        const bad = badPage({
-          problem: parsed.problem,
-          failures: cur.failures,
-          maxFailures: config.maxPageFailures,
-          skipped: `the rest of ${config.dateField} ${cur.day}`,
-          retry: (failures) => ({ ...cur, failures }),
-          skip: () => nextDay,
-          processor: EUROPEPMC_PROCESSOR,
-          log,
+      if (!parsed.ok) unreadable(parsed.problem);
+      const { request, resultList, nextCursorMark } = parsed.value;
+      if (request && request.queryString !== query)
+        unreadable({
+          url: res.url,
+          reason: `Europe PMC answered the query '${request.queryString}', not '${query}' as asked: nothing ingested from another result set`,
+          payload: res.body.toString('utf8'),
         });
-        return page(bad.items, bad.cursor, !bad.gaveUp);
-      }
-      const { resultList, nextCursorMark } = parsed.value;
       const items: SourceItem[] = [];
       for (const [i, result] of resultList.result.entries()) {
-        items.push(...(await toItems(result, `${i + 1} of the page`, res.url, signal)));
+        const at = `${i + 1} of the page at cursorMark ${cur.mark} of ${cur.day}`;
+        items.push(...(await toItems(result, at, res.url, signal)));
       }
       // Solr's cursor stops moving (or the list is empty) once the day's results are all read.
       const finished = resultList.result.length === 0 || !nextCursorMark || nextCursorMark === cur.mark;
       return page(items, finished ? nextDay : cursorAt(cur.day, nextCursorMark));
+    },
+
+    async skip(raw) {
+      // The next cursorMark comes only with the page that cannot be read: the rest of the day goes.
+      const cur = position(raw);
+      return {
+        cursor: encodeCursor(cursorAt(addDays(cur.day, 1), '*')),
+        skipped: `the rest of ${config.dateField} ${cur.day} (from cursorMark ${cur.mark})`,
+      };
     },
   };
 }

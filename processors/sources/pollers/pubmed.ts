@@ -3,8 +3,8 @@ import { isDay, PubmedConfig } from '../../../schemas/pollers.js';
 import type { SourceItem } from '../items.js';
 import { MEDLINE, medlineToDraft } from '../medline.js';
 import type { XmlFormat } from '../xml-reader.js';
-import { apiDeadLetter, type Parsed, parseJson, readXmlBody } from './api-items.js';
-import { badPage, endpoint, type PollerDeps, resolveDeps } from './common.js';
+import { apiDeadLetter, parseJson, readXmlBody } from './api-items.js';
+import { endpoint, type PollerDeps, resolveDeps, unreadable } from './common.js';
 import { decodeCursor, encodeCursor, queryKey } from './cursor.js';
 import { addDays, isClosed } from './days.js';
 import type { Poller, PollPage } from './types.js';
@@ -29,16 +29,29 @@ const PubmedCursor = z.object({
   day: z.string().refine(isDay),
   after: z.string().regex(/^\d+$/).nullable(),
   q: z.string(),
-  failures: z.number().int().min(0),
 });
 type PubmedCursor = z.infer<typeof PubmedCursor>;
 
-const ESearchResult = z.object({
-  esearchresult: z.object({
-    count: z.coerce.number().int().min(0),
-    idlist: z.array(z.string().regex(/^\d+$/)),
+/**
+ * ESearch's JSON: NCBI answers an outage with 200 and `esearchresult.ERROR` (sometimes beside
+ * `count: "0"` and an empty `idlist`, which must not read as an empty day), so the error shape is
+ * tried first.
+ */
+const ESearchReply = z.union([
+  z
+    .object({ esearchresult: z.object({ ERROR: z.string() }) })
+    .transform((r) => ({ error: r.esearchresult.ERROR })),
+  z.object({
+    esearchresult: z.object({
+      count: z.coerce.number().int().min(0),
+      idlist: z.array(z.string().regex(/^\d+$/)),
+    }),
   }),
-});
+]);
+/** EFetch's outage shape: 200 with `<eFetchResult><ERROR>…</ERROR></eFetchResult>` instead of records. */
+const EFETCH_ERROR = /<eFetchResult>[\s\S]*?<ERROR>([\s\S]*?)<\/ERROR>/;
+/** A record's own PMID (MedlineCitation's, the first in the record). */
+const RECORD_PMID = /<PMID[^>]*>(\d+)<\/PMID>/;
 
 const byNumber = (a: string, b: string) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 const slash = (day: string) => day.replaceAll('-', '/');
@@ -80,24 +93,19 @@ export function createPubmedPoller(opts: PubmedOptions): Poller {
       u.searchParams.set(k, v);
     return u;
   };
-  const cursorAt = (day: string, after: string | null, failures = 0): PubmedCursor => ({
-    v: 1,
-    day,
-    after,
-    q,
-    failures,
-  });
+  const cursorAt = (day: string, after: string | null): PubmedCursor => ({ v: 1, day, after, q });
   const page = (items: SourceItem[], c: PubmedCursor, wait = false): PollPage => ({
     items,
     cursor: encodeCursor(c),
     done: wait || !isClosed(c.day, now(), config.lagDays),
   });
 
+  /** The day's PMIDs in ascending order; throws UnreadablePage when ESearch's answer cannot be used. */
   async function dayIds(
     day: string,
     signal?: AbortSignal,
-  ): Promise<Parsed<{ ids: string[]; count: number; url: string }>> {
-    if (cached?.day === day && cached.q === q) return { ok: true, value: cached };
+  ): Promise<{ ids: string[]; count: number; url: string }> {
+    if (cached?.day === day && cached.q === q) return cached;
     const search = url('esearch.fcgi', {
       db: 'pubmed',
       term: config.query,
@@ -114,76 +122,109 @@ export function createPubmedPoller(opts: PubmedOptions): Poller {
       accept: 'application/json',
       ...(signal ? { signal } : {}),
     });
-    const parsed = parseJson(res, ESearchResult);
-    if (!parsed.ok) return parsed;
-    const ids = [...new Set(parsed.value.esearchresult.idlist)].sort(byNumber);
-    cached = { day, q, ids, count: parsed.value.esearchresult.count, url: res.url };
-    return { ok: true, value: cached };
+    const parsed = parseJson(res, ESearchReply);
+    if (!parsed.ok) unreadable(parsed.problem);
+    const payload = res.body.toString('utf8');
+    if ('error' in parsed.value)
+      unreadable({ url: res.url, reason: `NCBI ESearch: ${parsed.value.error}`, payload });
+    const { count, idlist } = parsed.value.esearchresult;
+    const ids = [...new Set(idlist)].sort(byNumber);
+    // Fewer ids than matches (within the 10,000 ESearch lists) is a cut listing, not a small day.
+    if (ids.length < Math.min(count, MAX_IDS))
+      unreadable({
+        url: res.url,
+        reason: `ESearch counts ${count} matches but lists ${ids.length}`,
+        payload,
+      });
+    cached = { day, q, ids, count, url: res.url };
+    return cached;
   }
+
+  /** The cursor as stored, or the first day; a cursor of another query restarts its day. */
+  function position(raw: string | null): PubmedCursor {
+    const cur = raw === null ? cursorAt(config.since, null) : decodeCursor('pubmed', PubmedCursor, raw);
+    if (cur.q === q) return cur;
+    // A changed query has a different id list: the day is read again under it (same ids, deduplicated downstream).
+    log.warn(
+      { poller: 'pubmed', day: cur.day },
+      'query changed; re-reading the current day under the new query',
+    );
+    return cursorAt(cur.day, null);
+  }
+
+  /** The PMIDs of the day after the cursor's, and the page of them to fetch next. */
+  const pageOf = (cur: PubmedCursor, ids: string[]) => {
+    const after = cur.after;
+    const todo = after === null ? ids : ids.filter((id) => byNumber(id, after) > 0);
+    return { todo, slice: todo.slice(0, config.pageSize) };
+  };
 
   return {
     name: 'pubmed',
+    processor: PUBMED_PROCESSOR,
     async poll(raw, signal) {
-      let cur = raw === null ? cursorAt(config.since, null) : decodeCursor('pubmed', PubmedCursor, raw);
-      if (cur.q !== q) {
-        // A changed query has a different id list: the day is read again under it (same ids, deduplicated downstream).
-        log.warn(
-          { poller: 'pubmed', day: cur.day },
-          'query changed; re-reading the current day under the new query',
-        );
-        cur = cursorAt(cur.day, null);
-      }
+      const cur = position(raw);
       if (!isClosed(cur.day, now(), config.lagDays)) return page([], cur, true);
       const nextDay = cursorAt(addDays(cur.day, 1), null);
       const listed = await dayIds(cur.day, signal);
-      if (!listed.ok) {
-        const bad = badPage({
-          problem: listed.problem,
-          failures: cur.failures,
-          maxFailures: config.maxPageFailures,
-          skipped: `every PMID of EDAT ${cur.day}`,
-          retry: (failures) => ({ ...cur, failures }),
-          skip: () => nextDay,
-          processor: PUBMED_PROCESSOR,
-          log,
-        });
-        return page(bad.items, bad.cursor, !bad.gaveUp);
-      }
-      const { ids, count } = listed.value;
       const items: SourceItem[] = [];
-      if (cur.after === null && count > ids.length) {
-        const reason = `EDAT ${cur.day} has ${count} matches but ESearch lists ${ids.length}: the rest are not read; narrow the query`;
-        items.push(apiDeadLetter({ url: listed.value.url, reason, payload: '' }, PUBMED_PROCESSOR));
+      if (cur.after === null && listed.count > listed.ids.length) {
+        const reason = `EDAT ${cur.day} has ${listed.count} matches but ESearch lists ${listed.ids.length}: the rest are not read; narrow the query`;
+        items.push(apiDeadLetter({ url: listed.url, reason, payload: '' }, PUBMED_PROCESSOR));
       }
-      const after = cur.after;
-      const todo = after === null ? ids : ids.filter((id) => byNumber(id, after) > 0);
-      const slice = todo.slice(0, config.pageSize);
+      const { todo, slice } = pageOf(cur, listed.ids);
       if (slice.length === 0) return page(items, nextDay);
-      const last = slice[slice.length - 1]!;
-      const advanced = slice.length === todo.length ? nextDay : cursorAt(cur.day, last);
       const res = await http.get(url('efetch.fcgi', { db: 'pubmed', id: slice.join(','), retmode: 'xml' }), {
         minIntervalMs,
         secretParams,
         accept: 'application/xml',
         ...(signal ? { signal } : {}),
       });
+      const body = res.body.toString('utf8');
+      const ncbiError = EFETCH_ERROR.exec(body)?.[1]?.trim();
+      if (ncbiError !== undefined)
+        unreadable({ url: res.url, reason: `NCBI EFetch: ${ncbiError}`, payload: body });
+      if (body.trim() === '')
+        unreadable({ url: res.url, reason: `empty body (HTTP ${res.status})`, payload: '' });
       const read = await readXmlBody(res, PUBMED_FORMAT);
-      if (read.fault) {
-        const bad = badPage({
-          problem: read.fault,
-          failures: cur.failures,
-          maxFailures: config.maxPageFailures,
-          skipped: `PMIDs ${slice.join(', ')} unless read before the fault`,
-          retry: (failures) => ({ ...cur, failures }),
-          skip: () => advanced,
-          processor: PUBMED_PROCESSOR,
-          log,
+      // Records before a broken spot were read, but the page is used whole or not at all.
+      if (read.fault) unreadable(read.fault);
+      if (read.items.length === 0)
+        unreadable({
+          url: res.url,
+          reason: `EFetch returned none of the ${slice.length} PMID(s) asked`,
+          payload: body,
         });
-        return bad.gaveUp
-          ? page([...items, ...read.items, ...bad.items], bad.cursor)
-          : page([], bad.cursor, true);
+      items.push(...read.items);
+      // Every PMID asked is accounted for: an article, a dead letter for its unreadable record, or
+      // (when fewer records came back than asked) a dead letter saying EFetch did not return it.
+      if (read.items.length < slice.length) {
+        const returned = new Set(
+          read.items.map((i) =>
+            i.kind === 'article' ? i.article.pmid : (RECORD_PMID.exec(i.deadLetter.payload)?.[1] ?? null),
+          ),
+        );
+        for (const pmid of slice.filter((id) => !returned.has(id))) {
+          const reason = `PMID ${pmid} is listed by ESearch for EDAT ${cur.day} but EFetch returned no record for it`;
+          items.push(apiDeadLetter({ url: res.url, reason, payload: '' }, PUBMED_PROCESSOR));
+        }
       }
-      return page([...items, ...read.items], advanced);
+      const advanced = slice.length === todo.length ? nextDay : cursorAt(cur.day, slice[slice.length - 1]!);
+      return page(items, advanced);
+    },
+
+    async skip(raw, signal) {
+      const cur = position(raw);
+      const nextDay = cursorAt(addDays(cur.day, 1), null);
+      const rest = `every PMID of EDAT ${cur.day}${cur.after === null ? '' : ` after ${cur.after}`}`;
+      // A listing that reads again lets the skip give up one page; one that does not, the rest of the day.
+      const listed = await dayIds(cur.day, signal).catch(() => null);
+      if (!listed) return { cursor: encodeCursor(nextDay), skipped: rest };
+      const { todo, slice } = pageOf(cur, listed.ids);
+      if (slice.length === 0)
+        return { cursor: encodeCursor(nextDay), skipped: `nothing (EDAT ${cur.day} is read)` };
+      const advanced = slice.length === todo.length ? nextDay : cursorAt(cur.day, slice[slice.length - 1]!);
+      return { cursor: encodeCursor(advanced), skipped: `PMIDs ${slice.join(', ')} of EDAT ${cur.day}` };
     },
   };
 }

@@ -9,9 +9,38 @@ export interface PollPage {
 }
 
 export interface Poller {
-  readonly name: string; // 'pubmed' | 'europepmc' | 'biorxiv'
-  /** cursor: what the previous page returned, or null to start from the configured `since` date. */
+  readonly name: string; // 'pubmed' | 'europepmc' | 'biorxiv' | 'medrxiv'
+  /** What its dead letters name as their processor ('sources/pubmed'). */
+  readonly processor: string;
+  /**
+   * cursor: what the previous page returned, or null to start from the configured `since` date.
+   * Throws UnreadablePage (or HttpError) when the page cannot be read: nothing is produced and
+   * the same cursor is to be polled again, however long that takes. A poller never skips data.
+   */
   poll(cursor: string | null, signal?: AbortSignal): Promise<PollPage>;
+  /**
+   * The cursor past the page at `cursor`, without reading it, and what that gives up in words
+   * ('PMIDs 1, 2 of EDAT 2024-03-04'): only for an operator's `bioalchemy poll --skip`.
+   */
+  skip(cursor: string | null, signal?: AbortSignal): Promise<{ cursor: string; skipped: string }>;
+}
+
+/**
+ * A page the poller cannot read: an error body (NCBI's 200 with `ERROR`, bioRxiv's status
+ * message), an empty or malformed body, or an answer to another question than the one asked.
+ * Often transient; the cursor stays where it is. `reason` is the service's own words when it gave
+ * any, and never carries a secret.
+ */
+export class UnreadablePage extends Error {
+  constructor(
+    readonly reason: string,
+    /** Without secret parameters. */
+    readonly url: string,
+    readonly payload: string,
+  ) {
+    super(`${url}: ${reason}`);
+    this.name = 'UnreadablePage';
+  }
 }
 
 /**

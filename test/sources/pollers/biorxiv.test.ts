@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type BiorxivOptions, createBiorxivPoller } from '../../../processors/sources/pollers/biorxiv.js';
 import { HostRateLimiter } from '../../../processors/sources/pollers/rate-limit.js';
-import type { PollPage } from '../../../processors/sources/pollers/types.js';
+import { type PollPage, UnreadablePage } from '../../../processors/sources/pollers/types.js';
 import {
   articlesOf,
   clockAt,
@@ -99,30 +99,94 @@ describe('bioRxiv poller', () => {
     expect(details(api).at(-1)).toBe('/details/biorxiv/2024-03-04/2024-03-04/2/json');
   });
 
-  it('gives up a malformed page as one dead letter and goes on after it', async () => {
+  it('throws on a malformed page, naming it, and reads it whole once it is well again', async () => {
+    let broken = true;
     const route: Route = (req, s) =>
-      req.path.endsWith('/2024-03-04/0/json')
+      broken && req.path.endsWith('/2024-03-04/0/json')
         ? json('{"messages":[{"status":"ok","count":2,"total":"5"}],"collection":[{"doi"')
         : biorxivRoute(req, s);
     const { make } = await setup(route);
-    const poller = make({ maxPageFailures: 1 });
-    const bad = await poller.poll(null);
-    expect(articlesOf(bad.items)).toEqual([]);
-    const dead = deadLettersOf(bad.items);
-    expect(dead).toHaveLength(1);
-    expect(dead[0]!.reason).toMatch(
-      /^malformed JSON: .*; given up after 1 attempt\(s\), skipped records 0-99 of 2024-03-04$/,
+    const poller = make();
+    const err = await poller.poll(null).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UnreadablePage);
+    expect((err as UnreadablePage).reason).toMatch(/^malformed JSON: /);
+    expect((err as UnreadablePage).url).toMatch(/\/details\/biorxiv\/2024-03-04\/2024-03-04\/0\/json$/);
+    expect((err as UnreadablePage).payload).toContain('"collection":[{"doi"');
+    broken = false;
+    const page = await poller.poll(null);
+    expect(dois(page)).toEqual(['10.1101/2024.03.01.583001', '10.1101/2024.03.02.583102']);
+  });
+
+  it("gives bioRxiv's own words for an error status, and an empty 200 body as such", async () => {
+    let reply = json(JSON.stringify({ messages: [{ status: 'Error: interval not valid' }], collection: [] }));
+    const { make } = await setup(() => reply);
+    await expect(make().poll(null)).rejects.toMatchObject({ reason: 'bioRxiv: Error: interval not valid' });
+    reply = json('');
+    await expect(make().poll(null)).rejects.toMatchObject({ reason: 'empty body (HTTP 200)' });
+  });
+
+  it('advances by the records received, not by an assumed page size', async () => {
+    // The server's pages shrank to 3: the offset follows what came, and `total` ends the day.
+    const full = JSON.parse(fixture('biorxiv/details-2024-03-04-0.json')) as {
+      messages: Record<string, unknown>[];
+      collection: Record<string, unknown>[];
+    };
+    const records = [0, 1, 2, 3, 4].map((n) => ({
+      ...full.collection[0]!,
+      doi: `10.1101/2024.03.04.90000${n}`,
+    }));
+    const route: Route = (req) => {
+      const offset = Number(/\/(\d+)\/json$/.exec(req.path)![1]);
+      if (!req.path.includes('2024-03-04'))
+        return json(JSON.stringify({ messages: [{ status: 'no posts found' }] }));
+      const collection = records.slice(offset, offset + 3);
+      return json(
+        JSON.stringify({
+          messages: [{ ...full.messages[0], cursor: offset, count: collection.length, total: '5' }],
+          collection,
+        }),
+      );
+    };
+    const { api, make } = await setup(route);
+    const poller = make();
+    const first = await poller.poll(null);
+    const second = await poller.poll(first.cursor);
+    expect([...dois(first), ...dois(second)]).toEqual(records.map((r) => r.doi));
+    expect(JSON.parse(first.cursor)).toMatchObject({ day: '2024-03-04', offset: 3 });
+    expect(JSON.parse(second.cursor)).toMatchObject({ day: '2024-03-05', offset: 0 });
+    expect(details(api)).toEqual([
+      '/details/biorxiv/2024-03-04/2024-03-04/0/json',
+      '/details/biorxiv/2024-03-04/2024-03-04/3/json',
+    ]);
+  });
+
+  it('stops rather than ingest another stream when the echoed category is not the one asked', async () => {
+    // An unknown category: bioRxiv answers for all of them and says so in messages[0].category.
+    const { make } = await setup();
+    const err = (await make({ category: 'cell_biology' })
+      .poll(null)
+      .catch((e: unknown) => e)) as UnreadablePage;
+    expect(err).toBeInstanceOf(UnreadablePage);
+    expect(err.reason).toBe(
+      "bioRxiv answered for category 'all', not 'cell_biology' as asked: nothing ingested from another stream",
     );
-    expect(dead[0]!.origin).toEqual({
-      kind: 'api',
-      url: expect.stringMatching(/\/details\/biorxiv\/2024-03-04\/2024-03-04\/0\/json$/),
-    });
-    expect(dead[0]!.payload).toContain('"collection":[{"doi"');
-    expect(bad.done).toBe(false);
-    const after = await poller.poll(bad.cursor);
-    expect(JSON.parse(bad.cursor)).toMatchObject({ day: '2024-03-04', offset: 100 });
-    expect(after.items).toEqual([]);
-    expect(JSON.parse(after.cursor)).toMatchObject({ day: '2024-03-05', offset: 0 });
+    const echoed: Route = (req, s) => {
+      const reply = biorxivRoute(req, s) as { body: string };
+      return json(reply.body.replace('"category": "all"', '"category": "cell biology"'));
+    };
+    await api!.close();
+    const { make: makeEchoed } = await setup(echoed);
+    expect(dois(await makeEchoed({ category: 'cell_biology' }).poll(null))).toHaveLength(2);
+  });
+
+  it("skips, on an operator's word, the rest of the day from the stalled offset", async () => {
+    const { api, make } = await setup();
+    const first = await make().poll(null);
+    const seen = api.seen.length;
+    const skip = await make().skip(first.cursor);
+    expect(skip.skipped).toBe('biorxiv records 2 onward of 2024-03-04');
+    expect(JSON.parse(skip.cursor)).toMatchObject({ day: '2024-03-05', offset: 0 });
+    expect(api.seen.length).toBe(seen);
   });
 
   it('makes one dead letter of a record it cannot read and keeps the rest of the page', async () => {
@@ -172,7 +236,8 @@ describe('bioRxiv poller', () => {
   it('passes the subject category and does not resume another category inside a day', async () => {
     const { api, make, log } = await setup();
     const first = await make().poll(null);
-    await make({ category: 'cell_biology' }).poll(first.cursor);
+    // The recorded server echoes category 'all', so the poll refuses the page; what it asked is what counts here.
+    await expect(make({ category: 'cell_biology' }).poll(first.cursor)).rejects.toThrow(/not 'cell_biology'/);
     expect(api.seen.at(-1)!.query.get('category')).toBe('cell_biology');
     expect(details(api).at(-1)).toBe('/details/biorxiv/2024-03-04/2024-03-04/0/json');
     expect(log.lines.some((l) => l.includes('category changed'))).toBe(true);

@@ -23,7 +23,9 @@ describe('PollerConfig', () => {
       kind: 'europepmc',
       dateField: 'FIRST_IDATE',
       fullText: true,
-      maxPageFailures: 3,
+      stallBackoffMs: 30_000,
+      maxStallBackoffMs: 900_000,
+      stallAlertAfterMs: 3_600_000,
     });
     expect(biorxiv).toMatchObject({
       kind: 'biorxiv',
@@ -40,6 +42,12 @@ describe('PollerConfig', () => {
     expect(PollerConfig.safeParse({ kind: 'pubmed', since: '2024-01-01', pageSize: 500 }).success).toBe(
       false,
     );
+  });
+
+  it('refuses maxPageFailures: pages are no longer given up by count', () => {
+    const parsed = PollerConfig.safeParse({ kind: 'pubmed', since: '2024-01-01', maxPageFailures: 3 });
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues[0]?.message).toMatch(/bioalchemy poll --skip/);
   });
 
   it('has no place for secrets, and exports as JSON Schema', () => {

@@ -157,7 +157,7 @@ describe('Europe PMC poller', () => {
     expect(JSON.parse(page.cursor)).toMatchObject({ mark: M1 });
   });
 
-  it('retries a junk page on the next poll instead of skipping what it held', async () => {
+  it('throws on a junk page instead of skipping what it held, and reads it once it is well', async () => {
     let junk = true;
     const route: Route = (req, s) =>
       junk && req.path.endsWith('/search')
@@ -166,16 +166,40 @@ describe('Europe PMC poller', () => {
             body: '<html><body>Service under maintenance</body></html>',
           }
         : europePmcRoute(req, s);
-    const { make, log } = await setup(route);
+    const { make } = await setup(route);
     const poller = make();
-    const first = await poller.poll(null);
-    expect(first).toMatchObject({ items: [], done: true });
-    expect(JSON.parse(first.cursor)).toMatchObject({ day: '2024-03-04', mark: '*', failures: 1 });
-    expect(log.lines.some((l) => l.includes('malformed JSON'))).toBe(true);
+    await expect(poller.poll(null)).rejects.toMatchObject({
+      reason: expect.stringMatching(/^malformed JSON: /),
+    });
     junk = false;
-    const second = await poller.poll(first.cursor);
+    const second = await poller.poll(null);
     expect(ids(second)).toHaveLength(2);
-    expect(JSON.parse(second.cursor)).toMatchObject({ mark: M1, failures: 0 });
+    expect(JSON.parse(second.cursor)).toMatchObject({ mark: M1 });
+  });
+
+  it('stops rather than ingest another result set when the echoed query is not the one asked', async () => {
+    // Europe PMC fell back to a plainer query than the one sent: its `request` says so.
+    const route: Route = (req, s) => {
+      const reply = europePmcRoute(req, s) as { body: string };
+      return req.path.endsWith('/search')
+        ? json(reply.body.replace('"queryString": "(HAS_ABSTRACT:y) AND ', '"queryString": "'))
+        : reply;
+    };
+    const { make } = await setup(route);
+    await expect(make().poll(null)).rejects.toMatchObject({
+      reason:
+        "Europe PMC answered the query 'FIRST_IDATE:[2024-03-04 TO 2024-03-04]', not '(HAS_ABSTRACT:y) AND FIRST_IDATE:[2024-03-04 TO 2024-03-04]' as asked: nothing ingested from another result set",
+    });
+  });
+
+  it("skips, on an operator's word, the rest of the day from the stalled cursorMark", async () => {
+    const { api, make } = await setup();
+    const first = await make().poll(null);
+    const seen = api.seen.length;
+    const skip = await make().skip(first.cursor);
+    expect(skip.skipped).toBe(`the rest of FIRST_IDATE 2024-03-04 (from cursorMark ${M1})`);
+    expect(JSON.parse(skip.cursor)).toMatchObject({ day: '2024-03-05', mark: '*' });
+    expect(api.seen.length).toBe(seen);
   });
 
   it('falls back to the abstract when the full text is missing or broken, saying why when broken', async () => {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createPubmedPoller, type PubmedOptions } from '../../../processors/sources/pollers/pubmed.js';
 import { HostRateLimiter } from '../../../processors/sources/pollers/rate-limit.js';
-import type { PollPage } from '../../../processors/sources/pollers/types.js';
+import { type PollPage, UnreadablePage } from '../../../processors/sources/pollers/types.js';
 import {
   articlesOf,
   clockAt,
@@ -132,26 +132,76 @@ describe('PubMed poller', () => {
     expect(JSON.parse(nextDay.cursor)).toMatchObject({ day: '2024-03-07', after: null });
   });
 
-  it('retries a broken EFetch body on later polls, then gives it up as one dead letter and moves on', async () => {
+  it('throws on a broken EFetch body, keeping nothing of it, and reads the page whole once it is well', async () => {
     const broken = efetchBody(['38400101', '38400102']).replace(
       /<\/PubmedArticle>\s*<PubmedArticle>[\s\S]*$/,
       '</PubmedArticle><PubmedArt',
     );
-    const route: Route = (req, s) => (req.path.endsWith('efetch.fcgi') ? xml(broken) : pubmedRoute(req, s));
-    const { make, log } = await setup(route, { maxPageFailures: 2 });
+    let fault = true;
+    const route: Route = (req, s) =>
+      fault && req.path.endsWith('efetch.fcgi') ? xml(broken) : pubmedRoute(req, s);
+    const { make } = await setup(route);
     const poller = make();
-    const first = await poller.poll(null);
-    expect(first.items).toEqual([]);
-    expect(first.done).toBe(true);
-    expect(JSON.parse(first.cursor)).toMatchObject({ day: '2024-03-04', after: null, failures: 1 });
-    expect(log.lines.some((l) => l.includes('retrying it on a later poll'))).toBe(true);
-    const second = await poller.poll(first.cursor);
-    expect(pmids(second)).toEqual(['38400101']);
-    const dead = deadLettersOf(second.items);
-    expect(dead).toHaveLength(1);
-    expect(dead[0]!.reason).toMatch(/given up after 2 attempt\(s\), skipped PMIDs 38400101, 38400102/);
-    expect(JSON.parse(second.cursor)).toMatchObject({ day: '2024-03-04', after: '38400102', failures: 0 });
-    expect(second.done).toBe(false);
+    await expect(poller.poll(null)).rejects.toBeInstanceOf(UnreadablePage);
+    fault = false;
+    const page = await poller.poll(null);
+    expect(pmids(page)).toEqual(['38400101', '38400102']);
+    expect(deadLettersOf(page.items)).toEqual([]);
+  });
+
+  it("gives NCBI's own ERROR text for a 200 error body, never reading it as an empty day", async () => {
+    const error = 'Search Backend failed: Database is not supported: pubmed';
+    // As ESearch sends it in an outage: 200, count 0, no ids, and the ERROR beside them.
+    const body = JSON.stringify({
+      header: { type: 'esearch', version: '0.3' },
+      esearchresult: { count: '0', retmax: '0', retstart: '0', idlist: [], ERROR: error },
+    });
+    const { make } = await setup((req, s) =>
+      req.path.endsWith('esearch.fcgi') ? json(body) : pubmedRoute(req, s),
+    );
+    await expect(make().poll(null)).rejects.toMatchObject({ reason: `NCBI ESearch: ${error}` });
+    const efetchError =
+      '<?xml version="1.0" ?>\n<eFetchResult>\n\t<ERROR>Unable to obtain query #1</ERROR>\n</eFetchResult>\n';
+    await api!.close();
+    const { make: again } = await setup((req, s) =>
+      req.path.endsWith('efetch.fcgi') ? xml(efetchError) : pubmedRoute(req, s),
+    );
+    await expect(again().poll(null)).rejects.toMatchObject({
+      reason: 'NCBI EFetch: Unable to obtain query #1',
+    });
+  });
+
+  it('accounts for every PMID asked: one EFetch did not return is a dead letter naming it', async () => {
+    const route: Route = (req, s) =>
+      req.path.endsWith('efetch.fcgi') ? xml(efetchBody(['38400102'])) : pubmedRoute(req, s);
+    const { make } = await setup(route);
+    const page = await make().poll(null);
+    expect(pmids(page)).toEqual(['38400102']);
+    expect(deadLettersOf(page.items).map((d) => d.reason)).toEqual([
+      'PMID 38400101 is listed by ESearch for EDAT 2024-03-04 but EFetch returned no record for it',
+    ]);
+    expect(JSON.parse(page.cursor)).toMatchObject({ day: '2024-03-04', after: '38400102' });
+    // None of the page at all is an outage, not a page of absences.
+    const empty: Route = (req, s) =>
+      req.path.endsWith('efetch.fcgi') ? xml(efetchBody([])) : pubmedRoute(req, s);
+    await api!.close();
+    const { make: none } = await setup(empty);
+    await expect(none().poll(null)).rejects.toMatchObject({
+      reason: expect.stringMatching(/^no record element/),
+    });
+  });
+
+  it("skips, on an operator's word, the next page's PMIDs when the listing reads, else the rest of the day", async () => {
+    const { make } = await setup();
+    const first = await make().poll(null);
+    const skip = await make().skip(first.cursor);
+    expect(skip.skipped).toBe('PMIDs 38400103, 38400104 of EDAT 2024-03-04');
+    expect(JSON.parse(skip.cursor)).toMatchObject({ day: '2024-03-04', after: '38400104' });
+    await api!.close();
+    const { make: down } = await setup(() => json('{"esearchresult":{"ERROR":"Search Backend failed"}}'));
+    const rest = await down().skip(first.cursor);
+    expect(rest.skipped).toBe('every PMID of EDAT 2024-03-04 after 38400102');
+    expect(JSON.parse(rest.cursor)).toMatchObject({ day: '2024-03-05', after: null });
   });
 
   it('makes one dead letter of a record it cannot read and keeps the rest of the page', async () => {
@@ -171,16 +221,21 @@ describe('PubMed poller', () => {
       kind: 'api',
       url: expect.stringMatching(/\/efetch\.fcgi\?db=pubmed&id=38400101%2C38400102&retmode=xml&tool=/),
     });
-    expect(JSON.parse(page.cursor)).toMatchObject({ day: '2024-03-04', after: '38400102', failures: 0 });
+    expect(JSON.parse(page.cursor)).toMatchObject({ day: '2024-03-04', after: '38400102' });
   });
 
   it('says so in a dead letter when a day has more matches than ESearch lists', async () => {
     const route: Route = (req, s) => {
       if (req.path.endsWith('esearch.fcgi') && req.query.get('mindate') === '2024/03/04') {
         const body = JSON.parse(fixture('pubmed/esearch-2024-03-04.json')) as {
-          esearchresult: { count: string };
+          esearchresult: { count: string; idlist: string[] };
         };
+        // A query too broad: 12,000 matches, of which ESearch lists its maximum, 10,000.
         body.esearchresult.count = '12000';
+        const more = Array.from({ length: 10_000 - body.esearchresult.idlist.length }, (_, i) =>
+          String(39_000_000 + i),
+        );
+        body.esearchresult.idlist.push(...more);
         return json(JSON.stringify(body));
       }
       return pubmedRoute(req, s);
@@ -189,8 +244,21 @@ describe('PubMed poller', () => {
     const page = await make().poll(null);
     expect(pmids(page)).toEqual(['38400101', '38400102']);
     expect(deadLettersOf(page.items).map((d) => d.reason)).toEqual([
-      'EDAT 2024-03-04 has 12000 matches but ESearch lists 5: the rest are not read; narrow the query',
+      'EDAT 2024-03-04 has 12000 matches but ESearch lists 10000: the rest are not read; narrow the query',
     ]);
+  });
+
+  it('refuses a cut listing (fewer ids than matches) as unreadable, not as a small day', async () => {
+    const route: Route = (req, s) => {
+      if (!req.path.endsWith('esearch.fcgi')) return pubmedRoute(req, s);
+      const body = JSON.parse(fixture('pubmed/esearch-2024-03-04.json')) as {
+        esearchresult: { idlist: string[] };
+      };
+      body.esearchresult.idlist = body.esearchresult.idlist.slice(0, 2);
+      return json(JSON.stringify(body));
+    };
+    const { make } = await setup(route);
+    await expect(make().poll(null)).rejects.toMatchObject({ reason: 'ESearch counts 5 matches but lists 2' });
   });
 
   it('sends the NCBI api key but never puts it in errors, logs, dead letters or articles', async () => {
