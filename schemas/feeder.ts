@@ -60,10 +60,15 @@ export const FeederConfig = z
       .min(0)
       .default(2)
       .describe('batches cut ahead per rank of each active run (backpressure: no more are prepared)'),
-    rewardRange: z
-      .tuple([z.number(), z.number()])
-      .default([-1, 1])
-      .describe('acked rewards outside it are refused'),
+    prefetchBatches: z
+      .number()
+      .int()
+      .min(0)
+      .max(64)
+      .default(2)
+      .describe(
+        'unacked batches of earlier epochs a rank may hold while it leases from a later one (a loader fetching ahead across an epoch end); a lease may ask another bound',
+      ),
     dataSource: z.string().min(1).default('bioalchemy'),
     ability: z.string().min(1).default('biology'),
     templates: PromptTemplates.default(PromptTemplates.parse({})),
@@ -84,8 +89,23 @@ export const LeaseRequest = z
     run: RunName,
     rank: z.number().int().nonnegative(),
     worldSize: z.number().int().min(1).max(4096),
-    batchSize: z.number().int().min(1).max(4096).optional().describe("the feeder's batchSize when absent"),
+    batchSize: z
+      .number()
+      .int()
+      .min(1)
+      .max(4096)
+      .optional()
+      .describe(
+        "the feeder's batchSize when absent; a new size takes effect at the next epoch the run plans",
+      ),
     leaseMs: z.number().int().min(100).optional(),
+    prefetch: z
+      .number()
+      .int()
+      .min(0)
+      .max(64)
+      .optional()
+      .describe('unacked batches of earlier epochs this rank may hold while leasing a later one'),
   })
   .strict()
   .refine((r) => r.rank < r.worldSize, { message: 'rank must be below worldSize', path: ['rank'] });
@@ -95,6 +115,11 @@ export const LeaseResponse = z.discriminatedUnion('status', [
   z.object({
     status: z.literal('leased'),
     leaseId: z.string(),
+    slots: z
+      .array(z.number().int().nonnegative())
+      .describe(
+        'the slot (position in the batch as cut) of each item; a redelivery carries only the slots not yet acked',
+      ),
     batch: RolloutBatch,
   }),
   z.object({
@@ -105,22 +130,48 @@ export const LeaseResponse = z.discriminatedUnion('status', [
   }),
   z.object({
     status: z.literal('epoch-end'),
-    epoch: z.number().int().describe('the epoch this rank has finished; the next lease starts the next one'),
+    epoch: z
+      .number()
+      .int()
+      .describe(
+        'the epoch of which this rank has no fresh batch left (it may still hold some); the next lease starts the next one',
+      ),
   }),
 ]);
 export type LeaseResponse = z.infer<typeof LeaseResponse>;
 
-const Reward = z.number().finite().nullable();
+// JSON has no NaN or Infinity: a trainer's NaN arrives as a string, as null (JSON.stringify), as a
+// bare NaN token (Python's json.dumps) or as 1e999 (Infinity after parsing); each but null is
+// refused (null is an acked slot without a reward).
+const Reward = z.number().nullable();
+
+/** Who acks, extends or releases: the lease it holds on one batch. */
+const LeaseRef = {
+  run: RunName,
+  batchId: z.string().min(1),
+  leaseId: z.string().min(1),
+  rank: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe("the caller's rank: a batch of another rank is refused (other-rank)"),
+};
 
 export const AckRequest = z
   .object({
-    run: RunName,
-    batchId: z.string().min(1),
-    leaseId: z.string().min(1),
+    ...LeaseRef,
+    slots: z
+      .array(z.number().int())
+      .min(1)
+      .optional()
+      .describe('the slots acked (the rest stay leased); absent: every slot not yet acked, in slot order'),
     rewards: z
       .array(Reward)
       .optional()
-      .describe('one per item in batch order (the mean over its rollouts), null for unscored'),
+      .describe(
+        'one per slot acked (the mean over its rollouts; any finite number, stored raw), null for unscored',
+      ),
     responseLengths: z.array(z.number().int().nonnegative().nullable()).optional(),
     step: z.number().int().nonnegative().max(0xffff_ffff).optional().describe("the trainer's step"),
   })
@@ -129,19 +180,25 @@ export type AckRequest = z.infer<typeof AckRequest>;
 
 export const AckResponse = z.object({
   acked: z.string(),
-  items: z.number().int(),
-  rewards: z.number().int(),
+  items: z.number().int().describe('slots acked by this request'),
+  rewards: z.number().int().describe('of them, with a reward'),
+  remaining: z.number().int().describe('slots of the batch still leased (0: the batch is done)'),
 });
+export type AckResponse = z.infer<typeof AckResponse>;
 
 export const ExtendRequest = z
-  .object({
-    run: RunName,
-    batchId: z.string().min(1),
-    leaseId: z.string().min(1),
-    leaseMs: z.number().int().min(100).optional(),
-  })
+  .object({ ...LeaseRef, leaseMs: z.number().int().min(100).optional() })
   .strict();
 export type ExtendRequest = z.infer<typeof ExtendRequest>;
+
+export const ReleaseRequest = z.object(LeaseRef).strict();
+export type ReleaseRequest = z.infer<typeof ReleaseRequest>;
+
+export const ReleaseResponse = z.object({
+  released: z.string(),
+  items: z.number().int().describe("slots given back (the batch's slots not yet acked)"),
+});
+export type ReleaseResponse = z.infer<typeof ReleaseResponse>;
 
 export const ExtendResponse = z.object({ leaseDeadline: z.string().datetime() });
 
@@ -152,10 +209,20 @@ export const RankStatus = z.object({
   acked: z.number().int(),
 });
 
+export const EpochStatus = z.object({
+  epoch: z.number().int(),
+  batchSize: z.number().int().describe("the epoch's batch size"),
+  planned: z.number().int().describe("items (copies) in the epoch's order"),
+  acked: z.number().int().describe('of them, acked'),
+  rewarded: z.number().int().describe('acked with a reward'),
+  redelivered: z.number().int().describe('items delivered again after a lease expired or was released'),
+});
+export type EpochStatus = z.infer<typeof EpochStatus>;
+
 export const RunStatus = z.object({
   run: z.string(),
   worldSize: z.number().int(),
-  batchSize: z.number().int(),
+  batchSize: z.number().int().describe('the batch size of the epoch being cut'),
   epoch: z.number().int().describe('the epoch being cut'),
   mixVersion: z.number().int().nullable().describe('the mix version the epoch order follows'),
   planned: z.number().int().describe("items (copies) in this epoch's order"),
@@ -168,6 +235,7 @@ export const RunStatus = z.object({
   }),
   ackedItems: z.number().int().describe('items acked over the whole run'),
   ranks: z.array(RankStatus),
+  epochs: z.array(EpochStatus).describe('each epoch the run planned, oldest first'),
 });
 export type RunStatus = z.infer<typeof RunStatus>;
 

@@ -12,6 +12,8 @@ import {
   FeederStatus,
   LeaseRequest,
   LeaseResponse,
+  ReleaseRequest,
+  ReleaseResponse,
   RewardBatchRequest,
   RewardBatchResponse,
   RewardRequestItem,
@@ -47,9 +49,16 @@ export const ROUTES: readonly Route[] = [
   {
     method: 'POST',
     path: '/v1/ack',
-    summary: 'ack a leased batch, with optional per-item rewards',
+    summary: 'ack slots of a leased batch (all, or a subset), with optional per-slot rewards',
     body: AckRequest,
     response: AckResponse,
+  },
+  {
+    method: 'POST',
+    path: '/v1/release',
+    summary: "give a leased batch's unacked slots back untrained: the rank's next lease gets them first",
+    body: ReleaseRequest,
+    response: ReleaseResponse,
   },
   {
     method: 'POST',
@@ -118,13 +127,31 @@ export function openApiDocument(): Record<string, unknown> {
   };
 }
 
-class BadRequest extends Error {}
+class BadRequest extends Error {
+  constructor(
+    message: string,
+    readonly code = 'bad-request',
+  ) {
+    super(message);
+  }
+}
 
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   const r = schema.safeParse(body);
-  if (!r.success) throw new BadRequest(formatIssues(r.error));
-  return r.data;
+  if (r.success) return r.data;
+  // A reward that is no finite number (NaN or Infinity sent as a string, 1e999) has its own code:
+  // it is what a trainer's reward function gets wrong.
+  const reward = r.error.issues.some((i) => i.path[0] === 'rewards');
+  throw new BadRequest(
+    reward
+      ? `${formatIssues(r.error)} (a reward is a finite number, or null for none; JSON has no NaN or Infinity)`
+      : formatIssues(r.error),
+    reward ? 'bad-reward' : 'bad-request',
+  );
 }
+
+/** A bare NaN or Infinity token where a JSON value belongs (Python's json.dumps writes them). */
+const NON_FINITE_TOKEN = /[[,:]\s*-?(NaN|Infinity)\s*[\],}]/;
 
 /**
  * The feeder's Fastify app. Bound to loopback (or with no host given) it is open; on any other
@@ -145,7 +172,7 @@ export function buildServer(
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _req, reply: FastifyReply) => {
     if (err instanceof FeederError)
       return reply.code(err.status).send({ error: err.code, reason: err.message });
-    if (err instanceof BadRequest) return reply.code(400).send({ error: 'bad-request', reason: err.message });
+    if (err instanceof BadRequest) return reply.code(400).send({ error: err.code, reason: err.message });
     if (err.statusCode === 413)
       return reply.code(413).send({ error: 'too-large', reason: `the body is over ${opts.bodyLimit} bytes` });
     if (err.statusCode && err.statusCode < 500)
@@ -161,7 +188,23 @@ export function buildServer(
     const { json } = feeder.leaseRaw(parse(LeaseRequest, req.body));
     return reply.type('application/json').send(json);
   });
+  // Fastify's own JSON parser, but a body that is not JSON only because of a bare NaN or Infinity
+  // is refused as the bad reward it is, not as a syntax error at some position.
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) =>
+    json(req, body as string, (err: Error | null, value?: unknown) => {
+      if (err && NON_FINITE_TOKEN.test(body as string))
+        return done(
+          new BadRequest(
+            'the body holds a bare NaN or Infinity, which JSON has no way to write: a reward is a finite number, or null for none',
+            'bad-reward',
+          ),
+        );
+      done(err, value);
+    }),
+  );
   app.post('/v1/ack', async (req) => feeder.ack(parse(AckRequest, req.body)));
+  app.post('/v1/release', async (req) => feeder.release(parse(ReleaseRequest, req.body)));
   app.post('/v1/extend', async (req) => feeder.extend(parse(ExtendRequest, req.body)));
   app.get<{ Params: { run: string } }>('/v1/runs/:run', async (req) => feeder.runStatus(req.params.run));
   app.get('/v1/status', async () => feeder.status());

@@ -5,16 +5,19 @@ import Database from 'better-sqlite3';
 import type { RewardRow } from '../../analytics/qa-store.js';
 import {
   type AckRequest,
+  type AckResponse,
   type ExtendRequest,
   type FeederConfig,
   FeederConfig as FeederConfigSchema,
   type FeederStatus,
   type LeaseRequest,
   type LeaseResponse,
+  type ReleaseRequest,
+  type ReleaseResponse,
   type RunStatus,
 } from '../../schemas/feeder.js';
 import type { MixState } from '../../schemas/mix-state.js';
-import type { RolloutBatch } from '../../schemas/rollout-batch.js';
+import type { RolloutBatch, RolloutItem } from '../../schemas/rollout-batch.js';
 import { copiesOf } from '../sampler/selection.js';
 import { epochOrder, epochSeed, type Slot } from './order.js';
 import { type PoolItem, rolloutRow } from './row.js';
@@ -43,7 +46,10 @@ export class FeederError extends Error {
 interface RunRow {
   run: string;
   world_size: number;
+  /** The batch size asked last: the next epoch planned is cut in it. */
   batch_size: number;
+  /** The batch size of the epoch being cut. */
+  cut_size: number;
   epoch: number;
   mix_version: number | null;
   planned: number;
@@ -67,6 +73,8 @@ interface BatchRow {
   lease_id: string | null;
   deadline: number | null;
   attempts: number;
+  /** The slots acked so far (a JSON array, ascending); the batch is acked when all are. */
+  acked_slots: string;
 }
 
 /** A slot of a batch: the item, its copy, its position in the epoch. */
@@ -89,9 +97,17 @@ export class Feeder {
    * run's plan reads it, and walking the pool for each (100,000 items) was the feeder's tail latency.
    */
   private selected: readonly { id: string; copies: number }[] | null = null;
-  /** Rendered items (a JSON array) of batches cut and not yet acked. */
-  private readonly rendered = new Map<string, string>();
+  /** Rendered items (a JSON array) and their slots, of batches cut and not yet leased. */
+  private readonly rendered = new Map<string, { items: string; slots: number[] }>();
   private readonly q: ReturnType<typeof statements>;
+  /** Each run's next epoch, planned ahead (with its stored form) for the selection it was made of. */
+  private readonly ahead = new Map<
+    string,
+    { epoch: number; version: number; selection: unknown; slots: Slot[]; json: string }
+  >();
+  /** Runs a request touched since the last background slice, and that slice. */
+  private readonly kicked = new Set<string>();
+  private background: NodeJS.Immediate | null = null;
 
   private constructor(db: Database.Database, config: FeederConfig, opts: FeederOptions) {
     this.db = db;
@@ -111,10 +127,13 @@ export class Feeder {
     // power cut can lose the last transactions.
     db.pragma('synchronous = NORMAL');
     db.exec(SCHEMA);
+    migrate(db);
     return new Feeder(db, FeederConfigSchema.parse(config), opts);
   }
 
   close(): void {
+    if (this.background) clearImmediate(this.background);
+    this.background = null;
     this.db.close();
   }
 
@@ -146,102 +165,152 @@ export class Feeder {
   // ---- the trainer API -----------------------------------------------------------------------
 
   lease(req: LeaseRequest): LeaseResponse {
-    return this.leaseRaw(req).response;
+    return JSON.parse(this.leaseRaw(req).json) as LeaseResponse;
   }
 
   /**
-   * A lease, with the response also as a JSON string whose items were rendered when the batch
-   * was cut (the HTTP handler sends the string as it is).
+   * A lease as the JSON string the HTTP handler sends as it is: its items were rendered ahead,
+   * when the batch was cut, and are not parsed again here.
    */
-  leaseRaw(req: LeaseRequest): { response: LeaseResponse; json: string } {
-    const batchSize = req.batchSize ?? this.config.batchSize;
+  leaseRaw(req: LeaseRequest): { json: string } {
     const leaseMs = Math.min(req.leaseMs ?? this.config.leaseMs, this.config.maxLeaseMs);
+    const prefetch = req.prefetch ?? this.config.prefetchBatches;
     if (!this.mix)
       throw new FeederError(503, 'no-mix', 'no mix.state yet: the sampler has not published a mix');
-    return this.db.transaction(() => {
+    const json = this.db.transaction((): string => {
       let run = this.q.getRun.get(req.run) as RunRow | undefined;
-      if (run && (run.world_size !== req.worldSize || run.batch_size !== batchSize)) {
+      if (run && run.world_size !== req.worldSize) {
         throw new FeederError(
           409,
           'run-mismatch',
-          `run "${req.run}" has worldSize ${run.world_size} and batchSize ${run.batch_size}; start a new run to change them`,
+          `run "${req.run}" has worldSize ${run.world_size}; start a new run to change it`,
         );
       }
       if (!run) {
-        this.q.insertRun.run(req.run, req.worldSize, batchSize, this.now());
+        const size = req.batchSize ?? this.config.batchSize;
+        this.q.insertRun.run(req.run, req.worldSize, size, size, this.now());
         run = this.q.getRun.get(req.run) as RunRow;
+      } else if (req.batchSize !== undefined && req.batchSize !== run.batch_size) {
+        // Taken at the next epoch the run plans: the epoch being cut keeps one size.
+        this.q.setBatchSize.run(req.batchSize, req.run);
+        run.batch_size = req.batchSize;
       }
       const epoch = this.rankEpoch(req.run, req.rank);
       const now = this.now();
       let batch = this.q.nextForRank.get(req.run, req.rank, epoch, now) as BatchRow | undefined;
       if (!batch && run.epoch <= epoch) batch = this.cutFor(run, req.rank, epoch);
       if (batch) {
+        // Bounded prefetch: a loader that fetches ahead may cross an epoch's end holding a few
+        // batches of the epoch before; a rank that holds more has stopped acking.
+        const held = this.q.heldBefore.get(req.run, req.rank, batch.epoch, now) as {
+          n: number;
+          first: number | null;
+        };
+        if (held.n > prefetch) {
+          return JSON.stringify({
+            status: 'wait',
+            epoch: batch.epoch,
+            retryAfterMs: Math.max(10, Math.min(1000, (held.first ?? now) - now)),
+            reason: `rank ${req.rank} holds ${held.n} unacked batch(es) of epochs before ${batch.epoch} (prefetch ${prefetch}): ack or release them`,
+          } satisfies LeaseResponse);
+        }
         const leaseId = randomUUID();
         const deadline = now + leaseMs;
         const attempt = batch.attempts + 1;
+        const acked = ackedSlots(batch);
         this.q.leaseBatch.run(leaseId, deadline, attempt, batch.id);
         this.q.outbox.run(batch.id, leaseId, deadline, attempt);
+        const { items, slots } = this.itemsJson(batch, acked);
+        if (attempt > 1) this.q.addRedelivered.run(slots.length, req.run, batch.epoch);
         const head = this.batchHead(batch, deadline, attempt);
-        const items = this.itemsJson(batch);
-        const json = `{"status":"leased","leaseId":"${leaseId}","batch":${head.slice(0, -1)},"items":${items}}}`;
-        const response: LeaseResponse = {
-          status: 'leased',
-          leaseId,
-          batch: { ...(JSON.parse(head) as Omit<RolloutBatch, 'items'>), items: JSON.parse(items) },
-        };
-        return { response, json };
+        return `{"status":"leased","leaseId":"${leaseId}","slots":${JSON.stringify(slots)},"batch":${head.slice(0, -1)},"items":${items}}}`;
       }
-      const held = this.q.heldByRank.get(req.run, req.rank, epoch) as { n: number; first: number | null };
-      let response: LeaseResponse;
-      if (held.n > 0) {
-        response = {
+      if (this.epochIsEmpty(run, epoch)) {
+        return JSON.stringify({
           status: 'wait',
           epoch,
-          retryAfterMs: Math.max(10, Math.min(1000, (held.first ?? now) - now)),
-          reason: `rank ${req.rank} holds ${held.n} unacked batch(es) and epoch ${epoch} has no more for it`,
-        };
-      } else if (this.epochIsEmpty(run, epoch)) {
-        response = { status: 'wait', epoch, retryAfterMs: 1000, reason: 'the mix selects no items yet' };
-      } else {
-        this.q.setRankEpoch.run(req.run, req.rank, epoch + 1);
-        response = { status: 'epoch-end', epoch };
+          retryAfterMs: 1000,
+          reason: 'the mix selects no items yet',
+        } satisfies LeaseResponse);
       }
-      return { response, json: JSON.stringify(response) };
+      // No fresh batch of this epoch is left for the rank (it may still hold some: they are
+      // acked, released or redelivered as usual); its next lease starts the next epoch.
+      this.q.setRankEpoch.run(req.run, req.rank, epoch + 1);
+      return JSON.stringify({ status: 'epoch-end', epoch } satisfies LeaseResponse);
     })();
+    this.kick(req.run);
+    return { json };
   }
 
-  ack(req: AckRequest): { acked: string; items: number; rewards: number } {
-    return this.db.transaction(() => {
+  /**
+   * Acks slots of a held batch (all not yet acked, or the ones named), each with an optional
+   * reward; the other slots stay leased under the same lease.
+   */
+  ack(req: AckRequest): AckResponse {
+    const res = this.db.transaction((): AckResponse => {
       const batch = this.heldBatch(req);
       const slots = JSON.parse(batch.slots) as BatchSlot[];
-      const [lo, hi] = this.config.rewardRange;
+      const acked = new Set(ackedSlots(batch));
+      let target: number[];
+      if (req.slots) {
+        const seen = new Set<number>();
+        req.slots.forEach((s, i) => {
+          if (!Number.isInteger(s) || s < 0 || s >= slots.length)
+            throw new FeederError(
+              400,
+              'bad-slot',
+              `slots[${i}] = ${s} is outside batch "${batch.id}" (slots 0..${slots.length - 1})`,
+            );
+          if (seen.has(s)) throw new FeederError(400, 'bad-slot', `slot ${s} is listed twice`);
+          seen.add(s);
+        });
+        const again = req.slots.filter((s) => acked.has(s));
+        if (again.length)
+          throw new FeederError(
+            409,
+            'slot-already-acked',
+            `slot(s) ${again.join(', ')} of batch "${batch.id}" already acked`,
+          );
+        target = req.slots;
+      } else {
+        target = [...slots.keys()].filter((s) => !acked.has(s));
+      }
       for (const [name, values] of [
         ['rewards', req.rewards],
         ['responseLengths', req.responseLengths],
       ] as const) {
-        if (values && values.length !== slots.length)
+        if (values && values.length !== target.length)
           throw new FeederError(
             400,
             'bad-length',
-            `${name} has ${values.length} entries; the batch has ${slots.length} items`,
+            `${name} has ${values.length} entries; the ack covers ${target.length} slot(s)`,
           );
       }
-      const bad = (req.rewards ?? []).findIndex((r) => r !== null && (r < lo || r > hi));
+      // JSON cannot carry NaN or Infinity, but an in-process caller can.
+      const bad = (req.rewards ?? []).findIndex((r) => r !== null && !Number.isFinite(r));
       if (bad >= 0)
         throw new FeederError(
           400,
-          'reward-range',
-          `rewards[${bad}] = ${req.rewards![bad]} is outside [${lo}, ${hi}]`,
+          'bad-reward',
+          `rewards[${bad}] = ${req.rewards![bad]}: a reward is a finite number (or null for none)`,
         );
-      const now = this.now();
-      this.q.ackBatch.run(now, batch.id);
-      this.q.addAcked.run(slots.length, req.run);
-      // One row per (run, item, step): copies of one item in one batch share their mean.
+      for (const s of target) acked.add(s);
+      const remaining = slots.length - acked.size;
+      this.q.ackSlots.run({
+        acked: JSON.stringify([...acked].sort((a, b) => a - b)),
+        state: remaining === 0 ? 'acked' : 'leased',
+        at: remaining === 0 ? this.now() : null,
+        id: batch.id,
+      });
+      const rewarded = (req.rewards ?? []).filter((r) => r !== null).length;
+      this.q.addAcked.run(target.length, req.run);
+      this.q.epochAcked.run(target.length, rewarded, req.run, batch.epoch);
+      // One row per (run, item, step): copies of one item in one ack share their mean.
       const step = req.step ?? batch.seq;
       const byItem = new Map<string, number[]>();
       (req.rewards ?? []).forEach((r, i) => {
         if (r === null) return;
-        const id = slots[i]![0];
+        const id = slots[target[i]!]![0];
         byItem.set(id, [...(byItem.get(id) ?? []), r]);
       });
       const rows: RewardRow[] = [...byItem].map(([qaId, rs]) => ({
@@ -252,9 +321,24 @@ export class Feeder {
         mixVersion: batch.mix_version,
       }));
       if (rows.length) this.q.queueRewards.run(JSON.stringify(rows));
-      this.rendered.delete(batch.id);
-      return { acked: batch.id, items: slots.length, rewards: rows.length };
+      return { acked: batch.id, items: target.length, rewards: rewarded, remaining };
     })();
+    this.kick(req.run);
+    return res;
+  }
+
+  /** Gives a held batch's unacked slots back untrained: the rank's next lease gets them first. */
+  release(req: ReleaseRequest): ReleaseResponse {
+    const res = this.db.transaction((): ReleaseResponse => {
+      const batch = this.heldBatch(req);
+      this.q.release.run(batch.id);
+      return {
+        released: batch.id,
+        items: (JSON.parse(batch.slots) as unknown[]).length - ackedSlots(batch).length,
+      };
+    })();
+    this.kick(req.run);
+    return res;
   }
 
   extend(req: ExtendRequest): { leaseDeadline: string } {
@@ -282,10 +366,27 @@ export class Feeder {
       const r = this.q.rankCounts.get(now, name, rank) as { leased: number; acked: number };
       return { rank, epoch: this.rankEpoch(name, rank), leased: r.leased ?? 0, acked: r.acked ?? 0 };
     });
+    const epochs = (
+      this.q.epochStats.all(name) as {
+        epoch: number;
+        batch_size: number;
+        planned: number;
+        acked: number;
+        rewarded: number;
+        redelivered: number;
+      }[]
+    ).map((e) => ({
+      epoch: e.epoch,
+      batchSize: e.batch_size,
+      planned: e.planned,
+      acked: e.acked,
+      rewarded: e.rewarded,
+      redelivered: e.redelivered,
+    }));
     return {
       run: name,
       worldSize: run.world_size,
-      batchSize: run.batch_size,
+      batchSize: run.cut_size,
       epoch: run.epoch,
       mixVersion: run.mix_version,
       planned: run.planned,
@@ -298,6 +399,7 @@ export class Feeder {
       },
       ackedItems: run.acked_items,
       ranks,
+      epochs,
     };
   }
 
@@ -316,37 +418,77 @@ export class Feeder {
     };
   }
 
-  // ---- what the processor's timer does -------------------------------------------------------
+  // ---- what is done off the request path -----------------------------------------------------
 
   /**
-   * Keeps every run ready: re-plans an epoch whose mix version is old and cuts batches until each
-   * rank has `readyBatches` waiting in its epoch (no more: the rest waits for acks). Returns the
-   * batches cut.
+   * Keeps every run ready (the processor's timer calls it): see prepareRun. Returns the batches
+   * cut.
    */
   prepare(): number {
     if (!this.mix) return 0;
     let cut = 0;
-    for (const { run: name } of this.q.runNames.all() as { run: string }[]) {
-      cut += this.db.transaction(() => {
-        const run = this.q.getRun.get(name) as RunRow;
-        let n = 0;
-        for (let rank = 0; rank < run.world_size; rank++) {
-          const epoch = this.rankEpoch(name, rank);
-          // The run's epoch as it is now: an earlier rank of this loop may have opened the next one.
-          if (epoch < (this.q.getRun.get(name) as RunRow).epoch) continue;
-          while ((this.q.readyForRank.get(name, rank, epoch) as { n: number }).n < this.config.readyBatches) {
-            const before = (this.q.getRun.get(name) as RunRow).cut;
-            if (!this.cutFor(this.q.getRun.get(name) as RunRow, rank, epoch)) break;
-            n += (this.q.getRun.get(name) as RunRow).cut - before;
-          }
-          for (const b of this.q.readyList.all(name, rank, epoch, this.config.readyBatches) as BatchRow[]) {
-            if (!this.rendered.has(b.id)) this.rendered.set(b.id, this.renderItems(b));
-          }
-        }
-        return n;
-      })();
-    }
+    for (const { run } of this.q.runNames.all() as { run: string }[]) cut += this.prepareRun(run);
     return cut;
+  }
+
+  /**
+   * Keeps one run ready: re-plans an epoch whose mix version is old, cuts batches until each rank
+   * has `readyBatches` waiting in its epoch (no more: the rest waits for acks), renders them, and
+   * once the epoch is cut to its end plans the next one, so that no lease plans or renders.
+   */
+  private prepareRun(name: string): number {
+    return this.db.transaction(() => {
+      const run = this.q.getRun.get(name) as RunRow;
+      let n = 0;
+      for (let rank = 0; rank < run.world_size; rank++) {
+        const epoch = this.rankEpoch(name, rank);
+        // The run's epoch as it is now: an earlier rank of this loop may have opened the next one.
+        if (epoch < (this.q.getRun.get(name) as RunRow).epoch) continue;
+        while ((this.q.readyForRank.get(name, rank, epoch) as { n: number }).n < this.config.readyBatches) {
+          const before = (this.q.getRun.get(name) as RunRow).cut;
+          if (!this.cutFor(this.q.getRun.get(name) as RunRow, rank, epoch)) break;
+          n += (this.q.getRun.get(name) as RunRow).cut - before;
+        }
+        for (const b of this.q.readyList.all(name, rank, epoch, this.config.readyBatches) as BatchRow[]) {
+          if (!this.rendered.has(b.id) && b.acked_slots === '[]')
+            this.rendered.set(b.id, this.renderItems(b));
+        }
+      }
+      const now = this.q.getRun.get(name) as RunRow;
+      if (now.epoch >= 0 && now.pos >= this.plan(now, now.epoch).length) this.planAhead(now);
+      return n;
+    })();
+  }
+
+  /** The next epoch's order, made while the current one is still being leased. */
+  private planAhead(run: RunRow): void {
+    const epoch = run.epoch + 1;
+    const version = this.mix!.version;
+    const held = this.ahead.get(run.run);
+    if (held?.epoch === epoch && held.version === version && held.selection === this.selected) return;
+    const slots = epochOrder(this.selection(), epochSeed(this.mix!.seed, run.run, epoch));
+    this.ahead.set(run.run, {
+      epoch,
+      version,
+      selection: this.selected,
+      slots,
+      json: JSON.stringify(slots.map((s) => [s.id, s.copy])),
+    });
+  }
+
+  /**
+   * Schedules prepareRun for a run a request touched, after the response is sent: the request
+   * never waits for cutting, rendering or planning, and the work is one run's, not every run's.
+   */
+  private kick(run: string): void {
+    this.kicked.add(run);
+    if (this.background) return;
+    this.background = setImmediate(() => {
+      this.background = null;
+      const runs = [...this.kicked];
+      this.kicked.clear();
+      if (this.mix && this.db.open) for (const r of runs) this.prepareRun(r);
+    });
   }
 
   /** Leases not yet published on rollout.batches, after `afterSeq`, rendered as batches. */
@@ -360,7 +502,8 @@ export class Feeder {
     return rows.map((r) => {
       const b = this.q.getBatch.get(r.batch_id) as BatchRow;
       const head = JSON.parse(this.batchHead(b, r.deadline, r.attempt)) as Omit<RolloutBatch, 'items'>;
-      return { seq: r.seq, batch: { ...head, items: JSON.parse(this.renderItems(b)) } };
+      // The batch as cut, every slot: the record says which batch went to whom, and when.
+      return { seq: r.seq, batch: { ...head, items: JSON.parse(this.renderItems(b).items) } };
     });
   }
 
@@ -426,7 +569,17 @@ export class Feeder {
         return slots;
       }
     }
-    let order = epochOrder(this.selection(), epochSeed(mix.seed, run.run, epoch));
+    const ahead = this.ahead.get(run.run);
+    this.ahead.delete(run.run);
+    const selection = this.selection();
+    const planned =
+      run.epoch !== epoch &&
+      ahead?.epoch === epoch &&
+      ahead.version === mix.version &&
+      ahead.selection === selection
+        ? ahead
+        : null;
+    let order = planned?.slots ?? epochOrder(selection, epochSeed(mix.seed, run.run, epoch));
     if (run.epoch === epoch) {
       // A new mix version within the epoch: what it selects, less what this epoch already cut.
       const cutCopies = new Map<string, number>();
@@ -436,10 +589,12 @@ export class Feeder {
       }
       order = order.filter((s) => s.copy >= (cutCopies.get(s.id) ?? 0));
       this.q.replan.run({ version: mix.version, left: order.length, run: run.run });
+      this.q.epochPlanned.run({ run: run.run, epoch });
     } else {
       this.q.newEpoch.run(epoch, mix.version, order.length, run.run);
+      this.q.insertEpoch.run({ run: run.run, epoch });
     }
-    this.q.putPlan.run(run.run, JSON.stringify(order.map((s) => [s.id, s.copy])));
+    this.q.putPlan.run(run.run, planned?.json ?? JSON.stringify(order.map((s) => [s.id, s.copy])));
     this.plans.set(run.run, { epoch, version: mix.version, slots: order });
     Object.assign(run, this.q.getRun.get(run.run));
     return order;
@@ -461,7 +616,7 @@ export class Feeder {
     let seq = run.cut;
     let found: BatchRow | undefined;
     while (!found && pos < slots.length) {
-      const take = slots.slice(pos, pos + run.batch_size);
+      const take = slots.slice(pos, pos + run.cut_size);
       const batchSlots: BatchSlot[] = take.map((s, i) => [s.id, s.copy, run.base + pos + i]);
       const batchRank = index % run.world_size;
       const id = `${run.run}/e${epoch}/b${index}`;
@@ -485,18 +640,24 @@ export class Feeder {
     return found;
   }
 
-  private heldBatch(req: { run: string; batchId: string; leaseId: string }): BatchRow {
+  private heldBatch(req: { run: string; batchId: string; leaseId: string; rank?: number }): BatchRow {
     if (!this.q.getRun.get(req.run)) throw new FeederError(404, 'unknown-run', `no run "${req.run}"`);
     const batch = this.q.getBatch.get(req.batchId) as BatchRow | undefined;
     if (!batch || batch.run !== req.run)
       throw new FeederError(404, 'unknown-batch', `run "${req.run}" has no batch "${req.batchId}"`);
+    if (req.rank !== undefined && req.rank !== batch.rank)
+      throw new FeederError(
+        409,
+        'other-rank',
+        `batch "${batch.id}" belongs to rank ${batch.rank}, not rank ${req.rank}`,
+      );
     if (batch.state === 'acked')
       throw new FeederError(409, 'already-acked', `batch "${batch.id}" is already acked`);
     if (batch.lease_id !== req.leaseId)
       throw new FeederError(
         409,
         'not-leased',
-        `lease "${req.leaseId}" of batch "${batch.id}" was never made or was replaced`,
+        `lease "${req.leaseId}" is not the lease of batch "${batch.id}": it was never made, was released, or was replaced`,
       );
     if (batch.state !== 'leased' || (batch.deadline ?? 0) < this.now())
       throw new FeederError(
@@ -520,28 +681,41 @@ export class Feeder {
     });
   }
 
-  /** The batch's items as JSON: rendered ahead by prepare(), else now. */
-  private itemsJson(b: BatchRow): string {
+  /**
+   * The items of a delivery as JSON with their slots: the slots not yet acked, rendered ahead
+   * (by the background work) for a batch none of whose slots is acked.
+   */
+  private itemsJson(b: BatchRow, acked: readonly number[]): { items: string; slots: number[] } {
     const cached = this.rendered.get(b.id);
     this.rendered.delete(b.id);
-    return cached ?? this.renderItems(b);
+    if (acked.length === 0 && cached) return cached;
+    return this.renderItems(b, acked);
   }
 
-  private renderItems(b: BatchRow): string {
-    const slots = JSON.parse(b.slots) as BatchSlot[];
-    const rows = slots.map(([id, copy, index]) => {
+  private renderItems(b: BatchRow, acked: readonly number[] = []): { items: string; slots: number[] } {
+    const skip = new Set(acked);
+    const rows: RolloutItem[] = [];
+    const slots: number[] = [];
+    (JSON.parse(b.slots) as BatchSlot[]).forEach(([id, copy, index], slot) => {
+      if (skip.has(slot)) return;
       const body = this.q.getItem.get(id) as { body: string };
-      return rolloutRow(JSON.parse(body.body) as PoolItem, this.config, { index, split: 'train', copy });
+      rows.push(rolloutRow(JSON.parse(body.body) as PoolItem, this.config, { index, split: 'train', copy }));
+      slots.push(slot);
     });
-    return JSON.stringify(rows);
+    return { items: JSON.stringify(rows), slots };
   }
+}
+
+/** The slots of a batch acked so far. */
+function ackedSlots(b: BatchRow): number[] {
+  return JSON.parse(b.acked_slots) as number[];
 }
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS items (id TEXT PRIMARY KEY, topics TEXT NOT NULL, source TEXT NOT NULL, published TEXT, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
-  run TEXT PRIMARY KEY, world_size INTEGER NOT NULL, batch_size INTEGER NOT NULL, created INTEGER NOT NULL,
+  run TEXT PRIMARY KEY, world_size INTEGER NOT NULL, batch_size INTEGER NOT NULL, cut_size INTEGER NOT NULL, created INTEGER NOT NULL,
   epoch INTEGER NOT NULL DEFAULT -1, mix_version INTEGER, planned INTEGER NOT NULL DEFAULT 0,
   base INTEGER NOT NULL DEFAULT 0, pos INTEGER NOT NULL DEFAULT 0, next_index INTEGER NOT NULL DEFAULT 0, cut INTEGER NOT NULL DEFAULT 0,
   acked_items INTEGER NOT NULL DEFAULT 0);
@@ -550,11 +724,28 @@ CREATE TABLE IF NOT EXISTS rank_epochs (run TEXT NOT NULL, rank INTEGER NOT NULL
 CREATE TABLE IF NOT EXISTS batches (
   id TEXT PRIMARY KEY, run TEXT NOT NULL, epoch INTEGER NOT NULL, idx INTEGER NOT NULL, rank INTEGER NOT NULL,
   seq INTEGER NOT NULL, mix_version INTEGER NOT NULL, slots TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'ready',
-  lease_id TEXT, deadline INTEGER, attempts INTEGER NOT NULL DEFAULT 0, acked_at INTEGER);
+  lease_id TEXT, deadline INTEGER, attempts INTEGER NOT NULL DEFAULT 0, acked_at INTEGER,
+  acked_slots TEXT NOT NULL DEFAULT '[]');
 CREATE INDEX IF NOT EXISTS batches_by_rank ON batches (run, rank, epoch, state, idx);
 CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, batch_id TEXT NOT NULL, lease_id TEXT NOT NULL, deadline INTEGER NOT NULL, attempt INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS reward_queue (seq INTEGER PRIMARY KEY AUTOINCREMENT, rows TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS epochs (
+  run TEXT NOT NULL, epoch INTEGER NOT NULL, batch_size INTEGER NOT NULL, planned INTEGER NOT NULL,
+  acked INTEGER NOT NULL DEFAULT 0, rewarded INTEGER NOT NULL DEFAULT 0, redelivered INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (run, epoch));
 `;
+
+/** Columns added since the first feeder files: a file written before them gets them, empty. */
+function migrate(db: Database.Database): void {
+  const columns = (table: string) =>
+    new Set((db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name));
+  if (!columns('runs').has('cut_size'))
+    db.exec(
+      'ALTER TABLE runs ADD COLUMN cut_size INTEGER NOT NULL DEFAULT 0; UPDATE runs SET cut_size = batch_size',
+    );
+  if (!columns('batches').has('acked_slots'))
+    db.exec("ALTER TABLE batches ADD COLUMN acked_slots TEXT NOT NULL DEFAULT '[]'");
+}
 
 function statements(db: Database.Database) {
   const p = (sql: string) => db.prepare(sql);
@@ -573,10 +764,21 @@ function statements(db: Database.Database) {
     ),
     getRun: p('SELECT * FROM runs WHERE run = ?'),
     runNames: p('SELECT run FROM runs ORDER BY run'),
-    insertRun: p('INSERT INTO runs (run, world_size, batch_size, created) VALUES (?, ?, ?, ?)'),
+    insertRun: p('INSERT INTO runs (run, world_size, batch_size, cut_size, created) VALUES (?, ?, ?, ?, ?)'),
+    setBatchSize: p('UPDATE runs SET batch_size = ? WHERE run = ?'),
     newEpoch: p(
-      'UPDATE runs SET epoch = ?, mix_version = ?, planned = ?, base = 0, pos = 0, next_index = 0 WHERE run = ?',
+      'UPDATE runs SET epoch = ?, mix_version = ?, planned = ?, base = 0, pos = 0, next_index = 0, cut_size = batch_size WHERE run = ?',
     ),
+    insertEpoch: p(
+      `INSERT INTO epochs (run, epoch, batch_size, planned) SELECT run, epoch, cut_size, planned FROM runs WHERE run = @run AND epoch = @epoch
+       ON CONFLICT (run, epoch) DO UPDATE SET batch_size = excluded.batch_size, planned = excluded.planned`,
+    ),
+    epochPlanned: p(
+      'UPDATE epochs SET planned = (SELECT planned FROM runs WHERE run = @run) WHERE run = @run AND epoch = @epoch',
+    ),
+    epochAcked: p('UPDATE epochs SET acked = acked + ?, rewarded = rewarded + ? WHERE run = ? AND epoch = ?'),
+    addRedelivered: p('UPDATE epochs SET redelivered = redelivered + ? WHERE run = ? AND epoch = ?'),
+    epochStats: p('SELECT * FROM epochs WHERE run = ? ORDER BY epoch'),
     // base + pos items of the epoch are cut; the new plan holds what is left.
     replan: p(
       'UPDATE runs SET mix_version = @version, base = base + pos, planned = base + pos + @left, pos = 0 WHERE run = @run',
@@ -596,9 +798,11 @@ function statements(db: Database.Database) {
     ),
     getBatch: p('SELECT * FROM batches WHERE id = ?'),
     batchesOfEpoch: p('SELECT slots FROM batches WHERE run = ? AND epoch = ?'),
+    // What was delivered before (released, or its lease expired), of any epoch up to the rank's,
+    // comes first; then the epoch's fresh batches in order.
     nextForRank: p(
-      `SELECT * FROM batches WHERE run = ? AND rank = ? AND epoch = ?
-       AND (state = 'ready' OR (state = 'leased' AND deadline < ?)) ORDER BY idx LIMIT 1`,
+      `SELECT * FROM batches WHERE run = ? AND rank = ? AND epoch <= ?
+       AND (state = 'ready' OR (state = 'leased' AND deadline < ?)) ORDER BY attempts = 0, epoch, idx LIMIT 1`,
     ),
     readyList: p(
       `SELECT * FROM batches WHERE run = ? AND rank = ? AND epoch = ? AND state = 'ready' ORDER BY idx LIMIT ?`,
@@ -606,13 +810,15 @@ function statements(db: Database.Database) {
     readyForRank: p(
       `SELECT count(*) AS n FROM batches WHERE run = ? AND rank = ? AND epoch = ? AND state = 'ready'`,
     ),
-    heldByRank: p(
-      `SELECT count(*) AS n, min(deadline) AS first FROM batches WHERE run = ? AND rank = ? AND epoch = ? AND state = 'leased'`,
+    heldBefore: p(
+      `SELECT count(*) AS n, min(deadline) AS first FROM batches
+       WHERE run = ? AND rank = ? AND epoch < ? AND state = 'leased' AND deadline >= ?`,
     ),
     leaseBatch: p(
       `UPDATE batches SET state = 'leased', lease_id = ?, deadline = ?, attempts = ? WHERE id = ?`,
     ),
-    ackBatch: p(`UPDATE batches SET state = 'acked', acked_at = ? WHERE id = ?`),
+    ackSlots: p('UPDATE batches SET acked_slots = @acked, state = @state, acked_at = @at WHERE id = @id'),
+    release: p(`UPDATE batches SET state = 'ready', lease_id = NULL, deadline = NULL WHERE id = ?`),
     extend: p('UPDATE batches SET deadline = ? WHERE id = ?'),
     batchCounts: p(
       `SELECT sum(state = 'ready' OR (state = 'leased' AND deadline < ?)) AS ready,

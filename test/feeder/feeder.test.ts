@@ -111,7 +111,7 @@ describe('feeder', () => {
     expect(again.batch.attempt).toBe(2);
     expect(again.batch.items).toEqual(first.batch.items);
     expect(() => feeder.ack({ run: 'exp', batchId: first.batch.id, leaseId: first.leaseId })).toThrow(
-      /never made or was replaced/,
+      /never made, was released, or was replaced/,
     );
     // The second lease expired too (at +1500): acking it is refused, and nothing changes.
     c.advance(600);
@@ -160,10 +160,10 @@ describe('feeder', () => {
           run: 'bad',
           batchId: l.batch.id,
           leaseId: l.leaseId,
-          rewards: [2, ...Array(7).fill(0)],
+          rewards: [Number.NaN, ...Array(7).fill(0)],
         }),
       400,
-      'reward-range',
+      'bad-reward',
     );
     refused(
       () => feeder.ack({ run: 'bad', batchId: l.batch.id, leaseId: l.leaseId, rewards: [1] }),

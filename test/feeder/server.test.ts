@@ -83,8 +83,31 @@ describe('feeder HTTP API', () => {
       ['/v1/lease', '{"run": ', 400, /JSON/i],
       ['/v1/ack', { ...ok, run: 'ghost' }, 404, /no run "ghost"/],
       ['/v1/ack', { ...ok, leaseId: 'never-made' }, 409, /never made/],
-      ['/v1/ack', { ...ok, rewards: [5, 0, 0, 0] }, 400, /outside \[-1, 1\]/],
-      ['/v1/ack', { ...ok, rewards: [0] }, 400, /4 items/],
+      ['/v1/release', { ...ok, leaseId: 'never-made' }, 409, /never made/],
+      ['/v1/release', { ...ok, rank: 1 }, 409, /belongs to rank 0/],
+      ['/v1/ack', { ...ok, rewards: ['NaN', 0, 0, 0] }, 400, /finite number/],
+      ['/v1/ack', { ...ok, rewards: ['Infinity', 0, 0, 0] }, 400, /finite number/],
+      [
+        '/v1/ack',
+        `{"run":"bad","batchId":"${ok.batchId}","leaseId":"${ok.leaseId}","rewards":[NaN,0,0,0]}`,
+        400,
+        /bare NaN or Infinity/,
+      ],
+      [
+        '/v1/ack',
+        `{"run":"bad","batchId":"${ok.batchId}","leaseId":"${ok.leaseId}","rewards":[0,-Infinity,0,0]}`,
+        400,
+        /bare NaN or Infinity/,
+      ],
+      [
+        '/v1/ack',
+        `{"run":"bad","batchId":"${ok.batchId}","leaseId":"${ok.leaseId}","rewards":[1e999,0,0,0]}`,
+        400,
+        /finite number/,
+      ],
+      ['/v1/ack', { ...ok, slots: [4] }, 400, /outside/],
+      ['/v1/ack', { ...ok, slots: [0.5] }, 400, /slots/],
+      ['/v1/ack', { ...ok, rewards: [0] }, 400, /covers 4 slot/],
       ['/v1/ack', { ...ok, extra: 1 }, 400, /extra/],
       ['/v1/extend', { ...ok, batchId: 'bad/e0/b1000' }, 404, /no batch/],
       ['/v1/ack', { ...ok, rewards: Array(20_000).fill(0.5) }, 413, /over 65536 bytes/],
@@ -94,10 +117,20 @@ describe('feeder HTTP API', () => {
       expect(r.status, `${path} ${JSON.stringify(body).slice(0, 80)}`).toBe(status);
       expect(String(r.json.reason)).toMatch(pattern);
       expect(r.json.error).toBeTruthy();
+      if (/finite number|bare NaN/.test(pattern.source)) expect(r.json.error).toBe('bad-reward');
     }
     expect(await (await fetch(`${server.url}/v1/runs/bad`)).json()).toEqual(before);
     expect((await fetch(`${server.url}/v1/runs/ghost`)).status).toBe(404);
-    expect((await post('/v1/ack', ok)).status).toBe(200);
+    // A partial ack, then the rest: a second ack of a slot is refused.
+    expect((await post('/v1/ack', { ...ok, slots: [1], rewards: [null] })).json).toMatchObject({
+      remaining: 3,
+    });
+    const again = await post('/v1/ack', { ...ok, slots: [1] });
+    expect([again.status, again.json.error]).toEqual([409, 'slot-already-acked']);
+    expect((await post('/v1/ack', { ...ok, rewards: [12.5, -3, 0] })).json).toMatchObject({
+      items: 3,
+      rewards: 3,
+    });
     const dup = await post('/v1/ack', ok);
     expect(dup.status).toBe(409);
     expect(dup.json.reason).toMatch(/already acked/);
@@ -133,6 +166,7 @@ describe('feeder HTTP API', () => {
       expect.arrayContaining([
         '/v1/lease',
         '/v1/ack',
+        '/v1/release',
         '/v1/extend',
         '/v1/runs/{run}',
         '/v1/status',
