@@ -191,6 +191,7 @@ export async function skipPage(
   const deadLetter = apiDeadLetter(
     {
       url: state.stalled?.url ?? `poller:${p.cursorKey}`,
+      code: 'skipped-by-operator',
       reason: `skipped by operator ${opts.who}: ${skipped}${why}`,
       payload: JSON.stringify({ from: state.cursor, to: cursor }),
     },

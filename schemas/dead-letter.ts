@@ -21,6 +21,7 @@ export const DeadLetterCode = z.enum([
   'invalid-article', // a record that normalises to no valid article
   'reader-fault', // a bug in a reader, not bad input
   'api-error', // an API answered with an error or an incomplete listing
+  'skipped-by-operator', // a page a person gave up (`bioalchemy poll --skip`); pollers never skip by themselves
   // Extract:
   'not-english',
   'no-question', // no passage of the article gave a question

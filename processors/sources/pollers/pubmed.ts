@@ -206,7 +206,9 @@ export function createPubmedPoller(opts: PubmedOptions): Poller {
         );
         for (const pmid of slice.filter((id) => !returned.has(id))) {
           const reason = `PMID ${pmid} is listed by ESearch for EDAT ${cur.day} but EFetch returned no record for it`;
-          items.push(apiDeadLetter({ url: res.url, reason, payload: '' }, PUBMED_PROCESSOR));
+          items.push(
+            apiDeadLetter({ url: res.url, code: 'api-error', reason, payload: '' }, PUBMED_PROCESSOR),
+          );
         }
       }
       const advanced = slice.length === todo.length ? nextDay : cursorAt(cur.day, slice[slice.length - 1]!);

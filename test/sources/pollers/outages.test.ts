@@ -265,6 +265,7 @@ describe('pollers through upstream outages', () => {
       `skipped by operator ops@lab: biorxiv records 2 onward of 2024-03-04 (stalled since 2024-03-07T12:00:00.000Z after 1 attempt(s): empty body (HTTP 200))`,
     );
     expect(dead[0]!.processor).toBe('sources/biorxiv');
+    expect(dead[0]!.code).toBe('skipped-by-operator');
     const [state] = await readPollerStates(runtime!);
     expect(state).toMatchObject({ stalled: null, cursor: skip.cursor });
     const done = await pollAll(ingest, [p], { ...once, now: clock.now });
