@@ -1,0 +1,136 @@
+"""verl on the feeder, through verl's own config hooks and nothing else:
+
+    data.custom_cls.path=<this file, or pkg://bioalchemy_client.verl> data.custom_cls.name=FeederDataset
+    +data.feeder.url=http://127.0.0.1:8787 +data.feeder.run=grpo-1 +data.feeder.rollouts=5
+    data.dataloader_num_workers=0
+    reward.custom_reward_function.path=<this file> reward.custom_reward_function.name=compute_score
+
+`FeederDataset` leases as verl's loader reads: each `dataset[i]` is the next item of the rank's
+leased batches (the feeder orders each epoch, so the index verl's sampler asks for is not used),
+and it carries the item's batch, slot and lease in `extra_info["feeder"]`. `compute_score` scores a
+rollout and, once an item's `rollouts` rollouts are scored, acks that item with their mean reward.
+The url, run and rollouts come from `data.feeder.{url,run,rollouts}`, else from the environment
+variables BIOALCHEMY_FEEDER_URL, BIOALCHEMY_FEEDER_RUN and BIOALCHEMY_FEEDER_ROLLOUTS.
+
+An item's rollouts must be scored in one process (verl's reward manager scores a step's batch in
+one place; the tally of an item's rollouts lives in that process's memory). The stream runs on
+across epochs: a verl epoch is `len(dataset)` items, the size of the feeder's current epoch.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Optional
+
+import torch
+from torch.utils.data import Dataset
+
+# Absolute imports: verl loads this file by its path (load_extern_object), outside the package.
+from bioalchemy_client.client import Batch, FeederClient
+from bioalchemy_client.epochs import epoch_items
+from bioalchemy_client.reward import compute_score as _score
+
+_ENV = {"url": "BIOALCHEMY_FEEDER_URL", "run": "BIOALCHEMY_FEEDER_RUN", "rollouts": "BIOALCHEMY_FEEDER_ROLLOUTS"}
+
+
+def _setting(feeder_config: Any, key: str) -> Optional[str]:
+    value = feeder_config.get(key) if feeder_config is not None else None
+    if value is None:
+        value = os.environ.get(_ENV[key])
+    return None if value is None else str(value)
+
+
+class FeederDataset(Dataset):
+    """A dataset class for verl's `data.custom_cls`: the constructor verl's create_rl_dataset calls
+    (the data files are not read: the feeder is the data)."""
+
+    def __init__(self, data_files=None, tokenizer=None, config=None, processor=None, max_samples: int = -1):
+        feeder = config.get("feeder") if config is not None else None
+        url, run = _setting(feeder, "url"), _setting(feeder, "run")
+        if not url or not run:
+            raise ValueError("FeederDataset needs the feeder's url and run: set data.feeder.url and "
+                             "data.feeder.run, or BIOALCHEMY_FEEDER_URL and BIOALCHEMY_FEEDER_RUN")
+        rollouts = int(_setting(feeder, "rollouts") or 1)
+        if rollouts < 1:
+            raise ValueError(f"data.feeder.rollouts must be at least 1, got {rollouts}")
+        self.rollouts = rollouts
+        self.prompt_key = config.get("prompt_key", "prompt") if config is not None else "prompt"
+        opt = (lambda k: feeder.get(k)) if feeder is not None else (lambda k: None)
+        self.client = FeederClient(url, run, rank=int(opt("rank") or 0), world_size=int(opt("world_size") or 1),
+                                   batch_size=opt("batch_size"), lease_ms=opt("lease_ms"))
+        self._batch: Optional[Batch] = None
+        self._next = 0
+        self._length = epoch_items(self.client)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index: int) -> dict:
+        if torch.utils.data.get_worker_info() is not None:
+            raise RuntimeError("FeederDataset leases in the trainer's process: set data.dataloader_num_workers=0")
+        while self._batch is None or self._next >= len(self._batch.items):
+            # Epoch ends are crossed: the feeder lets a rank lease from the next epoch while it still
+            # holds batches of this one, so the verl epoch need not line up with the feeder's.
+            self._batch = self.client.lease()
+            self._next = 0
+        b, i = self._batch, self._next
+        self._next += 1
+        row = dict(b.items[i])
+        row["extra_info"] = {**row["extra_info"], "feeder": {
+            "url": self.client.url, "run": self.client.run, "rank": self.client.rank,
+            "world_size": self.client.world_size, "batch_id": b.id, "lease_id": b.lease_id,
+            "epoch": b.epoch, "slot": b.slots[i], "rollouts": self.rollouts}}
+        # What verl's RLHFDataset returns for a text row (the chat template is applied by the rollout).
+        row["raw_prompt"] = list(row[self.prompt_key])
+        row["dummy_tensor"] = torch.tensor([0], dtype=torch.uint8)
+        row["index"] = row["extra_info"].get("index", 0)
+        row["tools_kwargs"] = {}
+        row["interaction_kwargs"] = {}
+        return row
+
+
+class _Tally:
+    """Scores of each item's rollouts until all are in (one per process: see the module's note)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.scores: dict[tuple, list] = {}
+        self.clients: dict[tuple, FeederClient] = {}
+
+    def add(self, feeder: dict, score: float) -> Optional[float]:
+        """The item's mean reward once its last rollout is scored, else None."""
+        key = (feeder["url"], feeder["run"], feeder["batch_id"], feeder["slot"])
+        with self.lock:
+            got = self.scores.setdefault(key, [])
+            got.append(score)
+            if len(got) < int(feeder["rollouts"]):
+                return None
+            del self.scores[key]
+            return sum(got) / len(got)
+
+    def client(self, feeder: dict) -> FeederClient:
+        key = (feeder["url"], feeder["run"], feeder["rank"], feeder["world_size"])
+        with self.lock:
+            if key not in self.clients:
+                self.clients[key] = FeederClient(feeder["url"], feeder["run"], rank=int(feeder["rank"]),
+                                                 world_size=int(feeder["world_size"]))
+            return self.clients[key]
+
+
+_tally = _Tally()
+
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs) -> float:
+    """verl's custom_reward_function: the feeder's verifiable reward for one rollout; a row leased
+    by FeederDataset is acked, with the mean over its rollouts, when its last rollout is scored."""
+    s = float(_score(data_source, solution_str, ground_truth, extra_info))
+    feeder = (extra_info or {}).get("feeder") if isinstance(extra_info, dict) else None
+    if feeder:
+        mean = _tally.add(feeder, s)
+        if mean is not None:
+            batch = Batch(id=feeder["batch_id"], run=feeder["run"], rank=int(feeder["rank"]), epoch=int(feeder["epoch"]),
+                          index=0, attempt=1, mix_version=0, lease_id=feeder["lease_id"], lease_deadline="",
+                          items=[], slots=[])
+            _tally.client(feeder).ack(batch, slots=[int(feeder["slot"])], rewards=[mean])
+    return s

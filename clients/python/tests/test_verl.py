@@ -1,0 +1,90 @@
+"""verl's own loaders on the feeder: FeederDataset through create_rl_dataset (data.custom_cls), read by
+verl's sampler, collate_fn and StatefulDataLoader; compute_score through get_custom_reward_fn, which
+loads it with load_extern_object (reward.custom_reward_function).
+
+Run in the trainer venv (deploy/trainer-venv.sh) by test/feeder/trainers.test.ts against a feeder
+served by `bioalchemy run` (BIOALCHEMY_FEEDER_URL); run alone, against a fixture feeder it starts."""
+
+import os
+import uuid
+
+import pytest
+from tiny_model import tiny_tokenizer
+
+import bioalchemy_client.verl
+from bioalchemy_client import FeederClient
+
+MODULE = bioalchemy_client.verl.__file__
+ROLLOUTS = 2
+
+
+@pytest.fixture
+def feeder_url(feeder_factory):
+    return os.environ.get("BIOALCHEMY_FEEDER_URL") or feeder_factory(items=25, batch_size=4).url
+
+
+def run_name(what: str) -> str:
+    return f"{os.environ.get('BIOALCHEMY_FEEDER_RUN_PREFIX', 'pytest')}-{what}-{uuid.uuid4().hex[:8]}"
+
+
+def verl_config(data: dict):
+    from omegaconf import OmegaConf
+
+    return OmegaConf.create({
+        "data": {"custom_cls": {"path": MODULE, "name": "FeederDataset"}, "prompt_key": "prompt", "shuffle": False,
+                 "dataloader_num_workers": 0, **data},
+        "reward": {"custom_reward_function": {"path": MODULE, "name": "compute_score", "reward_kwargs": {}}},
+    })
+
+
+def test_verl_loaders_lease_and_the_reward_acks_each_item_with_its_mean(feeder_url):
+    from torchdata.stateful_dataloader import StatefulDataLoader
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+    from verl.trainer.ppo.utils import create_rl_dataset, create_rl_sampler
+    from verl.utils.dataset.rl_dataset import collate_fn
+
+    run = run_name("verl")
+    config = verl_config({"feeder": {"url": feeder_url, "run": run, "rollouts": ROLLOUTS, "batch_size": 4}})
+    dataset = create_rl_dataset([], config.data, tokenizer=tiny_tokenizer(), processor=None)
+    assert type(dataset).__name__ == "FeederDataset"
+    planned = len(dataset)
+    loader = StatefulDataLoader(dataset, batch_size=2, sampler=create_rl_sampler(config.data, dataset),
+                                collate_fn=collate_fn, drop_last=True, num_workers=0)
+    score = get_custom_reward_fn(config)
+    scores, read = [], 0
+    for _ in range(2):  # two verl epochs of len(dataset) items each (drop_last: whole batches)
+        for batch in loader:
+            assert batch["dummy_tensor"].shape == (2, 1)
+            for i in range(len(batch["raw_prompt"])):
+                assert batch["raw_prompt"][i][-1]["role"] == "user"
+                # One right and one wrong rollout per item, as verl scores them: the mean is 0.5.
+                for solution in (f"\\boxed{{{batch['answer'][i]}}}", "I do not know."):
+                    scores.append(score(data_source=batch["data_source"][i], solution_str=solution,
+                                        ground_truth=batch["reward_model"][i]["ground_truth"],
+                                        extra_info=batch["extra_info"][i]))
+                read += 1
+    assert scores == [1.0, 0.0] * read
+    status = FeederClient(feeder_url, run=run).run_status()
+    epochs = {e["epoch"]: e for e in status["epochs"]}
+    # The stream crosses the feeder's epochs: epoch 0 wholly acked, each item once with its reward,
+    # and epoch 1 as far as verl read.
+    assert epochs[0]["planned"] == planned
+    assert epochs[0]["acked"] == epochs[0]["rewarded"] == planned
+    assert epochs[1]["acked"] == epochs[1]["rewarded"] == read - planned
+    assert epochs[0]["redelivered"] == epochs[1]["redelivered"] == 0
+    assert status["ackedItems"] == read
+
+
+def test_feeder_settings_come_from_the_environment_when_the_config_has_none(feeder_url, monkeypatch):
+    from verl.trainer.ppo.utils import create_rl_dataset
+
+    run = run_name("verl-env")
+    monkeypatch.setenv("BIOALCHEMY_FEEDER_URL", feeder_url)
+    monkeypatch.setenv("BIOALCHEMY_FEEDER_RUN", run)
+    monkeypatch.setenv("BIOALCHEMY_FEEDER_ROLLOUTS", "3")
+    dataset = create_rl_dataset([], verl_config({}).data, tokenizer=None, processor=None)
+    assert dataset.client.url == feeder_url and dataset.client.run == run and dataset.rollouts == 3
+    assert dataset[0]["extra_info"]["feeder"]["rollouts"] == 3
+    monkeypatch.delenv("BIOALCHEMY_FEEDER_RUN")
+    with pytest.raises(ValueError, match="data.feeder.run"):
+        create_rl_dataset([], verl_config({}).data, tokenizer=None, processor=None)

@@ -1,0 +1,137 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { BIN, cli, workspace } from '../e2e/helpers.js';
+import { classifiedOf } from '../sampler/classified.js';
+import { generateItems } from '../sampler/generated.js';
+import { clickHouseServer, type ServerDatabase } from '../services/clickhouse-server.js';
+
+// Real trainers on `bioalchemy run`: TRL's GRPOTrainer (CPU, a tiny Qwen2 built from a config) and
+// verl's dataset and reward hooks, from the Python suites clients/python/tests/test_{trl,verl}.py,
+// run in the trainer venv against a feeder serving a mix of 25 classified QA. The acked rewards go
+// to a database of this test's own on the ClickHouse server. CI (.ci/run) makes the venv first
+// (deploy/trainer-venv.sh); without it this test fails, it does not skip.
+const PYTHON = '.deploy/trainer-venv/bin/python';
+
+/** Polls `check` until it returns a value, or fails at the deadline with the last reason. */
+async function until<T>(what: string, check: () => Promise<T | undefined>, deadlineMs = 60_000): Promise<T> {
+  const deadline = Date.now() + deadlineMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await check();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${what}: not within ${deadlineMs} ms (${String(last ?? 'no value')})`);
+}
+
+const Report = z.object({ run: z.string(), acked: z.number().int() });
+
+describe('real trainers on the feeder of bioalchemy run', () => {
+  const server = clickHouseServer();
+  let db: ServerDatabase;
+  let ws: { dir: string; config: string };
+  let child: ChildProcess;
+  let exited: Promise<number | null>;
+  let feederUrl: string;
+
+  beforeAll(async () => {
+    expect(existsSync(PYTHON), `${PYTHON} missing: bash deploy/trainer-venv.sh (see .ci/run)`).toBe(true);
+    db = await server.freshDatabase('trainers');
+    // No LLM is called: the QA arrive classified. The port is closed, so a call would fail loudly.
+    ws = workspace('http://127.0.0.1:9/v1', { clickhouse: db.url });
+    const lines = generateItems(25, 3, 'trainer').map((it, i) => JSON.stringify(classifiedOf(it, i)));
+    const produced = cli(['produce', 'qa.classified', '--config', ws.config], lines.join('\n'));
+    expect(produced.status, produced.stderr).toBe(0);
+    child = spawn(process.execPath, [BIN, 'run', '--config', ws.config, '--port', '0', '--no-dashboard'], {
+      env: { ...process.env, E2E_LLM_KEY: 'test-key', BIOALCHEMY_LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk;
+    });
+    feederUrl = await until('the feeder API', async () => {
+      const line = stderr.split('\n').find((l) => l.includes('"msg":"feeder API"'));
+      return line ? (JSON.parse(line) as { url: string }).url : undefined;
+    });
+    // The sampler's mix reaches the feeder.
+    await until('a mix selecting items', async () => {
+      const s = (await (await fetch(`${feederUrl}/v1/status`)).json()) as { selected: number };
+      return s.selected > 0 ? s : undefined;
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    if (child && child.exitCode === null) {
+      child.kill('SIGINT');
+      await exited;
+    }
+    await db?.dispose();
+    await server.close();
+    if (ws) rmSync(ws.dir, { recursive: true, force: true });
+  });
+
+  it('TRL GRPOTrainer trains two epochs, every item acked once per epoch with a reward in ClickHouse; verl loaders lease and its reward acks', async () => {
+    const report = join(ws.dir, 'trainers.jsonl');
+    const pytest = spawn(
+      PYTHON,
+      [
+        '-m',
+        'pytest',
+        'clients/python/tests/test_trl.py',
+        'clients/python/tests/test_verl.py',
+        '-q',
+        '-p',
+        'no:cacheprovider',
+      ],
+      {
+        env: {
+          ...process.env,
+          BIOALCHEMY_FEEDER_URL: feederUrl,
+          BIOALCHEMY_FEEDER_RUN_PREFIX: 'ci',
+          BIOALCHEMY_TRAINER_REPORT: report,
+          OMP_NUM_THREADS: '1',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let out = '';
+    pytest.stdout!.on('data', (c: Buffer) => {
+      out += c;
+    });
+    pytest.stderr!.on('data', (c: Buffer) => {
+      out += c;
+    });
+    const code = await new Promise<number | null>((resolve) => pytest.on('exit', resolve));
+    expect(code, out.slice(-4000)).toBe(0);
+    expect(out).toMatch(/\d+ passed/);
+    expect(out).not.toMatch(/skipped|failed|error/);
+
+    // The example's acks, each a reward row keyed by (run, QA id, step): one prompt per step, so
+    // one row per acked item.
+    const [trl] = readFileSync(report, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => Report.parse(JSON.parse(l)));
+    expect(trl!.acked).toBeGreaterThan(0);
+    // The run name is the feeder's RunName ([A-Za-z0-9._:-]): safe to quote (18.16 has no query parameters).
+    expect(trl!.run).toMatch(/^[A-Za-z0-9._:-]+$/);
+    const n = await until('the rewards in ClickHouse', async () => {
+      const rs = await server.admin.query({
+        query: `SELECT count() AS n FROM (SELECT DISTINCT qa_id, step FROM ${db.name}.rewards WHERE run = '${trl!.run}')`,
+        format: 'JSONEachRow',
+      });
+      const [row] = z.array(z.object({ n: z.coerce.number() })).parse(await rs.json());
+      return row && row.n >= trl!.acked ? row.n : undefined;
+    });
+    expect(n).toBe(trl!.acked);
+  }, 900_000);
+});
