@@ -1,14 +1,17 @@
-"""Lease, ack and extend rollout batches over the feeder's HTTP API (stdlib only)."""
+"""Lease, ack (per slot, with rewards), release and extend rollout batches over the feeder's HTTP API
+(stdlib only). The shapes are the feeder's OpenAPI document (GET /openapi.json)."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, List, Mapping, Optional, Sequence, Set, Union
 
 
 class FeederError(Exception):
@@ -23,7 +26,9 @@ class FeederError(Exception):
 
 @dataclass
 class Batch:
-    """One leased batch: its items are the feeder's superset rows (verl / TRL columns)."""
+    """One leased batch: its items are the feeder's superset rows (verl / TRL columns). `slots[i]`
+    is the slot of `items[i]` in the batch as cut: what an ack names. A first delivery has slots
+    0..n-1; a redelivery carries only the slots not yet acked."""
 
     id: str
     run: str
@@ -35,15 +40,35 @@ class Batch:
     lease_id: str
     lease_deadline: str
     items: list = field(default_factory=list)
+    slots: List[int] = field(default_factory=list)
+    acked: Set[int] = field(default_factory=set)
+    """Slots acked through this client."""
+
+    @property
+    def pending(self) -> List[int]:
+        """Slots of this delivery not yet acked."""
+        return [s for s in self.slots if s not in self.acked]
+
+
+def _reward(value: Any, where: str) -> Optional[float]:
+    """A reward as JSON can carry it: a finite number or None (JSON has no NaN or Infinity)."""
+    if value is None:
+        return None
+    r = float(value)
+    if not math.isfinite(r):
+        raise ValueError(f"{where} is {value!r}: a reward is a finite number, or None for none")
+    return r
 
 
 class FeederClient:
     """One trainer rank of one run. Ranks of a run get disjoint batches; a batch not acked before
-    its lease expires is delivered again (to the same rank)."""
+    its lease expires is delivered again (to the same rank), and so is one given back (release).
+    `prefetch`: how many unacked batches of an epoch this rank may hold while it leases from the
+    next (the feeder's prefetchBatches, 2, when None)."""
 
     def __init__(self, url: str, run: str, rank: int = 0, world_size: int = 1,
                  batch_size: Optional[int] = None, lease_ms: Optional[int] = None, timeout: float = 30.0,
-                 token: Optional[str] = None):
+                 token: Optional[str] = None, prefetch: Optional[int] = None):
         self.url = url.rstrip("/")
         # The bearer token a feeder off loopback requires (server.tokenEnv, BIOALCHEMY_FEEDER_TOKEN).
         self.token = token if token is not None else os.environ.get("BIOALCHEMY_FEEDER_TOKEN") or None
@@ -52,11 +77,12 @@ class FeederClient:
         self.world_size = world_size
         self.batch_size = batch_size
         self.lease_ms = lease_ms
+        self.prefetch = prefetch
         self.timeout = timeout
 
     # -- HTTP ------------------------------------------------------------------------------------
     def _call(self, method: str, path: str, body: Optional[dict] = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
+        data = None if body is None else json.dumps(body, allow_nan=False).encode()
         headers = {"content-type": "application/json"} if data else {}
         if self.token:
             headers["authorization"] = f"Bearer {self.token}"
@@ -71,52 +97,93 @@ class FeederClient:
                 err = {"error": "http", "reason": str(e)}
             raise FeederError(e.code, err.get("error", "http"), err.get("reason", "")) from None
 
+    def _ref(self, batch: Batch) -> dict:
+        return {"run": self.run, "batchId": batch.id, "leaseId": batch.lease_id, "rank": self.rank}
+
     # -- the API ---------------------------------------------------------------------------------
-    def lease(self) -> dict:
+    def lease_raw(self) -> dict:
         """The raw lease answer: {"status": "leased" | "wait" | "epoch-end", ...}."""
         body: dict = {"run": self.run, "rank": self.rank, "worldSize": self.world_size}
         if self.batch_size is not None:
             body["batchSize"] = self.batch_size
         if self.lease_ms is not None:
             body["leaseMs"] = self.lease_ms
+        if self.prefetch is not None:
+            body["prefetch"] = self.prefetch
         return self._call("POST", "/v1/lease", body)
 
-    def next_batch(self, max_wait_s: float = 300.0) -> Optional[Batch]:
-        """The next batch of this rank, waiting while the feeder says so; None at the epoch's end."""
+    def lease(self, max_wait_s: float = 300.0) -> Optional[Batch]:
+        """The next batch of this rank (a redelivery first), waiting while the feeder says so;
+        None when this rank's epoch has no fresh batch left (the next call starts the next one)."""
         deadline = time.monotonic() + max_wait_s
         while True:
-            r = self.lease()
+            r = self.lease_raw()
             if r["status"] == "leased":
                 b = r["batch"]
                 return Batch(id=b["id"], run=b["run"], rank=b["rank"], epoch=b["epoch"], index=b["index"],
                              attempt=b["attempt"], mix_version=b["mixVersion"], lease_id=r["leaseId"],
-                             lease_deadline=b["leaseDeadline"], items=b["items"])
+                             lease_deadline=b["leaseDeadline"], items=b["items"],
+                             slots=r.get("slots", list(range(len(b["items"])))))
             if r["status"] == "epoch-end":
                 return None
             if time.monotonic() > deadline:
                 raise TimeoutError(f"feeder kept answering wait: {r.get('reason')}")
             time.sleep(r.get("retryAfterMs", 500) / 1000)
 
-    def ack(self, batch: Batch, rewards: Optional[Sequence[Optional[float]]] = None,
-            response_lengths: Optional[Sequence[Optional[int]]] = None, step: Optional[int] = None) -> dict:
-        body: dict = {"run": self.run, "batchId": batch.id, "leaseId": batch.lease_id}
+    next_batch = lease
+
+    def ack(self, batch: Batch, rewards: Union[None, Sequence[Optional[float]], Mapping[int, Optional[float]]] = None,
+            response_lengths: Optional[Sequence[Optional[int]]] = None, step: Optional[int] = None,
+            slots: Optional[Sequence[int]] = None) -> dict:
+        """Acks slots of a batch; the rest stay leased. Which slots:
+        - `rewards` a mapping {slot: reward}: those slots;
+        - `slots` given: those slots, `rewards` / `response_lengths` (if any) parallel to them;
+        - `rewards` a sequence without `slots`: one per item of `batch.items`, so `batch.slots`;
+        - nothing: every slot not yet acked.
+        A reward is any finite number (None: acked without one); NaN or infinity raise ValueError
+        before anything is sent. Returns {acked, items, rewards, remaining}."""
+        if isinstance(rewards, Mapping):
+            if slots is not None:
+                raise ValueError("give slots either as the rewards' keys or as slots=, not both")
+            slots = [int(s) for s in rewards]
+            rewards = [rewards[s] for s in rewards]
+        elif rewards is not None and slots is None:
+            if len(rewards) != len(batch.items):
+                raise ValueError(f"{len(rewards)} rewards for {len(batch.items)} items; "
+                                 "pass a {slot: reward} mapping (or slots=) to ack a subset")
+            slots = list(batch.slots)
+        body = self._ref(batch)
+        if slots is not None:
+            body["slots"] = [int(s) for s in slots]
         if rewards is not None:
-            body["rewards"] = [None if r is None else float(r) for r in rewards]
+            body["rewards"] = [_reward(r, f"rewards[{i}]") for i, r in enumerate(rewards)]
         if response_lengths is not None:
-            body["responseLengths"] = list(response_lengths)
+            body["responseLengths"] = [None if n is None else int(n) for n in response_lengths]
         if step is not None:
             body["step"] = step
-        return self._call("POST", "/v1/ack", body)
+        res = self._call("POST", "/v1/ack", body)
+        batch.acked.update(body["slots"] if slots is not None else batch.pending)
+        return res
+
+    def release(self, batch: Batch) -> dict:
+        """Gives the batch's unacked slots back untrained: this rank's next lease gets them first.
+        Returns {released, items}."""
+        return self._call("POST", "/v1/release", self._ref(batch))
 
     def extend(self, batch: Batch, lease_ms: Optional[int] = None) -> str:
-        body: dict = {"run": self.run, "batchId": batch.id, "leaseId": batch.lease_id}
+        """Moves the lease's deadline to now + lease_ms (the feeder's leaseMs when None)."""
+        body = self._ref(batch)
         if lease_ms is not None:
             body["leaseMs"] = lease_ms
         batch.lease_deadline = self._call("POST", "/v1/extend", body)["leaseDeadline"]
         return batch.lease_deadline
 
-    def status(self) -> dict:
-        return self._call("GET", f"/v1/runs/{self.run}")
+    def run_status(self) -> dict:
+        """GET /v1/runs/{run}: batches, ranks, and per epoch {epoch, batchSize, planned, acked,
+        rewarded, redelivered} in items."""
+        return self._call("GET", f"/v1/runs/{urllib.parse.quote(self.run, safe='')}")
+
+    status = run_status
 
     def reward(self, items: list) -> list:
         """Scores outputs on the feeder (POST /v1/reward); score() does the same locally."""
@@ -127,7 +194,7 @@ class FeederClient:
         each batch; one it does not ack is delivered again once its lease expires."""
         done = 0
         while epochs is None or done < epochs:
-            b = self.next_batch()
+            b = self.lease()
             if b is None:
                 done += 1
                 continue
