@@ -194,6 +194,7 @@ async function run(opts: RunOptions): Promise<void> {
       },
     });
     const dlqFrom = await runtime.endOffsets('dlq');
+    const rejectedFrom = await runtime.endOffsets('qa.rejected');
     // Pollers feed "articles" through their own ingest task, next to the processors.
     const polling =
       config.sources.length && !opts.untilIdle && !opts.processors
@@ -244,7 +245,7 @@ async function run(opts: RunOptions): Promise<void> {
       const processors = topology.processors.filter((p) => !p.placeholder).map((p) => p.name);
       const seconds = (performance.now() - started) / 1000;
       process.stdout.write(
-        `${await runSummary({ runtime, metrics, processors, llm: tally, dlqFrom, seconds })}\n`,
+        `${await runSummary({ runtime, metrics, processors, llm: tally, dlqFrom, rejectedFrom, seconds })}\n`,
       );
     }
   } finally {

@@ -5,13 +5,16 @@ import {
   classifyMessages,
   classifyReply,
 } from '../llm/prompts/classify.js';
+import type { Config } from '../schemas/config.js';
 import type { ClassifiedQa, GradedQa } from '../schemas/qa.js';
 import type { Taxonomy } from '../schemas/taxonomy.js';
 import type { Processor } from '../topology/processor.js';
 import { windowed } from '../topology/window.js';
 import { type LlmFailure, llmFailure } from './llm-failure.js';
 
-export interface ClassifyOptions {
+type ClassifyConfig = Config['classify'];
+
+export interface ClassifyOptions extends ClassifyConfig {
   readonly llm: Llm;
   readonly inFlight: number;
   readonly taxonomy: Taxonomy;
@@ -22,9 +25,10 @@ type Classified =
   | ({ readonly kind: 'unusable' } & LlmFailure);
 
 /**
- * qa.graded -> qa.classified: the LLM's MeSH Biology labels (multi-label, with confidences), and
- * beside them the categories the article's own MeSH headings reach through the taxonomy tree, a
- * partial signal that costs no call.
+ * qa.graded -> qa.classified: the LLM's MeSH Biology labels (multi-label, with confidences) at or
+ * above classify.minConfidence, and beside them the categories the article's own MeSH headings
+ * reach through the taxonomy tree, a partial signal that costs no call. A QA whose labels all fall
+ * under the minimum goes on with none: the sampler and the mix report count it as unlabelled.
  */
 export function classifyProcessor(opts: ClassifyOptions): Processor {
   const schema = classifyReply(opts.taxonomy);
@@ -73,14 +77,11 @@ export function classifyProcessor(opts: ClassifyOptions): Processor {
           );
           return;
         }
-        // A category named twice keeps its highest confidence; the order stays the model's.
-        const best = new Map<string, number>();
-        for (const l of result.labels)
-          best.set(l.category, Math.max(best.get(l.category) ?? 0, l.confidence));
+        const best = confidentLabels(result.labels, opts.minConfidence);
         const classified: ClassifiedQa = {
           ...graded,
           classification: {
-            labels: [...best].map(([category, confidence]) => ({ category, confidence })),
+            labels: best,
             meshLabels: [
               ...new Set(
                 graded.candidate.provenance.articleMesh.flatMap((d) => opts.taxonomy.categoriesOf(d)),
@@ -94,4 +95,19 @@ export function classifyProcessor(opts: ClassifyOptions): Processor {
       },
     },
   });
+}
+
+/**
+ * The labels a QA keeps: those at or above the minimum confidence (one under it is not a label),
+ * a category named twice once with its highest confidence, in the model's order.
+ */
+export function confidentLabels(
+  labels: ClassifyReply['labels'],
+  minConfidence: number,
+): { category: string; confidence: number }[] {
+  const best = new Map<string, number>();
+  for (const l of labels)
+    if (l.confidence >= minConfidence)
+      best.set(l.category, Math.max(best.get(l.category) ?? 0, l.confidence));
+  return [...best].map(([category, confidence]) => ({ category, confidence }));
 }

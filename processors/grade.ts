@@ -1,40 +1,59 @@
+import { Counter, type Registry } from 'prom-client';
 import type { Llm } from '../llm/index.js';
 import { FREEFORM_GRADE_PROMPT, freeformGradeMessages } from '../llm/prompts/freeform-grade.js';
-import { JudgeReply } from '../llm/prompts/judge.js';
+import { BOUNDED_SCORES, JudgeReply } from '../llm/prompts/judge.js';
 import { MCQ_QUALITY_PROMPT, mcqQualityMessages } from '../llm/prompts/mcq-quality.js';
-import type { Grade, GradedQa, QaCandidate } from '../schemas/qa.js';
+import type { Config } from '../schemas/config.js';
+import type { ModelStamp } from '../schemas/provenance.js';
+import type { Grade, GradeAccept, GradedQa, QaCandidate, RejectionCode } from '../schemas/qa.js';
 import type { Processor } from '../topology/processor.js';
 import { windowed } from '../topology/window.js';
 import { type LlmFailure, llmFailure } from './llm-failure.js';
-import { type CheckFailure, deterministicChecks } from './qa/checks.js';
+import { deterministicChecks, type RuleFailure } from './qa/checks.js';
 import { NearDuplicateIndex } from './qa/near-duplicates.js';
 
-export interface GradeOptions {
+type GradeConfig = Config['grade'];
+
+export interface GradeOptions extends GradeConfig {
   readonly llm: Llm;
   readonly inFlight: number;
-  /** Estimated Jaccard similarity at which two questions are near-duplicates. */
-  readonly nearDuplicate?: number;
+  /** Where the rejections counter goes (the process's registry); none in unit tests. */
+  readonly registry?: Registry;
 }
 
 /** The deterministic checks, as the model stamp of a grade they decided alone. */
-export const CHECKS_STAMP = { model: 'deterministic-checks', promptVersion: 'checks-v1' } as const;
+export const CHECKS_STAMP = { model: 'deterministic-checks', promptVersion: 'checks-v2' } as const;
+
+/** What the judge said, on its own 1-5 scale, before grade applies grade.accept to it. */
+interface Judgement {
+  readonly reply: JudgeReply;
+  readonly gradedBy: ModelStamp;
+}
 
 type Judged =
-  | { readonly kind: 'checks'; readonly failures: CheckFailure[] }
-  | { readonly kind: 'judge'; readonly grade: Grade }
+  | { readonly kind: 'checks'; readonly failures: RuleFailure[] }
+  | { readonly kind: 'judge'; readonly judgement: Judgement }
   | ({ readonly kind: 'unusable' } & LlmFailure);
+
+/** What the dedup store holds under `graded:<id>`: how that candidate ended (1 on stores of older versions). */
+type GradedMark = 'accepted' | 'rejected' | 1;
+
+const NOT_SCORED = { quality: 0, difficulty: 0, answerability: 0, verifiability: 0 } as const;
 
 /**
  * qa.candidates -> qa.graded | qa.rejected, one of the two (or a dead letter) per candidate.
  * Deterministic checks run first and spare the judge's call when they fail; then the LLM judge
- * (multiple-choice quality evaluation, or free-form grading) scores it; last, in offset order
- * inside the step, exact and near-duplicates of accepted questions are refused, from an index
- * held in a state store so it survives restarts.
+ * (multiple-choice quality evaluation, or free-form grading) scores it, and grade.accept decides
+ * from the scores, whatever the judge's verdict (a verdict that contradicts them is a rejection
+ * of its own); last, in offset order inside the step, exact and near-duplicates of accepted
+ * questions are refused, from an index held in a state store so it survives restarts. Every
+ * rejection carries one code per rule it failed.
  */
 export function gradeProcessor(opts: GradeOptions): Processor {
+  const rejections = rejectionsCounter(opts.registry);
   return windowed<Judged>({
     name: 'grade',
-    description: 'LLM judge scores + deterministic checks + MinHash near-duplicates',
+    description: 'deterministic checks + LLM judge scores against grade.accept + MinHash near-duplicates',
     reads: ['qa.candidates'],
     writes: ['qa.graded', 'qa.rejected'],
     stores: ['dedup'],
@@ -42,10 +61,10 @@ export function gradeProcessor(opts: GradeOptions): Processor {
       inFlight: opts.inFlight,
       async start(input) {
         const candidate = input.value as QaCandidate;
-        const failures = deterministicChecks(candidate);
+        const failures = deterministicChecks(candidate, opts);
         if (failures.length) return { kind: 'checks', failures };
         try {
-          return { kind: 'judge', grade: await judge(opts.llm, candidate) };
+          return { kind: 'judge', judgement: await judge(opts.llm, opts.accept, candidate) };
         } catch (e) {
           return { kind: 'unusable', ...llmFailure(e, candidate) };
         }
@@ -54,95 +73,173 @@ export function gradeProcessor(opts: GradeOptions): Processor {
         if (!outcome.ok) throw outcome.error;
         const candidate = input.value as QaCandidate;
         const judged = outcome.value;
-        // A candidate id seen before is the same record again (an article ingested twice: ids
-        // hash article, passage and question). Not a replay: a replayed step's state rolled back
-        // with it, so its own mark is gone. One grade per id, the repeat a dead letter.
         const dedup = ctx.store('dedup');
         const graded = `graded:${candidate.id}`;
-        if (dedup.get(graded) !== undefined) {
-          ctx.deadLetter(
-            input,
-            'duplicate',
-            `grade: duplicate candidate ${candidate.id}, graded already (its article came in twice)`,
-          );
+        const reject = (grade: Omit<Grade, 'verdict'>) => {
+          for (const code of grade.codes) rejections.inc({ code });
+          ctx.emit('qa.rejected', candidate.id, {
+            candidate,
+            grade: { ...grade, verdict: 'reject' },
+          } satisfies GradedQa);
+        };
+        const scored =
+          judged.kind === 'judge'
+            ? { scores: unitScores(judged.judgement.reply), gradedBy: judged.judgement.gradedBy }
+            : { scores: NOT_SCORED, gradedBy: CHECKS_STAMP };
+        // A candidate id seen before is a second record of the same candidate: ids hash the
+        // article id, the passage text and the question, so one article's two passages with the
+        // same text, or one article produced twice, give it again. Not a replay: a replayed step's
+        // state rolled back with it, so its own mark is gone. It is refused as what it is.
+        const before = dedup.get<GradedMark>(graded);
+        if (before !== undefined) {
+          reject({
+            ...scored,
+            reasons: [
+              `duplicate: candidate ${candidate.id} again (same article id, passage text and question), graded before${before === 1 ? '' : ` and ${before}`}`,
+            ],
+            codes: ['duplicate'],
+            duplicateOf: candidate.id,
+          });
           return;
         }
         if (judged.kind === 'unusable') {
           ctx.deadLetter(input, judged.code, `grade: ${judged.reason}`, judged.payload);
           return;
         }
-        const reject = (grade: Grade) => {
-          dedup.put(graded, 1);
-          ctx.emit('qa.rejected', candidate.id, {
-            candidate,
-            grade: { ...grade, verdict: 'reject' },
-          } satisfies GradedQa);
-        };
+        const mark = (how: Exclude<GradedMark, 1>) => dedup.put(graded, how satisfies GradedMark);
         if (judged.kind === 'checks') {
+          mark('rejected');
           reject({
-            scores: { quality: 0, difficulty: 0, answerability: 0, verifiability: 0 },
-            verdict: 'reject',
-            reasons: judged.failures.map((f) => `${f.check}: ${f.reason}`),
-            gradedBy: CHECKS_STAMP,
+            ...scored,
+            reasons: judged.failures.map((f) => `${f.code}: ${f.reason}`),
+            codes: judged.failures.map((f) => f.code),
           });
           return;
         }
-        if (judged.grade.verdict === 'reject') {
-          reject(judged.grade);
+        const { reply } = judged.judgement;
+        const judgeReasons = reply.reasons.map((r) => `judge: ${r}`);
+        const failures = acceptFailures(reply, opts.accept);
+        if (failures.length) {
+          mark('rejected');
+          reject({
+            ...scored,
+            reasons: [...failures.map((f) => `${f.code}: ${f.reason}`), ...judgeReasons],
+            codes: failures.map((f) => f.code),
+          });
           return;
         }
-        const duplicate = new NearDuplicateIndex(ctx.store('dedup'), opts.nearDuplicate).check(
+        const duplicate = new NearDuplicateIndex(dedup, opts.nearDuplicate).check(
           candidate.id,
           candidate.question,
         );
         if (duplicate) {
+          mark('rejected');
           reject({
-            ...judged.grade,
+            ...scored,
             reasons: [
               duplicate.kind === 'exact'
                 ? `duplicate: the same question as ${duplicate.of}`
                 : `near-duplicate: ${Math.round(duplicate.similarity * 100)}% similar to ${duplicate.of}`,
             ],
+            codes: [duplicate.kind === 'exact' ? 'duplicate' : 'near-duplicate'],
+            duplicateOf: duplicate.of,
           });
           return;
         }
-        dedup.put(graded, 1);
-        ctx.emit('qa.graded', candidate.id, { candidate, grade: judged.grade } satisfies GradedQa);
+        mark('accepted');
+        ctx.emit('qa.graded', candidate.id, {
+          candidate,
+          grade: { ...scored, verdict: 'accept', reasons: judgeReasons, codes: [] },
+        } satisfies GradedQa);
       },
     },
   });
 }
 
-async function judge(llm: Llm, c: QaCandidate): Promise<Grade> {
+const REJECTIONS = 'bioalchemy_grade_rejections_total';
+
+/** The registry's rejections counter: one per registry, however many grade processors are built on it. */
+function rejectionsCounter(registry?: Registry): Counter<'code'> {
+  const existing = registry?.getSingleMetric(REJECTIONS);
+  if (existing) return existing as Counter<'code'>;
+  return new Counter({
+    name: REJECTIONS,
+    help: 'QA grade rejected, by the code of each rule it failed (one rejection may count under several)',
+    labelNames: ['code'],
+    registers: registry ? [registry] : [],
+  });
+}
+
+/**
+ * The codes of a record on qa.rejected, as counted in the run summary: anyone can produce to the
+ * topic, so a record without codes (written before codes existed) or not JSON is counted as such.
+ */
+export function rejectionCodesOf(value: string): string[] {
+  try {
+    const codes = (JSON.parse(value) as { grade?: { codes?: unknown } } | null)?.grade?.codes;
+    if (Array.isArray(codes) && codes.length && codes.every((c) => typeof c === 'string')) return codes;
+    return ['(no code)'];
+  } catch {
+    return ['(not JSON)'];
+  }
+}
+
+/**
+ * The rules of grade.accept the judge's scores fail, in the order the rule names them, and
+ * `judge-inconsistent` when the verdict says otherwise than the scores: an acceptance with a
+ * score under its minimum, or a rejection with every score at or above it. Empty: accept.
+ */
+export function acceptFailures(reply: JudgeReply, accept: GradeAccept): RuleFailure[] {
+  const failures: RuleFailure[] = [];
+  for (const score of BOUNDED_SCORES) {
+    const min = accept[score];
+    if (min !== null && reply[score] < min)
+      failures.push({
+        code: `low-${score}` satisfies RejectionCode,
+        reason: `${score} ${reply[score]} of 5, under grade.accept.${score} ${min}`,
+      });
+  }
+  if (reply.verdict === 'accept' && failures.length)
+    failures.push({
+      code: 'judge-inconsistent',
+      reason: 'the judge accepted with a score under its minimum',
+    });
+  if (reply.verdict === 'reject' && !failures.length)
+    failures.push({
+      code: 'judge-inconsistent',
+      reason: 'the judge rejected with every score at or above its minimum',
+    });
+  return failures;
+}
+
+/** The judge's 1-5 scores as the 0-1 scores a grade holds. */
+function unitScores(v: JudgeReply): Grade['scores'] {
+  const unit = (score: number) => (score - 1) / 4;
+  return {
+    quality: unit(v.quality),
+    difficulty: unit(v.difficulty),
+    answerability: unit(v.answerability),
+    verifiability: unit(v.verifiability),
+  };
+}
+
+async function judge(llm: Llm, accept: GradeAccept, c: QaCandidate): Promise<Judgement> {
   const reply =
     c.kind === 'multiple-choice'
       ? await llm.complete({
           stage: 'mcq-quality',
           schema: JudgeReply,
           promptVersion: MCQ_QUALITY_PROMPT,
-          messages: mcqQualityMessages(c.passage.text, c),
+          messages: mcqQualityMessages(c.passage.text, accept, c),
         })
       : await llm.complete({
           stage: 'freeform-grade',
           schema: JudgeReply,
           promptVersion: FREEFORM_GRADE_PROMPT,
-          messages: freeformGradeMessages(c.passage.text, c),
+          messages: freeformGradeMessages(c.passage.text, accept, c),
         });
-  const v = reply.value;
-  const unit = (score: number) => (score - 1) / 4;
   return {
-    scores: {
-      quality: unit(v.quality),
-      difficulty: unit(v.difficulty),
-      answerability: unit(v.answerability),
-      verifiability: unit(v.verifiability),
-    },
-    verdict: v.verdict,
-    reasons: v.reasons.length
-      ? v.reasons.map((r) => `judge: ${r}`)
-      : v.verdict === 'reject'
-        ? ['judge: rejected']
-        : [],
+    reply: reply.value,
     gradedBy: {
       model: reply.model,
       promptVersion: c.kind === 'multiple-choice' ? MCQ_QUALITY_PROMPT : FREEFORM_GRADE_PROMPT,

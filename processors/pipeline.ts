@@ -15,7 +15,7 @@ import { SAMPLER, type SamplerOptions, samplerProcessor } from './sampler/sample
 export interface LlmStages {
   readonly llm: Llm;
   readonly taxonomy: Taxonomy;
-  readonly config: Pick<Config, 'extract' | 'grade' | 'processors'>;
+  readonly config: Pick<Config, 'extract' | 'grade' | 'classify' | 'processors'>;
   readonly registry?: Registry;
 }
 
@@ -113,7 +113,12 @@ export function pipelineTopology(
           })
         : needsLlm({ name: 'extract', reads: ['articles'], writes: ['qa.candidates'], stores: [] }),
       stages
-        ? gradeProcessor({ llm: stages.llm, inFlight: inFlight('grade'), ...stages.config.grade })
+        ? gradeProcessor({
+            llm: stages.llm,
+            inFlight: inFlight('grade'),
+            ...stages.config.grade,
+            ...(stages.registry ? { registry: stages.registry } : {}),
+          })
         : needsLlm({
             name: 'grade',
             reads: ['qa.candidates'],
@@ -121,7 +126,12 @@ export function pipelineTopology(
             stores: ['dedup'],
           }),
       stages
-        ? classifyProcessor({ llm: stages.llm, inFlight: inFlight('classify'), taxonomy: stages.taxonomy })
+        ? classifyProcessor({
+            llm: stages.llm,
+            inFlight: inFlight('classify'),
+            taxonomy: stages.taxonomy,
+            ...stages.config.classify,
+          })
         : needsLlm({ name: 'classify', reads: ['qa.graded'], writes: ['qa.classified'], stores: [] }),
       counts ? countSinkProcessor({ analytics: counts.analytics }) : placeholder(COUNT_SINK),
       counts ? samplerProcessor({ ...counts.sampler, analytics: counts.analytics }) : placeholder(SAMPLER),

@@ -5,6 +5,7 @@ import { FeederConfig, ServerConfig } from './feeder.js';
 import { LlmConfig } from './llm.js';
 import { HeldOut } from './mix-state.js';
 import { PollerConfig } from './pollers.js';
+import { GradeAccept } from './qa.js';
 
 export const ProcessorConfig = z
   .object({
@@ -122,9 +123,27 @@ export const Config = z
           .describe(
             'estimated Jaccard similarity of question shingles at which a question is a near-duplicate',
           ),
+        accept: GradeAccept.default(GradeAccept.parse({})).describe(
+          "least judge scores (1-5) of an accepted QA; the judge's prompt states the same rule",
+        ),
+        allowYesNo: z
+          .boolean()
+          .default(false)
+          .describe('accept free-form answers yes/no or true/false (a guess gets them right half the time)'),
       })
       .strict()
-      .default({ nearDuplicate: 0.8 }),
+      .default({ nearDuplicate: 0.8, accept: GradeAccept.parse({}), allowYesNo: false }),
+    classify: z
+      .object({
+        minConfidence: z
+          .number()
+          .min(0)
+          .max(1)
+          .default(0.5)
+          .describe('a label under this confidence is dropped; a QA left without one is counted unlabelled'),
+      })
+      .strict()
+      .default({ minConfidence: 0.5 }),
     taxonomy: z.string().optional().describe('path of a taxonomy JSON file replacing MeSH Biology 2024'),
     sampler: SamplerConfig.default(SamplerConfig.parse({})).describe('the α-smoothed training mix'),
     metricsPort: z.number().int().min(0).max(65535).optional(),

@@ -75,6 +75,14 @@ export const MixState = z.object({
   metrics: z.object({
     items: z.number().int().nonnegative().describe('training-eligible items'),
     heldOut: z.number().int().nonnegative().describe('items kept out for evaluation'),
+    unlabelled: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(0)
+      .describe(
+        'training-eligible items without a label (none reached classify.minConfidence): in no topic, never selected',
+      ),
     size: z.number().int().nonnegative().describe('selected copies'),
     distinct: z.number().int().nonnegative().describe('distinct selected items'),
     maxMinRatio: z.number().nonnegative(),

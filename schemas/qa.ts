@@ -14,6 +14,10 @@ const QaBase = z.object({
   articleId: z.string().min(1),
   passage: PassageSpan,
   question: z.string().min(1),
+  articleTitle: z
+    .string()
+    .default('')
+    .describe("the article's title, so grade can tell a question that only copies it; '' on older records"),
   rationale: z.string().default(''),
   provenance: Provenance,
   generatedBy: ModelStamp,
@@ -33,6 +37,57 @@ export const QaCandidate = z.discriminatedUnion('kind', [
 export type QaCandidate = z.infer<typeof QaCandidate>;
 
 export const Score = z.number().min(0).max(1);
+
+/**
+ * Why grade refused a QA, one stable code per rule it failed (what /metrics and the run summary
+ * count by); the human reasons stand beside them. processors/grade.ts and processors/qa/checks.ts
+ * apply the rules.
+ */
+export const RejectionCode = z.enum([
+  // Deterministic checks (processors/qa/checks.ts), before any judge call:
+  'question-length', // the question is too short or too long to be a question
+  'self-contained', // the question points outside itself ("in this study", "Figure 2")
+  'not-english',
+  'copied-text', // the question is the article's title or a sentence of the passage, copied
+  'not-a-question', // no interrogative form
+  'yes-no-answer', // a free-form answer a coin flip gets right (yes/no, true/false)
+  'answer-length', // a free-form answer too long to be checked by string match
+  'answer-in-question', // the answer (or the key's option) is written in the question
+  'option-count', // a multiple-choice item without 4 or 5 options
+  'duplicate-options', // two options say the same
+  'option-length',
+  'answer-key', // the key is no option
+  'ambiguous-option', // "all/none/both of the above" makes more than one key possible
+  // The judge's scores against grade.accept:
+  'low-quality',
+  'low-answerability',
+  'low-verifiability',
+  'low-difficulty',
+  'judge-inconsistent', // the verdict contradicts the scores (either way)
+  // Duplicates (grade's dedup store):
+  'duplicate', // the same question (normalised) as an earlier one, or the same candidate again
+  'near-duplicate',
+]);
+export type RejectionCode = z.infer<typeof RejectionCode>;
+
+const MIN_SCORE = "an integer from 1 to 5, on the judge's scale";
+const MinScore = z.number(MIN_SCORE).int(MIN_SCORE).min(1, MIN_SCORE).max(5, MIN_SCORE);
+
+/**
+ * What grade accepts: the least of each judge score (1-5). The judge's prompt states the same
+ * numbers (llm/prompts/judge.ts acceptRule), and grade applies them to the scores whatever the
+ * judge's verdict. A minimum of 1 is no rule.
+ */
+export const GradeAccept = z
+  .object({
+    quality: MinScore.default(3),
+    answerability: MinScore.default(3),
+    verifiability: MinScore.default(3),
+    difficulty: MinScore.nullable().default(null).describe('none by default: easy items are kept'),
+  })
+  .strict();
+export type GradeAccept = z.infer<typeof GradeAccept>;
+
 export const Grade = z.object({
   scores: z.object({
     quality: Score,
@@ -42,6 +97,11 @@ export const Grade = z.object({
   }),
   verdict: z.enum(['accept', 'reject']),
   reasons: z.array(z.string()),
+  codes: z
+    .array(RejectionCode)
+    .default([])
+    .describe('a rejection: one code per rule it failed; an acceptance: none'),
+  duplicateOf: z.string().optional().describe('a duplicate: the id of the QA it repeats'),
   gradedBy: ModelStamp,
 });
 export type Grade = z.infer<typeof Grade>;
@@ -55,7 +115,11 @@ export const TopicLabel = z.object({
 });
 
 export const Classification = z.object({
-  labels: z.array(TopicLabel).min(1).describe('multi-label, a subset of the taxonomy'),
+  labels: z
+    .array(TopicLabel)
+    .describe(
+      'multi-label, a subset of the taxonomy; empty when no label reached classify.minConfidence (counted as unlabelled)',
+    ),
   meshLabels: z
     .array(z.string())
     .describe("categories reached from the article's MeSH headings: a partial signal, no LLM"),

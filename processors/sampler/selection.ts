@@ -376,10 +376,12 @@ function summarise(index: ItemIndex, params: SelectionParams, frame: Frame, fill
   const selectedLabels: Distribution = {};
   const labelsByCategory = new Array<number>(index.categories.length).fill(0);
   let items = 0;
+  let unlabelled = 0;
   let distinct = 0;
   for (let i = 0; i < frame.n; i++) {
     if (!eligible[i]) continue;
     items++;
+    if (index.topicStart[i] === index.topicStart[i + 1]) unlabelled++;
     if (copies[i]! > 0) distinct++;
     for (let j = index.topicStart[i]!; j < index.topicStart[i + 1]!; j++) {
       const c = index.topicList[j]!;
@@ -426,6 +428,7 @@ function summarise(index: ItemIndex, params: SelectionParams, frame: Frame, fill
     metrics: {
       items,
       heldOut: frame.n - items,
+      unlabelled,
       size,
       distinct,
       maxMinRatio: nonZero.length ? Math.max(...nonZero) / Math.min(...nonZero) : 0,

@@ -1,8 +1,17 @@
 // The test LLM server as its own process, for tests that kill -9 a client (or the server):
 //   npx tsx test/llm-server/main.ts [--port N] [--seed N] [--latency-ms N | --median-ms N --p99-ms N]
+//     [--responder schema|pipeline|arbitrary-judge]   (default schema: arbitrary valid values for every schema)
 // Prints its base URL on the first line of stdout once it listens; GET /stats, POST /control.
 import { parseArgs } from 'node:util';
-import { start } from './server.js';
+import { arbitraryJudgeResponder } from './arbitrary-judge-responder.js';
+import { pipelineResponder } from './pipeline-responder.js';
+import { schemaResponder, start } from './server.js';
+
+const RESPONDERS = {
+  schema: schemaResponder,
+  pipeline: pipelineResponder,
+  'arbitrary-judge': arbitraryJudgeResponder,
+};
 
 const { values } = parseArgs({
   options: {
@@ -11,11 +20,18 @@ const { values } = parseArgs({
     'latency-ms': { type: 'string' },
     'median-ms': { type: 'string' },
     'p99-ms': { type: 'string' },
+    responder: { type: 'string', default: 'schema' },
   },
 });
+const responder = RESPONDERS[values.responder as keyof typeof RESPONDERS];
+if (!responder) {
+  process.stderr.write(`--responder: one of ${Object.keys(RESPONDERS).join(', ')}\n`);
+  process.exit(2);
+}
 const server = await start({
   port: Number(values.port),
   seed: Number(values.seed),
+  responder,
   latency: values['median-ms']
     ? {
         kind: 'lognormal',

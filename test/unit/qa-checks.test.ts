@@ -24,17 +24,20 @@ const mcq = (over: Partial<Extract<QaCandidate, { kind: 'multiple-choice' }>> = 
   ...base,
   kind: 'multiple-choice',
   question: 'Which organelle produces most of the ATP in aerobic eukaryotic cells?',
+  articleTitle: 'Mitochondria and the energy budget of the eukaryotic cell',
   options: ['Mitochondrion', 'Golgi apparatus', 'Lysosome', 'Peroxisome'],
   answer: 'A',
   ...over,
 });
 const free = (question: string, answer: string): QaCandidate => ({
   ...base,
+  articleTitle: 'Mitochondria and the energy budget of the eukaryotic cell',
   kind: 'free-form',
   question,
   answer,
 });
-const checks = (c: QaCandidate) => deterministicChecks(c).map((f) => f.check);
+const checks = (c: QaCandidate, opts = { allowYesNo: false }) =>
+  deterministicChecks(c, opts).map((f) => f.code);
 
 describe('deterministic QA checks', () => {
   it('passes a good multiple-choice and free-form question', () => {
@@ -44,19 +47,22 @@ describe('deterministic QA checks', () => {
     ).toEqual([]);
   });
 
-  it('refuses each failure with its own reason', () => {
-    expect(checks(mcq({ options: ['Mitochondrion', 'Lysosome', 'Peroxisome'] }))).toEqual(['options']);
+  it('refuses each failure with its own code', () => {
+    expect(checks(mcq({ options: ['Mitochondrion', 'Lysosome', 'Peroxisome'] }))).toEqual(['option-count']);
     expect(checks(mcq({ options: ['Mitochondrion', 'mitochondrion.', 'Lysosome', 'Peroxisome'] }))).toEqual([
-      'options',
+      'duplicate-options',
     ]);
     expect(checks(mcq({ answer: 'E' }))).toEqual(['answer-key']);
     expect(
       checks(mcq({ options: ['Mitochondrion', 'Golgi apparatus', 'Lysosome', 'All of the above'] })),
-    ).toEqual(['answer-key']);
+    ).toEqual(['ambiguous-option']);
     expect(
       checks(mcq({ question: 'Is the mitochondrion the organelle that produces most of the ATP in cells?' })),
-    ).toEqual(['answer-leak']);
-    expect(checks(mcq({ question: 'Which organelle?' }))).toEqual(['length']);
+    ).toEqual(['answer-in-question']);
+    expect(checks(mcq({ question: 'Which organelle?' }))).toEqual(['question-length']);
+    expect(checks(mcq({ options: ['Mitochondrion', 'Golgi', 'Lysosome', 'x'.repeat(301)] }))).toEqual([
+      'option-length',
+    ]);
     expect(
       checks(mcq({ question: 'In this study, which organelle produced most of the ATP in the cells?' })),
     ).toEqual(['self-contained']);
@@ -70,10 +76,10 @@ describe('deterministic QA checks', () => {
           'an enzyme that seals nicks between Okazaki fragments using ATP or NAD as cofactor in bacteria',
         ),
       ),
-    ).toEqual(['length']);
+    ).toEqual(['answer-length']);
     expect(
       checks(free('Which enzyme, DNA ligase or helicase, joins Okazaki fragments?', 'DNA ligase')),
-    ).toEqual(['answer-leak']);
+    ).toEqual(['answer-in-question']);
     expect(
       checks(
         free(
@@ -81,7 +87,63 @@ describe('deterministic QA checks', () => {
           'ADN ligase',
         ),
       ),
-    ).toEqual(['language']);
+    ).toEqual(['not-english']);
+  });
+
+  it("refuses non-questions: the article's title or a passage sentence copied, no interrogative form", () => {
+    // The README's opening run accepted exactly this: the title as the question, "Yes" as the answer.
+    expect(checks(free('Mitochondria and the energy budget of the eukaryotic cell', 'Yes'))).toEqual([
+      'copied-text',
+      'not-a-question',
+      'yes-no-answer',
+    ]);
+    // The title with a question mark is still the title.
+    expect(checks(free('Mitochondria and the energy budget of the eukaryotic cell?', 'ATP'))).toEqual([
+      'copied-text',
+    ]);
+    const passage = {
+      sectionIndex: 0,
+      start: 0,
+      end: 120,
+      text: 'Cells need energy. Most ATP in aerobic eukaryotic cells is made by oxidative phosphorylation. It needs oxygen.',
+    };
+    expect(
+      checks({
+        ...free('Most ATP in aerobic eukaryotic cells is made by oxidative phosphorylation.', 'ATP synthase'),
+        passage,
+      }),
+    ).toEqual(['copied-text', 'not-a-question']);
+    expect(
+      checks(free('The enzyme that joins Okazaki fragments during DNA replication', 'DNA ligase')),
+    ).toEqual(['not-a-question']);
+    // Questions without a question mark, and cloze stems, are questions.
+    expect(
+      checks(free('Name the enzyme that joins Okazaki fragments during DNA replication', 'DNA ligase')),
+    ).toEqual([]);
+    expect(
+      checks(mcq({ question: 'Most of the ATP of aerobic eukaryotic cells is made in the ____.' })),
+    ).toEqual([]);
+    // An old record without a title is not its own title.
+    expect(
+      checks({
+        ...free('Which enzyme joins Okazaki fragments during DNA replication?', 'DNA ligase'),
+        articleTitle: '',
+      }),
+    ).toEqual([]);
+  });
+
+  it('refuses a yes/no or true/false free-form answer unless grade.allowYesNo', () => {
+    const q = 'Does DNA ligase join Okazaki fragments during replication in bacteria?';
+    for (const answer of ['Yes', 'no.', 'TRUE', 'False', 'Yes, it does'])
+      expect(checks(free(q, answer)), answer).toEqual(['yes-no-answer']);
+    expect(checks(free(q, 'Yes'), { allowYesNo: true })).toEqual([]);
+    // Words that only start like one are answers.
+    expect(
+      checks(free('What change in ATP output follows the loss of complex I in neurons?', 'None')),
+    ).toEqual([]);
+    expect(
+      checks(free('What change in ATP output follows the loss of complex I in neurons?', 'No change')),
+    ).toEqual([]);
   });
 });
 
