@@ -15,10 +15,12 @@ import {
 } from '../analytics/dashboard-queries.js';
 import { viewTopicCounts } from '../analytics/qa-store.js';
 import type { Feeder } from '../processors/feeder/feeder.js';
+import { activePause, readPollerStates, stalledMs } from '../processors/poll.js';
 import { jensenShannon } from '../processors/sampler/selection.js';
 import { normalise, smoothedShares } from '../processors/sampler/smoothing.js';
 import { DeadLetterCounts, type DeadLetterGroup } from '../schemas/dead-letter.js';
 import { MixState } from '../schemas/mix-state.js';
+import type { PollerState } from '../schemas/pollers.js';
 import { knownCounts, type Reference } from '../schemas/reference.js';
 import type { Taxonomy } from '../schemas/taxonomy.js';
 import type { EngineMetrics } from '../topology/metrics.js';
@@ -112,8 +114,31 @@ export interface Snapshot {
     t: number[];
     rewardByTopic: Series[];
   };
+  /** Each literature poller from its committed state: a stalled one says why and since when. */
+  readonly pollers: PollerView[];
   /** Milliseconds each part took to gather, for the benchmark and the page's footer. */
   readonly timings: Record<string, number>;
+}
+
+export type PollerView = PollerState & {
+  cursorKey: string;
+  state: 'reading' | 'stalled' | 'paused';
+  stalledSeconds: number;
+  /** Stalled for longer than its stallAlertAfterMs: BioalchemyPollerStalled fires. */
+  alerting: boolean;
+};
+
+/** What the dashboard and /metrics show of each poller's committed state at `now`. */
+export function pollerViews(states: (PollerState & { cursorKey: string })[], now: Date): PollerView[] {
+  return states.map((p) => {
+    const ms = stalledMs(p, now);
+    return {
+      ...p,
+      state: p.stalled ? 'stalled' : activePause(p, now) ? 'paused' : 'reading',
+      stalledSeconds: Math.round(ms / 1000),
+      alerting: p.stalled !== null && ms >= p.stalled.alertAfterMs,
+    };
+  });
 }
 
 /**
@@ -179,6 +204,9 @@ export class DashboardData {
       if (this.sources.runtime) await this.dlq.update(this.sources.runtime);
       return this.dlq.byCode();
     });
+    const pollers = await time('pollers', async () =>
+      this.sources.runtime ? pollerViews(await readPollerStates(this.sources.runtime), new Date(now)) : [],
+    );
     return {
       at: now,
       window: { ...w, span: opts.windowSeconds },
@@ -197,6 +225,7 @@ export class DashboardData {
       processors,
       llm,
       feeder,
+      pollers,
       timings,
     };
   }

@@ -2,16 +2,21 @@ import { Gauge, type Registry } from 'prom-client';
 import type { Analytics } from '../analytics/clickhouse.js';
 import { latestMixState } from '../analytics/dashboard-queries.js';
 import type { Feeder } from '../processors/feeder/feeder.js';
+import { readPollerStates } from '../processors/poll.js';
 import { MixState } from '../schemas/mix-state.js';
+import type { Runtime } from '../topology/runtime/types.js';
+import { type PollerView, pollerViews } from './dashboard-data.js';
 
 // Gauges read at scrape time, next to the engine's and the LLM layer's metrics in the one registry
-// the process serves: the latest mix's drift (for the drift alert) and the feeder's leases.
+// the process serves: the latest mix's drift (for the drift alert), the feeder's leases, and the
+// literature pollers' stalls and pauses (for the stalled-poller alert).
 
 /** Registers the mix and feeder gauges in `registry`; a source that is absent exports nothing. */
 export function registerDashboardMetrics(
   registry: Registry,
-  sources: { analytics: Analytics; feeder?: Feeder | null },
+  sources: { analytics: Analytics; feeder?: Feeder | null; runtime?: Runtime | null },
 ): void {
+  registerPollerMetrics(registry, sources.runtime ?? null);
   let cached: { at: number; mix: Promise<MixState | null> } | null = null;
   // One query per scrape for all the mix gauges.
   const mix = () => {
@@ -102,4 +107,55 @@ export function registerDashboardMetrics(
       for (const r of runs()) this.set({ run: r.run }, r.ackedItems);
     },
   });
+}
+
+/**
+ * Each poller's committed state, read from the log at scrape time (any process with the log can
+ * serve them). The alert threshold is the one the poller wrote with its stall, so the alert rule
+ * compares two series and the time stays configurable per poller (stallAlertAfterMs).
+ */
+function registerPollerMetrics(registry: Registry, runtime: Runtime | null): void {
+  let cached: { at: number; views: Promise<PollerView[]> } | null = null;
+  const views = () => {
+    if (!runtime) return Promise.resolve([]);
+    if (!cached || Date.now() - cached.at > 1000) {
+      cached = {
+        at: Date.now(),
+        views: readPollerStates(runtime)
+          .then((states) => pollerViews(states, new Date()))
+          .catch(() => []),
+      };
+    }
+    return cached.views;
+  };
+  const pollerGauge = (name: string, help: string, value: (v: PollerView) => number | null) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['poller', 'key'],
+      registers: [registry],
+      async collect() {
+        const all = await views();
+        this.reset();
+        for (const v of all) {
+          const n = value(v);
+          if (n !== null) this.set({ poller: v.poller, key: v.cursorKey }, n);
+        }
+      },
+    });
+  pollerGauge(
+    'bioalchemy_poller_stalled_seconds',
+    'Seconds a literature poller has been stalled on a page it cannot read (0 while it reads); its cursor stays',
+    (v) => v.stalledSeconds,
+  );
+  pollerGauge(
+    'bioalchemy_poller_stall_alert_after_seconds',
+    "A stalled poller's stallAlertAfterMs in seconds (only while stalled): the stalled-poller alert's threshold",
+    (v) => (v.stalled ? v.stalled.alertAfterMs / 1000 : null),
+  );
+  pollerGauge(
+    'bioalchemy_poller_paused_seconds',
+    "Seconds left of a host's Retry-After pause before the poller may call it again (0 when none)",
+    (v) => (v.paused ? Math.max(0, Math.round((Date.parse(v.paused.until) - Date.now()) / 1000)) : 0),
+  );
 }

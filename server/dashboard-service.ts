@@ -44,7 +44,11 @@ export async function serveDashboard(
     exportLag: opts.standalone,
     feeder: opts.feeder,
   });
-  registerDashboardMetrics(opts.metrics.registry, { analytics: opts.analytics, feeder: opts.feeder });
+  registerDashboardMetrics(opts.metrics.registry, {
+    analytics: opts.analytics,
+    feeder: opts.feeder,
+    runtime: opts.runtime,
+  });
   const server = await startDashboard({
     host: opts.host ?? d.host,
     port: opts.port ?? d.port,

@@ -147,6 +147,26 @@ function drawTopics(topics) {
   );
 }
 
+// A stalled poller is named with upstream's reason (its tooltip); the rest are counted.
+function pollers(list) {
+  const el = document.getElementById('pollers');
+  const stalled = list.filter((p) => p.state === 'stalled');
+  const paused = list.filter((p) => p.state === 'paused');
+  el.textContent = stalled.length
+    ? stalled.map((p) => `${p.poller} STALLED ${Math.round(p.stalledSeconds / 60)} min`).join(', ')
+    : list.length
+      ? `${list.length - paused.length} reading${paused.length ? `, ${paused.length} paused upstream` : ''}`
+      : 'none';
+  el.title = [
+    ...stalled.map((p) => `${p.poller}: ${p.stalled.reason}`),
+    ...paused.map((p) => `${p.poller}: paused until ${p.paused.until}`),
+  ].join('\n');
+  el.classList.toggle(
+    'alert',
+    stalled.some((p) => p.alerting),
+  );
+}
+
 function draw(s) {
   // Every time chart spans the whole window, so they line up and a lone point is not a day wide.
   timeAxis = { type: 'time', min: s.window.from * 1000, max: s.window.to * 1000 };
@@ -156,6 +176,7 @@ function draw(s) {
   text('alpha', String(s.topics.alpha));
   text('mix-version', s.totals.mixVersion === null ? 'none' : String(s.totals.mixVersion));
   text('dead-letters', fmt(s.totals.deadLetters));
+  pollers(s.pollers);
   drawTopics(s.topics);
   timeSeries('chart-drift', s.drift.t, s.drift.series, { max: 1, connectNulls: true });
   timeSeries('chart-qa-source', s.rates.t, s.rates.qaBySource, { unit: 'per minute', stack: true });

@@ -53,6 +53,7 @@ describe('alert rules and Grafana dashboards', () => {
       'BioalchemyDeadLettersRising',
       'BioalchemySpendNearCap',
       'BioalchemyBudgetPaused',
+      'BioalchemyPollerStalled',
     ]);
     expect(exprs).toHaveLength(alerts.length);
     for (const expr of exprs) {

@@ -1,5 +1,7 @@
 import pino from 'pino';
+import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Analytics } from '../../../analytics/clickhouse.js';
 import { ingestProcessor } from '../../../processors/ingest.js';
 import { pipelineTopology } from '../../../processors/pipeline.js';
 import {
@@ -15,6 +17,8 @@ import { HostRateLimiter } from '../../../processors/sources/pollers/rate-limit.
 import type { Article } from '../../../schemas/article.js';
 import type { DeadLetter } from '../../../schemas/dead-letter.js';
 import { PollerConfig } from '../../../schemas/pollers.js';
+import { pollerViews } from '../../../server/dashboard-data.js';
+import { registerDashboardMetrics } from '../../../server/dashboard-metrics.js';
 import { EngineMetrics } from '../../../topology/metrics.js';
 import { EmbeddedRuntime } from '../../../topology/runtime/embedded.js';
 import { ProcessorTask } from '../../../topology/task.js';
@@ -275,5 +279,31 @@ describe('pollers through upstream outages', () => {
       '10.1101/2024.03.02.583102',
     ]);
     await ingest.close();
+  });
+
+  it('shows a stalled poller on /metrics (with its alert threshold) and in the dashboard data, from the log alone', async () => {
+    const route: Route = (req, s) =>
+      req.path.endsWith('esearch.fcgi') ? json(fixture('faults/esearch-error.json')) : pubmedRoute(req, s);
+    const { clock, task, pubmed, runtime } = await setup(route);
+    const ingest = await task();
+    // Stalled since two hours ago (the clock of the polls), read now: past the default hour.
+    clock.set(new Date(Date.now() - 2 * 60 * MINUTE).toISOString());
+    await pollAll(ingest, [pubmed()], { ...once, now: clock.now });
+    await ingest.close();
+    const registry = new Registry();
+    registerDashboardMetrics(registry, { analytics: {} as Analytics, runtime: runtime! });
+    const text = await registry.metrics();
+    const value = (name: string) =>
+      Number(new RegExp(`^${name}\\{poller="pubmed",key="pubmed:[^"]+"\\} (\\S+)$`, 'm').exec(text)?.[1]);
+    expect(value('bioalchemy_poller_stalled_seconds')).toBeGreaterThanOrEqual(2 * 3600 - 60);
+    expect(value('bioalchemy_poller_stall_alert_after_seconds')).toBe(3600);
+    expect(value('bioalchemy_poller_paused_seconds')).toBe(0);
+    const [view] = pollerViews(await readPollerStates(runtime!), new Date());
+    expect(view).toMatchObject({
+      poller: 'pubmed',
+      state: 'stalled',
+      alerting: true,
+      stalled: { reason: expect.stringMatching(/^NCBI ESearch: Search Backend failed/) },
+    });
   });
 });
