@@ -1,6 +1,5 @@
 import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
-import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Logger } from 'pino';
 import { type Analytics, openClickHouse } from '../analytics/clickhouse.js';
 import { LlmCallSink } from '../analytics/llm-calls.js';
@@ -17,14 +16,15 @@ import { EngineMetrics } from '../topology/metrics.js';
 import { runTopology } from '../topology/runner.js';
 import { openRuntime } from '../topology/runtime/open.js';
 import { ProcessorTask } from '../topology/task.js';
-import { configOf, type GlobalOptions, loggerOf, stopOnSignal, UsageError, wholeNumber } from './context.js';
+import { configOf, loggerOf, stopOnSignal } from './context.js';
 import { openLlm } from './llm.js';
 import { LlmTally, runSummary } from './summary.js';
+import { type GlobalOptions, UsageError } from './usage.js';
 
 /** How long `run` waits for a ClickHouse that refuses connections before it gives up. */
 const CLICKHOUSE_WAIT_MS = 60_000;
 
-interface RunOptions extends GlobalOptions {
+export interface RunOptions extends GlobalOptions {
   metricsPort?: number;
   untilIdle?: boolean;
   maxArticles?: number;
@@ -37,73 +37,7 @@ interface RunOptions extends GlobalOptions {
   workerId?: string;
 }
 
-/** `--processors a,b`: names, each checked against the pipeline at startup. */
-function processorList(value: string): string[] {
-  const names = value.split(',').map((n) => n.trim());
-  if (names.some((n) => !/^[a-z][a-z0-9-]*$/.test(n)))
-    throw new InvalidArgumentError('expects processor names separated by commas, e.g. extract,grade.');
-  return names;
-}
-
-export function runCommand(): Command {
-  return new Command('run')
-    .description("run the pipeline's processors (and the config's pollers) until Ctrl-C")
-    .addOption(
-      new Option('--metrics-port <port>', 'serve Prometheus metrics on 127.0.0.1:<port>/metrics')
-        .env('BIOALCHEMY_METRICS_PORT')
-        .argParser(wholeNumber),
-    )
-    .option('--until-idle', 'stop once every processor has read its input to the end, and print a summary')
-    .option(
-      '--max-articles <n>',
-      'extract takes at most n articles in this run; the rest stay queued',
-      wholeNumber,
-    )
-    .option('--host <host>', "the feeder API's address (default: the config's server.host, 127.0.0.1)")
-    .option(
-      '--port <port>',
-      "the feeder API's port, 0 for any free one (default: server.port, 8787)",
-      wholeNumber,
-    )
-    .option(
-      '--dashboard-host <host>',
-      "the dashboard's address (default: dashboard.host, 127.0.0.1; any other needs the token in dashboard.tokenEnv)",
-    )
-    .option(
-      '--dashboard-port <port>',
-      "the dashboard's port, 0 for any free one (default: dashboard.port, 8788)",
-      wholeNumber,
-    )
-    .option('--no-dashboard', 'serve no dashboard (and no /metrics beside it)')
-    .option(
-      '--processors <names>',
-      'run only these processors (comma-separated): N processes of one processor share its partitions on Kafka; without the feeder, no feeder API nor dashboard',
-      processorList,
-    )
-    .addOption(
-      new Option(
-        '--worker-id <id>',
-        'this process among the workers of a processor on Kafka: logs, metrics, transactional id; keep it across restarts (default: host-pid)',
-      ).env('BIOALCHEMY_WORKER_ID'),
-    )
-    .addHelpText(
-      'after',
-      `
-The LLM is the config's llm.baseUrl (any OpenAI-compatible endpoint; key from the environment
-variable llm.apiKeyEnv names), or without one the local GGUF model (bioalchemy model pull).
-
-Examples:
-  $ bioalchemy run                                   # the embedded default, log in ./data, until Ctrl-C
-  $ bioalchemy run --until-idle --max-articles 3     # what is queued (3 articles), then a summary
-  $ bioalchemy run --metrics-port 9464 --config prod.json
-  $ bioalchemy run --processors extract,grade --worker-id w1 --no-dashboard   # one of N workers on Kafka
-  $ bioalchemy run --host 0.0.0.0 --port 9000           # trainers lease batches at http://<host>:9000/v1/lease
-  $ BIOALCHEMY_DASHBOARD_TOKEN=s3cret bioalchemy run --dashboard-host 0.0.0.0   # the dashboard at http://<host>:8788/?token=s3cret`,
-    )
-    .action((_opts, cmd: Command) => run(cmd.optsWithGlobals<RunOptions>()));
-}
-
-async function run(opts: RunOptions): Promise<void> {
+export async function run(opts: RunOptions): Promise<void> {
   const started = performance.now();
   const config = configOf(opts);
   const worker = opts.workerId ?? `${hostname()}-${process.pid}`;
@@ -136,12 +70,18 @@ async function run(opts: RunOptions): Promise<void> {
     });
     const calls = new LlmCallSink(analytics);
     const tally = new LlmTally();
-    const journal = await LogJournal.open(runtime);
-    if (journal.unreadable)
-      log.warn(
-        { records: journal.unreadable },
-        'llm.journal: records that are no reply skipped (their calls are made again)',
-      );
+    // Compaction first: what settled since the last pass is not read again below.
+    await runtime.maintain?.();
+    const journal = await LogJournal.open(runtime, {
+      onRestore: ({ partition, replies, unreadable }) => {
+        log.info({ partition, replies }, 'llm.journal: pending replies restored');
+        if (unreadable)
+          log.warn(
+            { partition, records: unreadable },
+            'llm.journal: records that are no reply skipped (their calls are made again)',
+          );
+      },
+    });
     llm = openLlm(config, {
       registry: metrics.registry,
       log: log.child({ layer: 'llm' }),

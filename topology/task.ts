@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { DeadLetterCode } from '../schemas/dead-letter.js';
 import { Checkpoint } from './checkpoint.js';
 import { RecordValidationError, TopicCodecs } from './codec.js';
+import { InputScope, inScope } from './input-scope.js';
 import type { EngineMetrics } from './metrics.js';
 import type { InputRecord, Processor, StepContext } from './processor.js';
 import { GLOBAL, type LogRecord, type Offset, partitionKey, type StateChange, stateKey } from './records.js';
@@ -60,6 +61,8 @@ interface Tally {
   inputs: number;
   readonly deadLetters: Map<DeadLetterCode, number>;
   readonly outputs: Map<string, number>;
+  /** What the inputs' work asked to run once their transaction has committed (see InputScope). */
+  readonly afterCommit: (() => void)[];
 }
 
 /**
@@ -85,6 +88,8 @@ export class ProcessorTask {
   private adding = false;
   /** Inputs whose work is in flight across steps, for a processor with a window (see run()). */
   private readonly window: InFlightWindow | null;
+  /** The scope each input in the window started its work in, by outcomeKey: settled by its step. */
+  private readonly scopes = new Map<string, InputScope>();
   /** Input records committed since open(). */
   committedInputs = 0;
   /** Input records polled and not yet committed: with committedInputs, what maxInputs counts. */
@@ -151,6 +156,7 @@ export class ProcessorTask {
         // Until a rewind succeeds the task's view of offsets and state may be stale: no step before it.
         if (resync) {
           this.window?.clear();
+          this.scopes.clear();
           await this.abandon();
           await this.task.rewind();
           this.pendingInputs = 0;
@@ -257,11 +263,20 @@ export class ProcessorTask {
     if (!window.hasReady && (polled === 0 || window.free === 0)) await window.waitForWork(waitMs);
     if (!window.hasReady) return;
     const { records, outcomes } = window.takeReady();
+    const scopes = new Map<string, InputScope>();
+    for (const r of records) {
+      const k = outcomeKey(r);
+      scopes.set(k, this.scopes.get(k)!);
+      this.scopes.delete(k);
+    }
     const work = this.processor.window!;
     await this.attempt(
       records,
-      async (ctx, inputs) => {
-        for (const input of inputs) await work.finish(input, outcomes.get(outcomeKey(input))!, ctx);
+      async (ctx, inputs, _step, settle) => {
+        for (const input of inputs) {
+          await work.finish(input, outcomes.get(outcomeKey(input))!, ctx);
+          settle(scopes.get(outcomeKey(input)));
+        }
       },
       true,
     );
@@ -276,7 +291,9 @@ export class ProcessorTask {
       return { ok: false, error };
     }
     // A synchronous throw in start() is its failure like any other.
-    return Promise.resolve().then(() => this.processor.window!.start(input));
+    const scope = new InputScope(this.partitioned ? r.partition : GLOBAL);
+    this.scopes.set(outcomeKey(r), scope);
+    return inScope(scope, () => Promise.resolve().then(() => this.processor.window!.start(input)));
   }
 
   /**
@@ -342,7 +359,7 @@ export class ProcessorTask {
    */
   private async attempt(
     polled: readonly LogRecord[],
-    body: (ctx: StepContext, inputs: InputRecord[]) => Promise<void>,
+    body: (ctx: StepContext, inputs: InputRecord[], step: Step, settle: Settle) => Promise<void>,
     interval: boolean,
     timerScope = GLOBAL,
   ): Promise<void> {
@@ -360,6 +377,7 @@ export class ProcessorTask {
         if (fenced) {
           // Another member owns these partitions now: drop what is uncommitted, read on from what is.
           this.window?.clear();
+          this.scopes.clear();
           await this.abandon();
           await this.task.rewind();
           this.pendingInputs = 0;
@@ -398,7 +416,7 @@ export class ProcessorTask {
    */
   private async runStep(
     polled: readonly LogRecord[],
-    body: (ctx: StepContext, inputs: InputRecord[], step: Step) => Promise<void>,
+    body: (ctx: StepContext, inputs: InputRecord[], step: Step, settle: Settle) => Promise<void>,
     interval: boolean,
     timerScope = GLOBAL,
     whole = false,
@@ -414,6 +432,8 @@ export class ProcessorTask {
       timerScope,
       this.partitioned,
     );
+    const settled: InputScope[] = [];
+    const settle: Settle = (scope) => void (scope && settled.push(scope));
     const inputs: InputRecord[] = [];
     for (const r of polled) {
       try {
@@ -436,13 +456,19 @@ export class ProcessorTask {
     }
     if (inputs.length > 0 || polled.length === 0) {
       try {
-        if (!this.partitioned || whole || inputs.length === 0) await body(ctx, inputs, ctx);
+        // Work a processor does inside its step (process(), not a window) settles with that step.
+        const scoped = (c: StepContext, p: number, some: InputRecord[]) => {
+          const scope = new InputScope(p);
+          settled.push(scope);
+          return inScope(scope, () => body(c, some, ctx, settle));
+        };
+        if (!this.partitioned || whole || inputs.length === 0) await scoped(ctx, ctx.scope, inputs);
         else {
           const parts = byPartition(inputs);
           if (parts.size === 1) {
             const [p, only] = parts.entries().next().value!;
-            await body(ctx.scoped(p), only, ctx);
-          } else await Promise.all([...parts].map(([p, some]) => body(ctx.scoped(p), some, ctx)));
+            await scoped(ctx.scoped(p), p, only);
+          } else await Promise.all([...parts].map(([p, some]) => scoped(ctx.scoped(p), p, some)));
         }
       } catch (e) {
         throw e instanceof RetryableError ? e : new ProcessorFailure(e);
@@ -460,21 +486,23 @@ export class ProcessorTask {
       return;
     this.adding = true;
     let filling: { checkpoint: Checkpoint; tally: Tally };
+    let settlement: ReturnType<InputScope['settlement']>[] = [];
     try {
       if (!this.filling) {
         // One transaction at a time: the one committing lands before the next begins.
         await this.settle();
         this.filling = {
           checkpoint: await Checkpoint.begin(this.task),
-          tally: { inputs: 0, deadLetters: new Map(), outputs: new Map() },
+          tally: { inputs: 0, deadLetters: new Map(), outputs: new Map(), afterCommit: [] },
         };
       }
       filling = this.filling;
+      settlement = settled.map((s) => s.settlement());
       try {
         await filling.checkpoint.add({
           sinkWrites: ctx.sinkWrites,
           state: [...ctx.changes.values()],
-          outputs: ctx.outputs,
+          outputs: [...ctx.outputs, ...settlement.flatMap((s) => s.records)],
           offsets: nextOffsets(polled),
         });
       } catch (e) {
@@ -487,6 +515,7 @@ export class ProcessorTask {
     }
     const { checkpoint, tally } = filling;
     tally.inputs += polled.length;
+    for (const s of settlement) tally.afterCommit.push(...s.committed);
     for (const [code, n] of ctx.deadLettered)
       tally.deadLetters.set(code, (tally.deadLetters.get(code) ?? 0) + n);
     for (const o of ctx.outputs) tally.outputs.set(o.topic, (tally.outputs.get(o.topic) ?? 0) + 1);
@@ -528,6 +557,7 @@ export class ProcessorTask {
     for (const [topic, n] of tally.outputs) m.recordsOut.inc({ ...labels, topic }, n);
     for (const [code, n] of tally.deadLetters) m.deadLetters.inc({ ...labels, code }, n);
     m.transactionSeconds.observe(labels, (performance.now() - begunAt) / 1000);
+    for (const done of tally.afterCommit) done();
   }
 
   async close(): Promise<void> {
@@ -535,6 +565,9 @@ export class ProcessorTask {
     await this.task?.close();
   }
 }
+
+/** Adds an input's scope to the step that finishes it (see InputScope). */
+type Settle = (scope: InputScope | undefined) => void;
 
 /** Inputs by partition number (their scope), each in the order polled. */
 function byPartition(inputs: readonly InputRecord[]): Map<number, InputRecord[]> {

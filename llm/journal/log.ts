@@ -1,4 +1,6 @@
 import { LlmJournalReply } from '../../schemas/llm.js';
+import { inputScope } from '../../topology/input-scope.js';
+import { GLOBAL, partitionForKey } from '../../topology/records.js';
 import type { Runtime } from '../../topology/runtime/types.js';
 import type { TopicSpec } from '../../topology/topology.js';
 import type { ResponseJournal } from './journal.js';
@@ -6,63 +8,156 @@ import type { ResponseJournal } from './journal.js';
 /**
  * The response journal as a compacted topic of the log, on either runtime: each reply appended
  * the moment it arrives (outside any step's transaction: on Kafka by the idempotent producer, on
- * the embedded log in its own SQLite transaction), keyed by request key, and read whole at start.
- * Compaction keeps one reply per key, so a restarted worker, here or on another machine, finds
- * every reply that arrived and pays again only for calls whose replies had not.
+ * the embedded log in its own SQLite transaction), keyed by request key, in the partition of the
+ * input it serves (the pipeline's topics have as many partitions as this one).
  *
- * One partition: a worker restores the whole journal. Placing each reply with the input
- * partition it serves, so a worker restores only its own, comes with scale-out.
+ * A reply is needed until the step that used it commits: its tombstone (the value `null`) joins
+ * that step's transaction (topology/input-scope.ts), so compaction removes both and the journal
+ * holds the work in flight, not the history. After a kill -9 a restarted worker finds every reply
+ * that arrived for inputs not yet committed, and pays again only for calls whose replies had not.
+ * A worker reads a partition of the journal the first time one of its inputs asks for a reply:
+ * only the partitions it works on.
  */
 export const JOURNAL_TOPIC: TopicSpec = {
   name: 'llm.journal',
-  partitions: 1,
+  partitions: 4,
   compacted: true,
   retentionMs: null,
   schema: 'llm-reply',
-  description: 'LLM replies by request key, appended as they arrive (the response journal)',
+  description:
+    'LLM replies of the inputs in flight, by request key, in their input partition (the response journal)',
 };
 
+/** A reply's tombstone: JSON null, as the compacted topic's value (see topology/runtime/embedded.ts TOMBSTONE). */
+const TOMBSTONE = 'null';
+
+/** What reading one partition of the journal found. */
+export interface JournalRestore {
+  readonly partition: number;
+  /** Replies still pending (no tombstone after them). */
+  readonly replies: number;
+  /** Records that are no reply (not JSON, another layout, no key): misses, their calls are made again. */
+  readonly unreadable: number;
+}
+
 export class LogJournal implements ResponseJournal {
+  /** Replies by request key: of the partitions read, those not settled yet, and this process's own. */
+  private readonly replies = new Map<string, LlmJournalReply>();
+  /** Per journal partition, its reading (started on first use). */
+  private readonly restored = new Map<number, Promise<void> | true>();
+  /** Records read that are no reply, over the partitions read so far. */
+  unreadable = 0;
+
   private constructor(
     private readonly runtime: Runtime,
-    private readonly replies: Map<string, LlmJournalReply>,
-    /** Records read at open that are no reply (not JSON, another layout, no key): misses, for `run` to report. */
-    readonly unreadable: number,
+    private readonly topic: string,
+    private readonly partitions: number,
+    private readonly onRestore: (restore: JournalRestore) => void,
   ) {}
 
-  /** Reads the journal topic to its end; the topic must exist (ensureTopics). */
-  static async open(runtime: Runtime, topic = JOURNAL_TOPIC.name): Promise<LogJournal> {
-    const replies = new Map<string, LlmJournalReply>();
-    let unreadable = 0;
-    for (const [partition, end] of (await runtime.endOffsets(topic)).entries()) {
-      for (let from = 0; from < end; ) {
-        const records = await runtime.read(topic, partition, from, 5000);
-        if (records.length === 0) break;
-        for (const r of records) {
-          // A reply of an older layout is a miss: the call is made again and journaled anew. So
-          // is anything else a producer put here by hand (no key, not JSON): the journal is a
-          // cache, and a record it cannot use must not keep `run` from starting.
-          const parsed = r.key === null ? null : LlmJournalReply.safeParse(parseJson(r.value));
-          if (parsed?.success) replies.set(r.key!, parsed.data);
-          else unreadable++;
-        }
-        from = records[records.length - 1]!.offset + 1;
-      }
-    }
-    return new LogJournal(runtime, replies, unreadable);
+  /** The journal on `topic`, which must exist (ensureTopics); nothing is read until a reply is asked for. */
+  static async open(
+    runtime: Runtime,
+    opts: { topic?: string; onRestore?: (restore: JournalRestore) => void } = {},
+  ): Promise<LogJournal> {
+    const topic = opts.topic ?? JOURNAL_TOPIC.name;
+    const partitions = (await runtime.endOffsets(topic)).length;
+    return new LogJournal(runtime, topic, partitions, opts.onRestore ?? (() => {}));
   }
 
+  /** Replies held in memory. */
   get size(): number {
     return this.replies.size;
   }
 
-  get(key: string): LlmJournalReply | undefined {
-    return this.replies.get(key);
+  get(key: string): LlmJournalReply | undefined | Promise<LlmJournalReply | undefined> {
+    const partition = this.partitionOf(key);
+    const found = () => {
+      const reply = this.replies.get(key);
+      if (reply) this.settle(key, partition);
+      return reply;
+    };
+    const restoring = this.restore(partition);
+    return restoring === true ? found() : restoring.then(found);
   }
 
   async put(key: string, reply: LlmJournalReply): Promise<void> {
-    await this.runtime.append([{ topic: JOURNAL_TOPIC.name, key, value: JSON.stringify(reply) }]);
+    const partition = this.partitionOf(key);
+    await this.runtime.append([{ topic: this.topic, key, value: JSON.stringify(reply), partition }]);
     this.replies.set(key, reply);
+    this.settle(key, partition);
+  }
+
+  /**
+   * The journal partition of a reply: its input's partition, or outside any input (a call made
+   * by hand, a test) the key's, as the log would place it.
+   */
+  private partitionOf(key: string): number {
+    const scope = inputScope();
+    return scope && scope.partition !== GLOBAL
+      ? scope.partition % this.partitions
+      : partitionForKey(key, this.partitions);
+  }
+
+  /** Once the step of the input that used the reply commits, the reply leaves the journal. */
+  private settle(key: string, partition: number): void {
+    const scope = inputScope();
+    if (!scope) return;
+    scope.settleWith(
+      `${this.topic}\u0000${key}`,
+      {
+        topic: this.topic,
+        key,
+        value: TOMBSTONE,
+        partition,
+        ...(scope.partition === GLOBAL ? {} : { from: scope.partition }),
+      },
+      () => this.replies.delete(key),
+    );
+  }
+
+  /** Reads a partition once; `true` once it has been read. */
+  private restore(partition: number): Promise<void> | true {
+    let restoring = this.restored.get(partition);
+    if (!restoring) {
+      restoring = this.read(partition).then(
+        () => void this.restored.set(partition, true),
+        (err) => {
+          // Read again at the next ask: a log that failed once (a broker restarting) may answer then.
+          this.restored.delete(partition);
+          throw err;
+        },
+      );
+      this.restored.set(partition, restoring);
+    }
+    return restoring;
+  }
+
+  private async read(partition: number): Promise<void> {
+    const end = (await this.runtime.endOffsets(this.topic))[partition] ?? 0;
+    const pending = new Map<string, LlmJournalReply>();
+    let unreadable = 0;
+    for (let from = 0; from < end; ) {
+      const records = await this.runtime.read(this.topic, partition, from, 5000);
+      if (records.length === 0) break;
+      for (const r of records) {
+        if (r.key !== null && r.value === TOMBSTONE) {
+          pending.delete(r.key);
+          continue;
+        }
+        // A reply of an older layout is a miss: the call is made again and journaled anew. So
+        // is anything else a producer put here by hand (no key, not JSON): the journal is a
+        // cache, and a record it cannot use must not keep `run` from starting.
+        const parsed = r.key === null ? null : LlmJournalReply.safeParse(parseJson(r.value));
+        if (parsed?.success) pending.set(r.key!, parsed.data);
+        else unreadable++;
+      }
+      from = records[records.length - 1]!.offset + 1;
+    }
+    // A reply this process journaled while the partition was being read is newer than what was read.
+    for (const [key, reply] of pending) if (!this.replies.has(key)) this.replies.set(key, reply);
+    this.unreadable += unreadable;
+    this.onRestore({ partition, replies: pending.size, unreadable });
   }
 }
 

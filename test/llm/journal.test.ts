@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import { JOURNAL_TOPIC, LogJournal } from '../../llm/index.js';
+import type { JournalRestore } from '../../llm/journal/log.js';
+import type { LlmJournalReply } from '../../schemas/llm.js';
+import { InputScope, inScope } from '../../topology/input-scope.js';
+import { EmbeddedRuntime } from '../../topology/runtime/embedded.js';
+
+const reply = (n: number): LlmJournalReply => ({
+  content: `{"answer":${n}}`,
+  model: 'test-model',
+  usage: { inputTokens: 10, outputTokens: 5 },
+  truncated: false,
+});
+
+async function journalOn(runtime: EmbeddedRuntime) {
+  const restores: JournalRestore[] = [];
+  const journal = await LogJournal.open(runtime, { onRestore: (r) => restores.push(r) });
+  return { journal, restores };
+}
+
+/** Commits a scope's settlement as its step would: its records appended, then its callbacks. */
+async function commit(runtime: EmbeddedRuntime, scope: InputScope): Promise<void> {
+  const { records, committed } = scope.settlement();
+  await runtime.append(records);
+  for (const done of committed) done();
+}
+
+async function openLog(): Promise<EmbeddedRuntime> {
+  const runtime = EmbeddedRuntime.open(':memory:');
+  await runtime.ensureTopics([JOURNAL_TOPIC]);
+  return runtime;
+}
+
+describe('the response journal on the log', () => {
+  it("places a reply in its input's partition and reads only the partitions asked for", async () => {
+    const runtime = await openLog();
+    const { journal } = await journalOn(runtime);
+    await inScope(new InputScope(2), () => journal.put('k2', reply(2)));
+    await inScope(new InputScope(7), () => journal.put('k7', reply(7)));
+    expect((await runtime.read(JOURNAL_TOPIC.name, 2, 0, 10)).map((r) => r.key)).toEqual(['k2']);
+    // More input partitions than journal partitions: modulo.
+    expect((await runtime.read(JOURNAL_TOPIC.name, 3, 0, 10)).map((r) => r.key)).toEqual(['k7']);
+
+    const reopened = await journalOn(runtime);
+    expect(await inScope(new InputScope(2), () => reopened.journal.get('k2'))).toEqual(reply(2));
+    expect(reopened.restores.map((r) => r.partition)).toEqual([2]);
+    // A reply of a partition this worker does not work on is not restored, nor found from another.
+    expect(await inScope(new InputScope(1), () => reopened.journal.get('k7'))).toBeUndefined();
+    expect(reopened.restores.map((r) => r.partition)).toEqual([2, 1]);
+    await runtime.close();
+  });
+
+  it('holds only replies whose step has not committed: settled ones leave memory and, compacted, the log', async () => {
+    const runtime = await openLog();
+    const { journal } = await journalOn(runtime);
+    const settledScope = new InputScope(0);
+    const pendingScope = new InputScope(0);
+    for (let i = 0; i < 1000; i++) await inScope(settledScope, () => journal.put(`done-${i}`, reply(i)));
+    await inScope(pendingScope, () => journal.put('pending', reply(-1)));
+    expect(journal.size).toBe(1001);
+    // The committed step's tombstones: one per reply it used, in the reply's partition.
+    const { records } = settledScope.settlement();
+    expect(records).toHaveLength(1000);
+    expect(records.every((r) => r.value === 'null' && r.partition === 0 && r.from === 0)).toBe(true);
+    await commit(runtime, settledScope);
+    expect(journal.size).toBe(1);
+
+    // A restart: only the pending reply comes back, and after compaction only it is read.
+    expect(await runtime.maintain()).toBe(2000);
+    const { journal: restarted, restores } = await journalOn(runtime);
+    expect(await inScope(new InputScope(0), () => restarted.get('pending'))).toEqual(reply(-1));
+    expect(await inScope(new InputScope(0), () => restarted.get('done-1'))).toBeUndefined();
+    expect(restores).toEqual([{ partition: 0, replies: 1, unreadable: 0 }]);
+    expect((await runtime.read(JOURNAL_TOPIC.name, 0, 0, 10_000)).map((r) => r.key)).toEqual(['pending']);
+    await runtime.close();
+  });
+
+  it('a hit settles with the step that used it: the replay after a kill pays nothing, then the reply goes', async () => {
+    const runtime = await openLog();
+    const { journal } = await journalOn(runtime);
+    await inScope(new InputScope(1), () => journal.put('k', reply(1)));
+    // Killed before the step committed: the replayed input finds the reply and settles it.
+    const { journal: restarted } = await journalOn(runtime);
+    const replay = new InputScope(1);
+    expect(await inScope(replay, () => restarted.get('k'))).toEqual(reply(1));
+    await commit(runtime, replay);
+    expect(restarted.size).toBe(0);
+    const after = (await journalOn(runtime)).journal;
+    expect(await inScope(new InputScope(1), () => after.get('k'))).toBeUndefined();
+    await runtime.close();
+  });
+
+  it('skips records of another layout, without a key, and tombstones of unknown keys; counts the unreadable', async () => {
+    const runtime = await openLog();
+    await runtime.append([
+      { topic: JOURNAL_TOPIC.name, key: 'old', value: '{"text":"a reply of an old layout"}', partition: 0 },
+      { topic: JOURNAL_TOPIC.name, key: null, value: JSON.stringify(reply(0)), partition: 0 },
+      { topic: JOURNAL_TOPIC.name, key: 'garbage', value: 'not json', partition: 0 },
+      { topic: JOURNAL_TOPIC.name, key: 'never-journaled', value: 'null', partition: 0 },
+      { topic: JOURNAL_TOPIC.name, key: 'good', value: JSON.stringify(reply(5)), partition: 0 },
+    ]);
+    const { journal, restores } = await journalOn(runtime);
+    expect(await inScope(new InputScope(0), () => journal.get('old'))).toBeUndefined();
+    expect(await inScope(new InputScope(0), () => journal.get('good'))).toEqual(reply(5));
+    expect(restores).toEqual([{ partition: 0, replies: 1, unreadable: 3 }]);
+    expect(journal.unreadable).toBe(3);
+    await runtime.close();
+  });
+
+  it('outside any input (a call by hand) a reply goes where its key hashes, and stays', async () => {
+    const runtime = await openLog();
+    const { journal } = await journalOn(runtime);
+    await journal.put('by-hand', reply(3));
+    const { journal: reopened } = await journalOn(runtime);
+    expect(await reopened.get('by-hand')).toEqual(reply(3));
+    await runtime.close();
+  });
+});
