@@ -220,6 +220,44 @@ describe('pollers through upstream outages', () => {
     await restarted.close();
   });
 
+  it('5xx and time-outs past the HTTP retries stall the poller with the cursor kept, then it reads on', async () => {
+    let fault: 'unavailable' | 'slow' | null = 'unavailable';
+    const route: Route = (req, s) =>
+      fault === 'unavailable'
+        ? { status: 503, body: '<html>Service Unavailable</html>' }
+        : fault === 'slow'
+          ? { ...biorxivRoute(req, s), delayMs: 400 }
+          : biorxivRoute(req, s);
+    const { clock, task, biorxiv, articles, deadLetters } = await setup(route);
+    const ingest = await task();
+    const first = await pollAll(ingest, [biorxiv()], { ...once, now: clock.now });
+    expect(first.stalled[0]!.stalled.reason).toMatch(/: HTTP 503 after 2 attempts$/);
+    fault = 'slow';
+    const config = PollerConfig.parse({ kind: 'biorxiv', since: '2024-03-04' });
+    const impatient = configuredPoller(
+      config,
+      createBiorxivPoller({
+        ...config,
+        baseUrl: api!.url,
+        requestsPerSecond: 1000,
+        http: { backoffMs: 1, maxBackoffMs: 2, retries: 1, timeoutMs: 100 },
+        limiter: new HostRateLimiter(),
+        now: clock.now,
+      }),
+    );
+    const second = await pollAll(ingest, [impatient], { ...once, now: clock.now });
+    expect(second.stalled[0]!.stalled).toMatchObject({
+      attempts: 2,
+      reason: expect.stringMatching(/: timed out after 2 attempts$/),
+    });
+    fault = null;
+    const third = await pollAll(ingest, [biorxiv()], { ...once, now: clock.now });
+    expect(third.stalled).toEqual([]);
+    expect(await articles()).toHaveLength(5);
+    expect(await deadLetters()).toEqual([]);
+    await ingest.close();
+  });
+
   it('a half-valid page: valid records become articles, each invalid one a dead letter with its position, and the cursor moves past the page', async () => {
     const route: Route = (req, s) => {
       if (!req.path.endsWith('/2024-03-04/0/json')) return biorxivRoute(req, s);
