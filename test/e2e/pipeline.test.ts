@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GradedQa } from '../../schemas/qa.js';
 import { openRuntime } from '../../topology/runtime/open.js';
 import { readAll } from '../conformance/suite.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
@@ -53,13 +54,18 @@ describe('the pipeline end to end (embedded, test LLM server)', () => {
     const classified = await topic(ws, 'qa.classified');
     expect(classified.length).toBe(c['qa.classified']);
     expect(classified.length).toBeGreaterThan(5);
-    // One article is in the fixtures twice: its candidates are graded once, the repeats dead letters.
+    // One article is in the fixtures twice: its candidates are graded once, the repeats rejected
+    // as duplicates of themselves, not dead letters (no operator need look at them).
     const classifiedIds = classified.map((r) => (r.value as { candidate: { id: string } }).candidate.id);
     expect(new Set(classifiedIds).size).toBe(classifiedIds.length);
-    const repeats = (await topic(ws, 'dlq')).filter((r) =>
-      (r.value as { reason: string }).reason.includes('graded already'),
-    );
+    const repeats = (await topic(ws, 'qa.rejected'))
+      .map((r) => r.value as GradedQa)
+      .filter((g) => g.grade.duplicateOf === g.candidate.id);
     expect(repeats.length).toBeGreaterThan(0);
+    for (const { grade } of repeats) expect(grade.codes).toEqual(['duplicate']);
+    expect((await topic(ws, 'dlq')).map((r) => (r.value as { code: string }).code)).not.toContain(
+      'duplicate',
+    );
     const ids = new Set(articles.map((a) => (a.value as { id: string }).id));
     for (const { value } of classified) {
       const qa = value as {
@@ -70,7 +76,10 @@ describe('the pipeline end to end (embedded, test LLM server)', () => {
           generatedBy: { model: string; promptVersion: string };
         };
         grade: { gradedBy: { model: string; promptVersion: string } };
-        classification: { labels: { category: string }[]; classifiedBy: { promptVersion: string } };
+        classification: {
+          labels: { category: string; confidence: number }[];
+          classifiedBy: { promptVersion: string };
+        };
       };
       expect(ids.has(qa.candidate.articleId)).toBe(true);
       expect(qa.candidate.provenance.articleId).toBe(qa.candidate.articleId);
@@ -81,10 +90,12 @@ describe('the pipeline end to end (embedded, test LLM server)', () => {
       });
       expect(qa.grade.gradedBy.promptVersion).toMatch(/^(mcq-quality|freeform-grade)-v\d+$/);
       expect(qa.classification.classifiedBy.promptVersion).toMatch(/^classify-v\d+$/);
-      expect(qa.classification.labels.length).toBeGreaterThan(0);
+      // Labels under classify.minConfidence are dropped (a QA may be left with none: unlabelled).
+      for (const label of qa.classification.labels) expect(label.confidence).toBeGreaterThanOrEqual(0.5);
     }
     for (const { value } of await topic(ws, 'qa.rejected')) {
-      expect((value as { grade: { reasons: string[] } }).grade.reasons.length).toBeGreaterThan(0);
+      expect((value as GradedQa).grade.reasons.length).toBeGreaterThan(0);
+      expect((value as GradedQa).grade.codes.length).toBeGreaterThan(0);
     }
     // The context-bound questions the test model writes are refused by the checks, with that reason.
     const reasons = (await topic(ws, 'qa.rejected')).flatMap(
