@@ -1,16 +1,21 @@
 import json
 
+import numpy as np
 import pytest
 
 from bioalchemy_client import compute_score, score
 from conftest import REPO
 
+# The same two tables run in test/feeder/reward.test.ts: one set of rules, two languages.
 CASES = json.loads((REPO / "test" / "fixtures" / "reward-cases.json").read_text())
+ADVERSARIAL = json.loads((REPO / "test" / "fixtures" / "reward-adversarial.json").read_text())
+ORGANELLES = ["Mitochondria", "Ribosome", "Golgi apparatus", "Nucleus"]
 
 
-def test_the_table_has_forty_cases_of_both_kinds():
-    assert len(CASES) >= 40
-    assert {c["kind"] for c in CASES} == {"mcq", "free-form"}
+def test_the_tables_cover_both_kinds_right_and_wrong():
+    assert len(CASES) >= 60
+    assert {(c["kind"], c["score"]) for c in CASES} == {("mcq", 0), ("mcq", 1), ("free-form", 0), ("free-form", 1)}
+    assert len(ADVERSARIAL) >= 100 and "score" not in ADVERSARIAL[0]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["note"] for c in CASES])
@@ -20,8 +25,38 @@ def test_same_rules_as_typescript(case):
     assert r["score"] == case["score"], r["reason"]
 
 
-def test_compute_score_has_verls_signature():
-    extra = {"kind": "mcq", "options": ["a", "b", "c", "d"]}
-    assert compute_score("bioalchemy", "Answer: C", "C", extra) == 1.0
-    assert compute_score("bioalchemy", "\\boxed{B}", "C", extra) == 0.0
+@pytest.mark.parametrize("row", ADVERSARIAL, ids=[r["note"] for r in ADVERSARIAL])
+def test_outputs_built_to_game_the_reward_score_0(row):
+    r = score(row["kind"], row["ground_truth"], row["output"], options=row["options"],
+              aliases=row.get("aliases", []))
+    assert r["score"] == 0, r["reason"]
+
+
+def test_compute_score_reads_the_ground_truth_of_current_rows_without_extra_info():
+    truth = {"answer": "C", "kind": "mcq", "options": ORGANELLES, "aliases": ["Golgi apparatus"]}
+    assert compute_score("bioalchemy", "The answer is the Golgi apparatus.", truth) == 1.0
+    assert compute_score("bioalchemy", "\\boxed{B}", truth) == 0.0
+    free = {"answer": "deoxyribonucleic acid (DNA)", "kind": "free-form", "options": [],
+            "aliases": ["deoxyribonucleic acid", "DNA"]}
+    assert compute_score("bioalchemy", "\\boxed{DNA}", free) == 1.0
+
+
+def test_compute_score_takes_numpy_arrays_as_pandas_reads_parquet():
+    # pandas gives list columns inside structs as numpy arrays; `x or []` on one raises
+    # "The truth value of an array with more than one element is ambiguous".
+    truth = {"answer": "C", "kind": "mcq", "options": np.array(ORGANELLES, dtype=object),
+             "aliases": np.array(["Golgi apparatus"], dtype=object)}
+    assert compute_score("bioalchemy", "Golgi apparatus", truth) == 1.0
+    assert compute_score("bioalchemy", "Ribosome", truth, {"options": np.array(ORGANELLES, dtype=object)}) == 0.0
+    empty = {"answer": "increase", "kind": "free-form", "options": np.array([], dtype=object),
+             "aliases": np.array([], dtype=object)}
+    assert compute_score("bioalchemy", "It will increase.", empty) == 1.0
+
+
+def test_compute_score_keeps_the_old_row_shape():
+    extra = {"kind": "mcq", "options": np.array(ORGANELLES, dtype=object)}
+    assert compute_score("bioalchemy", "Answer: c", "C", extra) == 1.0
+    assert compute_score("bioalchemy", "Golgi apparatus", "C", extra) == 1.0
+    assert compute_score("bioalchemy", "\\boxed{B}", "C", {"kind": "mcq", "options": ["a", "b", "c", "d"]}) == 0.0
     assert compute_score("bioalchemy", "\\boxed{mitochondria}", "Mitochondria") == 1.0
+    assert compute_score("bioalchemy", "\\boxed{C}", "C") == 1.0
