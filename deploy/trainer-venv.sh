@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates the trainer venv, .deploy/trainer-venv, for the tests that run real trainers on the feeder
-# (test/feeder/trainers.test.ts: TRL's GRPOTrainer and verl's dataset and reward hooks).
+# (test/services/trainers.test.ts: TRL's GRPOTrainer and verl's dataset and reward hooks).
 #   deploy/trainer-venv.sh          prints the venv's python last
 # Everything comes from PyPI, the one registry reachable here, so torch is the default wheel with its
 # CUDA libraries (about 6 GB installed); the CPU-only wheel lives on download.pytorch.org.

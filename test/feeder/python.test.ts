@@ -9,7 +9,7 @@ const PYTHON = '.deploy/py-venv/bin/python';
 describe('python client', () => {
   it('passes its pytest suite: reward table, lease/ack/extend, exports in pyarrow and datasets, the GRPO smoke run killed and restarted', () => {
     expect(existsSync(PYTHON), `${PYTHON} missing: python3 -m venv .deploy/py-venv (see .ci/run)`).toBe(true);
-    // test_trl.py and test_verl.py need torch, TRL and verl: test/feeder/trainers.test.ts runs them in the trainer venv.
+    // test_trl.py and test_verl.py need torch, TRL and verl: test/services/trainers.test.ts runs them in the trainer venv.
     const trainerSuites = ['test_trl.py', 'test_verl.py'].map((f) => `--ignore=clients/python/tests/${f}`);
     const r = spawnSync(
       PYTHON,

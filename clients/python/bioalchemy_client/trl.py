@@ -27,7 +27,9 @@ run would need its own rank's stream, which accelerate's sharding of an iterable
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Callable, Iterator, Optional
 
 from .client import Batch, FeederClient
@@ -129,6 +131,19 @@ class FeederFeed:
             if not batch.pending:
                 del self.held[batch_id]
 
+    def extend_expiring(self, margin_s: float, now: Optional[datetime] = None) -> int:
+        """Extends every held lease that ends within `margin_s` (by the client's lease_ms, else the
+        feeder's leaseMs): a batch read one step at a time outlives its first lease when its steps
+        are slow. Returns how many were extended."""
+        now = now or datetime.now(timezone.utc)
+        extended = 0
+        for batch in self.held.values():
+            deadline = datetime.fromisoformat(batch.lease_deadline.replace("Z", "+00:00"))
+            if batch.pending and (deadline - now).total_seconds() < margin_s:
+                self.client.extend(batch, self.client.lease_ms)
+                extended += 1
+        return extended
+
     def release_untrained(self) -> None:
         """Gives back every held batch's unacked slots (fetched ahead, or dropped by the trainer)."""
         for batch in self.held.values():
@@ -197,7 +212,12 @@ def _make_callback(feed: FeederFeed):
     from transformers import TrainerCallback
 
     class FeederCallback(TrainerCallback):
-        """Acks after each optimizer step what it trained; at the end, releases what was not trained."""
+        """Acks after each optimizer step what it trained, extends the leases that would end within
+        three of the slowest steps seen; at the end, releases what was not trained."""
+
+        def __init__(self):
+            self.last_step_at: Optional[float] = None
+            self.slowest_step_s = 0.0
 
         def on_train_begin(self, args, state, control, **kwargs):
             if getattr(args, "shuffle_dataset", False):
@@ -212,6 +232,11 @@ def _make_callback(feed: FeederFeed):
             micro = getattr(args, "steps_per_generation", None) or args.gradient_accumulation_steps
             cycle = max(1, math.ceil(micro * getattr(args, "num_iterations", 1) / args.gradient_accumulation_steps))
             feed.ack_trained(state.global_step - cycle + 1, state.global_step)
+            now = time.monotonic()
+            if self.last_step_at is not None:
+                self.slowest_step_s = max(self.slowest_step_s, now - self.last_step_at)
+            self.last_step_at = now
+            feed.extend_expiring(3 * self.slowest_step_s)
 
         def on_train_end(self, args, state, control, **kwargs):
             feed.release_untrained()

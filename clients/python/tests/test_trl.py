@@ -1,6 +1,6 @@
 """TRL's GRPOTrainer on the feeder, on the CPU, with a tiny Qwen2 built here.
 
-Run in the trainer venv (deploy/trainer-venv.sh) by test/feeder/trainers.test.ts against a feeder
+Run in the trainer venv (deploy/trainer-venv.sh) by test/services/trainers.test.ts against a feeder
 served by `bioalchemy run` (BIOALCHEMY_FEEDER_URL); run alone, against a fixture feeder it starts."""
 
 import json
@@ -106,3 +106,23 @@ def test_refuses_the_shuffle_buffer(feeder_url, tmp_path):
     with pytest.raises(ValueError, match="shuffle_dataset=False"):
         grpo_trainer(feed, tmp_path, max_steps=1, shuffle_dataset=True).train()
     assert feed.held_items() == 0
+
+
+def test_extends_the_held_leases_that_would_end_within_the_margin(feeder_url):
+    from datetime import datetime, timedelta
+
+    feed = FeederFeed(FeederClient(feeder_url, run=run_name("trl-extend"), batch_size=BATCH, lease_ms=60_000))
+    next(feed.rows())  # the trainer reads the first item: one batch leased
+    [batch] = feed.held.values()
+
+    def deadline():
+        return datetime.fromisoformat(batch.lease_deadline.replace("Z", "+00:00"))
+
+    first = deadline()
+    assert feed.extend_expiring(margin_s=30) == 0  # a minute left
+    # Seen from 10 s before the deadline (a slow step later), it is extended by the client's lease
+    # time (raised here to two minutes, so the new deadline is a minute past the first).
+    feed.client.lease_ms = 120_000
+    assert feed.extend_expiring(margin_s=30, now=first - timedelta(seconds=10)) == 1
+    assert deadline() >= first + timedelta(seconds=50)
+    feed.release_untrained()

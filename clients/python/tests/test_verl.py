@@ -2,7 +2,7 @@
 verl's sampler, collate_fn and StatefulDataLoader; compute_score through get_custom_reward_fn, which
 loads it with load_extern_object (reward.custom_reward_function).
 
-Run in the trainer venv (deploy/trainer-venv.sh) by test/feeder/trainers.test.ts against a feeder
+Run in the trainer venv (deploy/trainer-venv.sh) by test/services/trainers.test.ts against a feeder
 served by `bioalchemy run` (BIOALCHEMY_FEEDER_URL); run alone, against a fixture feeder it starts."""
 
 import os

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { BIN, cli, workspace } from '../e2e/helpers.js';
 import { classifiedOf } from '../sampler/classified.js';
 import { generateItems } from '../sampler/generated.js';
-import { clickHouseServer, type ServerDatabase } from '../services/clickhouse-server.js';
+import { clickHouseServer, type ServerDatabase } from './clickhouse-server.js';
 
 // Real trainers on `bioalchemy run`: TRL's GRPOTrainer (CPU, a tiny Qwen2 built from a config) and
 // verl's dataset and reward hooks, from the Python suites clients/python/tests/test_{trl,verl}.py,
@@ -58,16 +58,26 @@ describe('real trainers on the feeder of bioalchemy run', () => {
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk;
     });
-    feederUrl = await until('the feeder API', async () => {
-      const line = stderr.split('\n').find((l) => l.includes('"msg":"feeder API"'));
-      return line ? (JSON.parse(line) as { url: string }).url : undefined;
-    });
+    // On two shared cores `run` may take a while to start; if it stops instead, say why.
+    feederUrl = await until(
+      'the feeder API',
+      async () => {
+        if (child.exitCode !== null) throw new Error(`run exited ${child.exitCode}: ${stderr.slice(-3000)}`);
+        const line = stderr.split('\n').find((l) => l.includes('"msg":"feeder API"'));
+        return line ? (JSON.parse(line) as { url: string }).url : undefined;
+      },
+      150_000,
+    );
     // The sampler's mix reaches the feeder.
-    await until('a mix selecting items', async () => {
-      const s = (await (await fetch(`${feederUrl}/v1/status`)).json()) as { selected: number };
-      return s.selected > 0 ? s : undefined;
-    });
-  }, 180_000);
+    await until(
+      'a mix selecting items',
+      async () => {
+        const s = (await (await fetch(`${feederUrl}/v1/status`)).json()) as { selected: number };
+        return s.selected > 0 ? s : undefined;
+      },
+      120_000,
+    );
+  }, 300_000);
 
   afterAll(async () => {
     if (child && child.exitCode === null) {
