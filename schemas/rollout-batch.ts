@@ -11,21 +11,32 @@ export const RewardKind = z.enum(['mcq', 'free-form']);
 export type RewardKind = z.infer<typeof RewardKind>;
 
 /**
+ * What a reward needs to grade an output, in one value: verl passes only reward_model.ground_truth
+ * to a reward function when it has no extra_info (main_eval), so the options travel in it.
+ */
+export const GroundTruth = z.object({
+  answer: z.string().min(1).describe('the option letter (MCQ) or the short canonical answer'),
+  kind: RewardKind,
+  options: z.array(z.string()).describe('MCQ options in letter order; empty for free-form'),
+  aliases: z
+    .array(z.string())
+    .describe('other accepted forms: the right option\'s text (MCQ); both sides of "long form (SHORT)"'),
+});
+export type GroundTruth = z.infer<typeof GroundTruth>;
+
+/**
  * One training item as one superset row that verl, TRL and Hugging Face `datasets` read as-is:
  * verl's columns (data_source, prompt, ability, reward_model, extra_info), the flat ground_truth /
- * answer / solution that TRL reward functions take as keyword arguments, and what our reward
- * needs (extra_info.kind, extra_info.options).
+ * answer / solution that TRL reward functions take as keyword arguments. ground_truth is the same
+ * GroundTruth as reward_model.ground_truth; answer is its plain string.
  */
 export const RolloutItem = z.object({
   data_source: z.string().min(1),
   prompt: z.array(ChatMessage).min(1).describe('chat messages, rendered from the per-kind template'),
   ability: z.string().min(1),
-  reward_model: z.object({
-    style: z.literal('rule'),
-    ground_truth: z.string().min(1).describe('the option letter (MCQ) or the short canonical answer'),
-  }),
-  ground_truth: z.string().min(1),
-  answer: z.string().min(1),
+  reward_model: z.object({ style: z.literal('rule'), ground_truth: GroundTruth }),
+  ground_truth: GroundTruth,
+  answer: z.string().min(1).describe('the option letter (MCQ) or the short canonical answer'),
   solution: z.string().min(1).describe('the reference answer as a final-answer line: "Answer: C"'),
   extra_info: z.object({
     index: z.number().int().nonnegative().describe('position in the epoch (feeder) or in the file (export)'),

@@ -56,6 +56,12 @@ export function writeVerlParquet(rows: readonly RolloutItem[], path: string): vo
     field('grade', grade),
     field('copy', new Int32()),
   ]);
+  const truth = new Struct([
+    field('answer', utf8()),
+    field('kind', utf8()),
+    field('options', strings()),
+    field('aliases', strings()),
+  ]);
   const column = <T>(pick: (r: RolloutItem) => T, type: ConstructorParameters<typeof Field>[1]) =>
     vectorFromArray(rows.map(pick), type as never);
   const table = new Table({
@@ -64,10 +70,10 @@ export function writeVerlParquet(rows: readonly RolloutItem[], path: string): vo
     ability: column((r) => r.ability, utf8()),
     reward_model: column(
       (r) => r.reward_model,
-      new Struct([field('style', utf8()), field('ground_truth', utf8())]),
+      new Struct([field('style', utf8()), field('ground_truth', truth)]),
     ),
     extra_info: column((r) => r.extra_info, extra),
-    ground_truth: column((r) => r.ground_truth, utf8()),
+    ground_truth: column((r) => r.ground_truth, truth),
     answer: column((r) => r.answer, utf8()),
     solution: column((r) => r.solution, utf8()),
   });

@@ -1,6 +1,7 @@
 import type { PromptTemplates } from '../../schemas/feeder.js';
 import type { ClassifiedQa } from '../../schemas/qa.js';
-import type { ChatMessage, RolloutItem } from '../../schemas/rollout-batch.js';
+import type { ChatMessage, GroundTruth, RolloutItem } from '../../schemas/rollout-batch.js';
+import { acceptedForms } from '../reward.js';
 
 /** What the feeder and the exports keep of a classified QA: enough to select it and to render its row. */
 export interface PoolItem {
@@ -49,6 +50,18 @@ export function promptOf(item: PoolItem, templates: PromptTemplates): ChatMessag
   ];
 }
 
+/**
+ * An item's ground truth as rows carry it. Aliases: the right option's text (MCQ), or the other
+ * forms the reward accepts for a free-form answer ("deoxyribonucleic acid (DNA)" gives both sides).
+ */
+export function groundTruthOf(item: PoolItem): GroundTruth {
+  const aliases =
+    item.kind === 'mcq'
+      ? item.options.filter((_, i) => LETTERS[i] === item.answer)
+      : acceptedForms(item.answer, []).filter((f) => f !== item.answer.trim());
+  return { answer: item.answer, kind: item.kind, options: [...item.options], aliases };
+}
+
 export interface RowSettings {
   readonly templates: PromptTemplates;
   readonly dataSource: string;
@@ -61,12 +74,13 @@ export function rolloutRow(
   settings: RowSettings,
   at: { index: number; split: 'train' | 'heldout'; copy: number },
 ): RolloutItem {
+  const groundTruth = groundTruthOf(item);
   return {
     data_source: settings.dataSource,
     prompt: promptOf(item, settings.templates),
     ability: settings.ability,
-    reward_model: { style: 'rule', ground_truth: item.answer },
-    ground_truth: item.answer,
+    reward_model: { style: 'rule', ground_truth: groundTruth },
+    ground_truth: groundTruth,
     answer: item.answer,
     solution: `Answer: ${item.answer}`,
     extra_info: {

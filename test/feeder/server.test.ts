@@ -65,7 +65,7 @@ describe('feeder HTTP API', () => {
     const batch = RolloutBatch.parse(lease.batch);
     expect(batch.items).toHaveLength(3);
     const item = batch.items[0]!;
-    expect(item.reward_model.ground_truth).toBe(item.ground_truth);
+    expect(item.reward_model.ground_truth).toEqual(item.ground_truth);
     expect(item.prompt.at(-1)!.content).toContain(
       item.extra_info.kind === 'mcq' ? 'A) Mitochondria' : 'Question',
     );

@@ -75,7 +75,7 @@ def main(argv=None):
             p /= p.sum()
             picks = rng.choice(n, size=ROLLOUTS, p=p)
             outputs = [FORMATS[k % len(FORMATS)].format("ABCDEFGHIJ"[a]) for k, a in enumerate(picks)]
-            r = np.array([score("mcq", item["ground_truth"], o, options=info["options"])["score"] for o in outputs],
+            r = np.array([score("mcq", item["answer"], o, options=info["options"])["score"] for o in outputs],
                          dtype=float)
             adv = (r - r.mean()) / (r.std() + 1e-6)
             grad = np.zeros(n)
