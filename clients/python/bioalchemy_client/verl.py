@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from typing import Any, Optional
 
 import torch
 from torch.utils.data import Dataset
 
 # Absolute imports: verl loads this file by its path (load_extern_object), outside the package.
-from bioalchemy_client.client import Batch, FeederClient
+from bioalchemy_client.client import Batch, FeederClient, FeederError
 from bioalchemy_client.epochs import epoch_items
 from bioalchemy_client.reward import compute_score as _score
 
@@ -41,9 +42,30 @@ def _setting(feeder_config: Any, key: str) -> Optional[str]:
     return None if value is None else str(value)
 
 
+def _files(value: Any) -> list:
+    """Data files as verl takes them: one path, or a list (a ListConfig) of paths."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value]
+
+
 class FeederDataset(Dataset):
-    """A dataset class for verl's `data.custom_cls`: the constructor verl's create_rl_dataset calls
-    (the data files are not read: the feeder is the data)."""
+    """A dataset class for verl's `data.custom_cls`: the constructor verl's create_rl_dataset calls.
+    verl makes its validation set with the same class, from `data.val_files`: given those files
+    (the held-out export, `bioalchemy export --format verl-parquet --split heldout`), it is verl's
+    own RLHFDataset over them, so validation leases nothing. Given anything else (`data.train_files`
+    is not read: the feeder is the data), it leases."""
+
+    def __new__(cls, data_files=None, tokenizer=None, config=None, processor=None, max_samples: int = -1):
+        files = _files(data_files)
+        if config is not None and files and files == _files(config.get("val_files")) \
+                and files != _files(config.get("train_files")):
+            from verl.utils.dataset.rl_dataset import RLHFDataset
+
+            return RLHFDataset(data_files, tokenizer, config, processor, max_samples)
+        return super().__new__(cls)
 
     def __init__(self, data_files=None, tokenizer=None, config=None, processor=None, max_samples: int = -1):
         feeder = config.get("feeder") if config is not None else None
@@ -132,5 +154,12 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
             batch = Batch(id=feeder["batch_id"], run=feeder["run"], rank=int(feeder["rank"]), epoch=int(feeder["epoch"]),
                           index=0, attempt=1, mix_version=0, lease_id=feeder["lease_id"], lease_deadline="",
                           items=[], slots=[])
-            _tally.client(feeder).ack(batch, slots=[int(feeder["slot"])], rewards=[mean])
+            try:
+                _tally.client(feeder).ack(batch, slots=[int(feeder["slot"])], rewards=[mean])
+            except FeederError as e:
+                # A lease that ended (expired, or given back) is the feeder's to deliver again; the
+                # training goes on. Anything else (a bad request, a feeder gone) stops it.
+                if e.status != 409:
+                    raise
+                warnings.warn(f"item {feeder['batch_id']}#{feeder['slot']} not acked: {e}", stacklevel=2)
     return s

@@ -88,3 +88,43 @@ def test_feeder_settings_come_from_the_environment_when_the_config_has_none(feed
     monkeypatch.delenv("BIOALCHEMY_FEEDER_RUN")
     with pytest.raises(ValueError, match="data.feeder.run"):
         create_rl_dataset([], verl_config({}).data, tokenizer=None, processor=None)
+
+
+def test_validation_reads_the_held_out_files_and_leases_nothing(feeder_url, tmp_path):
+    import pandas as pd
+    from verl.trainer.ppo.utils import create_rl_dataset
+
+    from bioalchemy_client import FeederError
+
+    heldout = tmp_path / "heldout.parquet"
+    pd.DataFrame([{"data_source": "bioalchemy", "prompt": [{"role": "user", "content": f"Which {i}?"}],
+                   "ability": "biology", "reward_model": {"style": "rule", "ground_truth": "A"},
+                   "extra_info": {"index": i}} for i in range(3)]).to_parquet(heldout)
+    run = run_name("verl-val")
+    config = verl_config({"feeder": {"url": feeder_url, "run": run}, "train_files": "feeder",
+                          "val_files": [str(heldout)], "cache_dir": str(tmp_path / "cache")})
+    # As verl's trainer makes its validation set: the same class, over data.val_files.
+    val = create_rl_dataset(config.data.val_files, config.data, tokenizer=tiny_tokenizer(), processor=None,
+                            is_train=False)
+    assert type(val).__name__ == "RLHFDataset" and len(val) == 3
+    assert val[0]["raw_prompt"][0]["content"] == "Which 0?"
+    with pytest.raises(FeederError) as refused:
+        FeederClient(feeder_url, run=run).run_status()
+    assert refused.value.status == 404  # no lease made: the run does not exist
+    train = create_rl_dataset(config.data.train_files, config.data, tokenizer=tiny_tokenizer(), processor=None)
+    assert type(train).__name__ == "FeederDataset"
+
+
+def test_a_rollout_of_a_lease_that_ended_is_scored_and_the_training_goes_on(feeder_url):
+    from verl.trainer.ppo.utils import create_rl_dataset
+
+    run = run_name("verl-ended")
+    config = verl_config({"feeder": {"url": feeder_url, "run": run, "rollouts": 1}})
+    dataset = create_rl_dataset([], config.data, tokenizer=None, processor=None)
+    row = dataset[0]
+    dataset.client.release(dataset._batch)  # the lease ends before the rollout is scored
+    with pytest.warns(UserWarning, match="not acked: 409 "):
+        s = bioalchemy_client.verl.compute_score(row["data_source"], f"\\boxed{{{row['answer']}}}",
+                                                 row["reward_model"]["ground_truth"], row["extra_info"])
+    assert s == 1.0
+    assert FeederClient(feeder_url, run=run).run_status()["epochs"][0]["acked"] == 0
