@@ -76,7 +76,10 @@ export function gradeProcessor(opts: GradeOptions): Processor {
         const dedup = ctx.store('dedup');
         const graded = `graded:${candidate.id}`;
         const reject = (grade: Omit<Grade, 'verdict'>) => {
-          for (const code of grade.codes) rejections.inc({ code });
+          // Counted when the step commits: a replayed step counts its rejections once.
+          ctx.onCommit(() => {
+            for (const code of grade.codes) rejections.inc({ code });
+          });
           ctx.emit('qa.rejected', candidate.id, {
             candidate,
             grade: { ...grade, verdict: 'reject' },

@@ -46,6 +46,11 @@ export interface StepContext {
   store(name: string): StateStore;
   /** Queue a write to an external system (ClickHouse...); it runs first at checkpoint and must be idempotent. */
   sink(write: () => Promise<void>): void;
+  /**
+   * Run `fn` once this step's transaction has committed, never for a step that fails (it is
+   * replayed): what must count each committed output once, such as a metric by reason code.
+   */
+  onCommit(fn: () => void): void;
 }
 
 /** How one input's slow work ended: its value, or the error it failed with. */

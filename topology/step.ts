@@ -49,6 +49,8 @@ export class Step implements StepContext {
   readonly outputs: OutgoingRecord[] = [];
   readonly changes = new Map<string, StateChange>();
   readonly sinkWrites: (() => Promise<void>)[] = [];
+  /** What runs once this step's transaction has committed (onCommit). */
+  readonly onCommitted: (() => void)[] = [];
   /** Dead letters of this step by code, for the metric. */
   readonly deadLettered = new Map<DeadLetterCode, number>();
 
@@ -161,6 +163,10 @@ export class Step implements StepContext {
     this.sinkWrites.push(write);
   }
 
+  onCommit(fn: () => void): void {
+    this.onCommitted.push(fn);
+  }
+
   store(name: string): StateStore {
     return this.storeIn(this.scope, name);
   }
@@ -225,5 +231,9 @@ class ScopedStep implements StepContext {
 
   sink(write: () => Promise<void>): void {
     this.step.sink(write);
+  }
+
+  onCommit(fn: () => void): void {
+    this.step.onCommit(fn);
   }
 }

@@ -481,7 +481,8 @@ export class ProcessorTask {
       ctx.outputs.length === 0 &&
       ctx.changes.size === 0 &&
       ctx.sinkWrites.length === 0 &&
-      ctx.deadLettered.size === 0
+      ctx.deadLettered.size === 0 &&
+      ctx.onCommitted.length === 0
     )
       return;
     this.adding = true;
@@ -516,6 +517,7 @@ export class ProcessorTask {
     const { checkpoint, tally } = filling;
     tally.inputs += polled.length;
     for (const s of settlement) tally.afterCommit.push(...s.committed);
+    tally.afterCommit.push(...ctx.onCommitted);
     for (const [code, n] of ctx.deadLettered)
       tally.deadLetters.set(code, (tally.deadLetters.get(code) ?? 0) + n);
     for (const o of ctx.outputs) tally.outputs.set(o.topic, (tally.outputs.get(o.topic) ?? 0) + 1);
