@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { type ClickHouseClient, createClient } from '@clickhouse/client';
 import { z } from 'zod';
 import { applyMigrations } from './migrations.js';
@@ -146,6 +147,47 @@ function openHttp(t: Extract<ClickHouseTarget, { backend: 'http' }>, requestTime
   return { client, release: async () => undefined };
 }
 
+/**
+ * libchdb lets one process use a folder: a second one fails inside the engine, which prints a
+ * "Cannot lock file .../status" of its own first. Several workers started from one folder with the
+ * default config (`chdb:./data/chdb`) would meet that; our own lock file, checked before libchdb
+ * loads the folder, names the way out in one line. A lock left by a killed process (its pid gone)
+ * is taken over.
+ */
+function lockChdbFolder(path: string): () => void {
+  mkdirSync(path, { recursive: true });
+  const file = join(path, 'bioalchemy.pid');
+  for (;;) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return () => rmSync(file, { force: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    const holder = Number(readFileSync(file, 'utf8'));
+    if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && alive(holder))
+      throw new Error(folderInUse(path, holder));
+    rmSync(file, { force: true });
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function folderInUse(path: string, pid: number): string {
+  return (
+    `chdb:${path} is in use by another process (pid ${pid}), and chdb lets one process use a folder: ` +
+    'give this process a "clickhouse" setting of its own, or run a ClickHouse server (deploy/services.sh up clickhouse) ' +
+    'and point "clickhouse" at it (http://...); workers that run only LLM stages need none'
+  );
+}
+
 // libchdb binds one data directory per process; several Analytics on the same one coexist.
 const chdbOpen = new Map<string, number>();
 
@@ -158,8 +200,14 @@ async function openChdb(path: string): Promise<Opened> {
   }
   // Loaded on demand: the HTTP backend never pays for libchdb.
   const { createChdbConnection } = await import('chdb/connection');
-  if (path !== ':memory:') mkdirSync(path, { recursive: true });
-  const connection = createChdbConnection({ path });
+  const unlock = chdbOpen.has(path) || path === ':memory:' ? () => {} : lockChdbFolder(path);
+  let connection: ReturnType<typeof createChdbConnection>;
+  try {
+    connection = createChdbConnection({ path });
+  } catch (e) {
+    unlock();
+    throw e;
+  }
   chdbOpen.set(path, (chdbOpen.get(path) ?? 0) + 1);
   return {
     // The cast is types only: chdb 3.4 declares its Connection against @clickhouse/client-common
@@ -173,6 +221,7 @@ async function openChdb(path: string): Promise<Opened> {
         return;
       }
       chdbOpen.delete(path);
+      unlock();
       // close() returns before the engine lets go of the directory; until drainPending settles,
       // opening another directory in this process is refused.
       const { drainPending } = await import('chdb');

@@ -48,35 +48,3 @@ export async function spendByStage(a: Analytics): Promise<StageSpend[]> {
   });
   return z.array(StageSpend).parse(await rows.json());
 }
-
-/**
- * Buffers call records and inserts them in batches: accounting must not add a ClickHouse round
- * trip to every call. A failed insert keeps its records for the next flush.
- */
-export class LlmCallSink {
-  private pending: LlmCallRecord[] = [];
-  private flushing: Promise<void> = Promise.resolve();
-
-  constructor(private readonly analytics: Analytics) {}
-
-  add(call: LlmCallRecord): void {
-    this.pending.push(call);
-  }
-
-  flush(): Promise<void> {
-    // A failed flush must not stop the next one: its records are back in `pending`.
-    this.flushing = this.flushing
-      .catch(() => {})
-      .then(async () => {
-        const batch = this.pending;
-        this.pending = [];
-        try {
-          await insertLlmCalls(this.analytics, batch);
-        } catch (e) {
-          this.pending = [...batch, ...this.pending];
-          throw e;
-        }
-      });
-    return this.flushing;
-  }
-}

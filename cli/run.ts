@@ -2,10 +2,9 @@ import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { type Analytics, openClickHouse } from '../analytics/clickhouse.js';
-import { LlmCallSink } from '../analytics/llm-calls.js';
-import { type Llm, LogJournal } from '../llm/index.js';
+import { type Llm, LlmCallLog, LogJournal } from '../llm/index.js';
 import { ingestProcessor } from '../processors/ingest.js';
-import { pipelineTopology } from '../processors/pipeline.js';
+import { CLICKHOUSE_PROCESSORS, pipelineTopology } from '../processors/pipeline.js';
 import { configuredPollers, pollAll } from '../processors/poll.js';
 import { loadReference } from '../schemas/reference.js';
 import { loadTaxonomy } from '../schemas/taxonomy.js';
@@ -63,12 +62,15 @@ export async function run(opts: RunOptions): Promise<void> {
   try {
     // The topology's topics first: the journal topic must exist before it is read.
     await runtime.ensureTopics(pipelineTopology().topics);
-    // A service started beside its ClickHouse, or meeting it mid-restart, waits for it a while.
-    analytics = await openClickHouse(config.clickhouse, {
-      waitMs: CLICKHOUSE_WAIT_MS,
-      onWait: (err, retryInMs) => log.warn({ err: err.message, retryInMs }, 'ClickHouse not answering yet'),
-    });
-    const calls = new LlmCallSink(analytics);
+    // ClickHouse only where a processor uses it: workers of the LLM stages account their calls
+    // through the log (llm.calls), so N of them on one machine share no chdb folder.
+    if ((opts.processors ?? known).some((n) => CLICKHOUSE_PROCESSORS.includes(n)))
+      // A service started beside its ClickHouse, or meeting it mid-restart, waits for it a while.
+      analytics = await openClickHouse(config.clickhouse, {
+        waitMs: CLICKHOUSE_WAIT_MS,
+        onWait: (err, retryInMs) => log.warn({ err: err.message, retryInMs }, 'ClickHouse not answering yet'),
+      });
+    const calls = new LlmCallLog(runtime);
     const tally = new LlmTally();
     // Compaction first: what settled since the last pass is not read again below.
     await runtime.maintain?.();
@@ -93,20 +95,23 @@ export async function run(opts: RunOptions): Promise<void> {
     });
     flushCalls = setInterval(
       () => void calls.flush().catch((err) => log.warn({ err }, 'llm calls not recorded yet')),
-      2000,
+      // Under the idle check's quiet second: a run --until-idle sinks its last calls before it stops.
+      500,
     );
     const taxonomy = loadTaxonomy(config.taxonomy);
     // The feeder's file and HTTP API (not served by --until-idle unless --host or --port asks).
-    feeding = await startFeeding(config, {
-      analytics,
-      log,
-      serve: serves && (!opts.untilIdle || opts.host !== undefined || opts.port !== undefined),
-      ...(opts.host === undefined ? {} : { host: opts.host }),
-      ...(opts.port === undefined ? {} : { port: opts.port }),
-    });
+    if (serves)
+      feeding = await startFeeding(config, {
+        ...(analytics ? { analytics } : {}),
+        log,
+        serve: !opts.untilIdle || opts.host !== undefined || opts.port !== undefined,
+        ...(opts.host === undefined ? {} : { host: opts.host }),
+        ...(opts.port === undefined ? {} : { port: opts.port }),
+      });
     // The dashboard and /metrics on a port of their own (not served by --until-idle unless asked).
     if (
-      serves &&
+      feeding &&
+      analytics &&
       opts.dashboard !== false &&
       (!opts.untilIdle || opts.dashboardHost !== undefined || opts.dashboardPort !== undefined)
     ) {
@@ -122,16 +127,20 @@ export async function run(opts: RunOptions): Promise<void> {
       });
     }
     const topology = pipelineTopology({
-      feeder: feeding.processor,
+      ...(feeding ? { feeder: feeding.processor } : {}),
       stages: { llm, taxonomy, config, registry: metrics.registry },
-      counts: {
-        analytics,
-        sampler: {
-          config: config.sampler,
-          reference: loadReference(config.sampler.reference),
-          taxonomy: { name: taxonomy.name, meshYear: taxonomy.meshYear },
-        },
-      },
+      ...(analytics
+        ? {
+            counts: {
+              analytics,
+              sampler: {
+                config: config.sampler,
+                reference: loadReference(config.sampler.reference),
+                taxonomy: { name: taxonomy.name, meshYear: taxonomy.meshYear },
+              },
+            },
+          }
+        : {}),
     });
     const dlqFrom = await runtime.endOffsets('dlq');
     const rejectedFrom = await runtime.endOffsets('qa.rejected');

@@ -1,4 +1,6 @@
 // The LLM layer's public surface; processors import from here only.
+
+export { LLM_CALLS_TOPIC, LlmCallLog } from './calls.js';
 export { type Clock, systemClock } from './clock.js';
 export { LlmReplyError, LlmRequestError } from './errors.js';
 export type { ResponseJournal } from './journal/journal.js';

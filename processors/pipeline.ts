@@ -1,6 +1,6 @@
 import type { Registry } from 'prom-client';
 import type { Analytics } from '../analytics/clickhouse.js';
-import { JOURNAL_TOPIC, type Llm } from '../llm/index.js';
+import { JOURNAL_TOPIC, LLM_CALLS_TOPIC, type Llm } from '../llm/index.js';
 import { type Config, ProcessorConfig } from '../schemas/config.js';
 import type { Taxonomy } from '../schemas/taxonomy.js';
 import type { InputRecord, Processor } from '../topology/processor.js';
@@ -9,6 +9,7 @@ import { classifyProcessor } from './classify.js';
 import { COUNT_SINK, countSinkProcessor } from './count-sink.js';
 import { extractProcessor } from './extract.js';
 import { gradeProcessor } from './grade.js';
+import { LLM_CALLS_SINK, llmCallsSinkProcessor } from './llm-calls.js';
 import { SAMPLER, type SamplerOptions, samplerProcessor } from './sampler/sampler.js';
 
 /** What the LLM stages run on; without it they are declared in the graph but not run. */
@@ -19,7 +20,18 @@ export interface LlmStages {
   readonly registry?: Registry;
 }
 
-/** What the count sink and the sampler run on; without it they are declared but not run. */
+/**
+ * The processors that need ClickHouse: the count sink, the sampler (it reads mastery), the
+ * llm-calls sink and the feeder (rewards). A process that runs none of them never opens it.
+ */
+export const CLICKHOUSE_PROCESSORS: readonly string[] = [
+  COUNT_SINK.name,
+  SAMPLER.name,
+  LLM_CALLS_SINK.name,
+  'feeder',
+];
+
+/** What the count sink, the llm-calls sink and the sampler run on; without it they are declared but not run. */
 export interface CountStages {
   readonly analytics: Analytics;
   readonly sampler: Omit<SamplerOptions, 'analytics'>;
@@ -82,6 +94,7 @@ export function pipelineTopology(
         description: 'batches leased to trainers',
       },
       JOURNAL_TOPIC,
+      LLM_CALLS_TOPIC,
       {
         name: 'dlq',
         partitions: 1,
@@ -101,6 +114,11 @@ export function pipelineTopology(
         description:
           'every LLM reply, appended the moment it arrives, outside the steps (llm/journal/log.ts)',
         writes: [JOURNAL_TOPIC.name],
+      },
+      {
+        name: 'llm-accounting',
+        description: 'every LLM request as accounted, from each stage worker (llm/calls.ts)',
+        writes: [LLM_CALLS_TOPIC.name],
       },
     ],
     processors: [
@@ -135,6 +153,7 @@ export function pipelineTopology(
         : needsLlm({ name: 'classify', reads: ['qa.graded'], writes: ['qa.classified'], stores: [] }),
       counts ? countSinkProcessor({ analytics: counts.analytics }) : placeholder(COUNT_SINK),
       counts ? samplerProcessor({ ...counts.sampler, analytics: counts.analytics }) : placeholder(SAMPLER),
+      counts ? llmCallsSinkProcessor({ analytics: counts.analytics }) : placeholder(LLM_CALLS_SINK),
       // The feeder needs what `run` wires (its file, the HTTP server): processors/feeder/processor.ts.
       opts.feeder ??
         placeholder({

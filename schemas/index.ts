@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { Article } from './article.js';
 import { Config } from './config.js';
 import { DeadLetter } from './dead-letter.js';
-import { LlmJournalReply } from './llm.js';
+import { LlmCallRecord, LlmJournalReply } from './llm.js';
 import { MixState } from './mix-state.js';
 import { ClassifiedQa, GradedQa, QaCandidate } from './qa.js';
 import { RolloutBatch } from './rollout-batch.js';
@@ -19,6 +19,7 @@ export const RECORD_SCHEMAS = {
   'mix-state': MixState,
   'rollout-batch': RolloutBatch,
   'llm-reply': LlmJournalReply,
+  'llm-call': LlmCallRecord,
 } as const;
 export type RecordSchemaName = keyof typeof RECORD_SCHEMAS;
 export const RECORD_SCHEMA_NAMES = Object.keys(RECORD_SCHEMAS) as RecordSchemaName[];

@@ -34,6 +34,7 @@ describe('topology validation', () => {
       'mix.state',
       'rollout.batches',
       'llm.journal',
+      'llm.calls',
       'dlq',
     ]);
     expect(t.processors.map((p) => p.name)).toEqual([
@@ -42,6 +43,7 @@ describe('topology validation', () => {
       'classify',
       'count-sink',
       'sampler',
+      'llm-calls',
       'feeder',
     ]);
   });
