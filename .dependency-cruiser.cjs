@@ -71,7 +71,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '^(data|\\.deploy|\\.cache|\\.git)/' },
+    exclude: { path: '^(data|dist|\\.deploy|\\.cache|\\.git)/' },
     includeOnly: '^(schemas|topology|analytics|llm|processors|server|cli|bin|test|bench)/|node_modules',
     // Type-only imports count: a cycle through types is still a cycle in the design.
     tsPreCompilationDeps: true,

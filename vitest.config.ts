@@ -2,6 +2,9 @@ import { defineConfig } from 'vitest/config';
 
 const shared = {
   pool: 'forks' as const,
+  // Every CLI a test starts runs the TypeScript as it is (bin/bioalchemy.js through tsx), never a
+  // stale dist/; test/cli/start.test.ts runs the compiled one on purpose.
+  env: { BIOALCHEMY_FROM_SOURCE: '1' },
   testTimeout: 60_000,
   hookTimeout: 300_000,
 };
@@ -16,7 +19,7 @@ export default defineConfig({
           ...shared,
           name: 'unit',
           // The local model for the one test that runs it (test/llm/local.test.ts).
-          globalSetup: ['test/model-setup.ts'],
+          globalSetup: ['test/model-setup.ts', 'test/tools-setup.ts'],
           include: ['test/**/*.test.ts'],
           exclude: [
             'test/services/**',

@@ -10,6 +10,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   'feeder-load': () => import('./feeder-load.js'),
   sampler: () => import('./sampler.js'),
   dashboard: () => import('./dashboard.js'),
+  'cli-start': () => import('./cli-start.js'),
 };
 
 const wanted = process.argv.slice(2);

@@ -1,32 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Command } from 'commander';
 import { openRuntime } from '../topology/runtime/open.js';
-import { configOf, type GlobalOptions, stopOnSignal, topologyWith, wholeNumber } from './context.js';
+import { configOf, stopOnSignal, topologyWith } from './context.js';
+import type { GlobalOptions } from './usage.js';
 
-interface ConsumeOptions extends GlobalOptions {
+export interface ConsumeOptions extends GlobalOptions {
   limit?: number;
   follow?: boolean;
   withMeta?: boolean;
 }
 
-export function consumeCommand(): Command {
-  return new Command('consume')
-    .description('print the records of a topic as JSON lines, from the beginning')
-    .argument('<topic>', 'a topic of the pipeline (see "topology describe")')
-    .option('--limit <n>', 'stop after n records', wholeNumber)
-    .option('--follow', 'keep waiting for new records until Ctrl-C')
-    .option('--with-meta', 'print partition, offset, key and timestamp around each value')
-    .addHelpText(
-      'after',
-      `
-Examples:
-  $ bioalchemy consume dlq --limit 20
-  $ bioalchemy consume qa.classified --follow --with-meta`,
-    )
-    .action((topic: string, _opts, cmd: Command) => consume(topic, cmd.optsWithGlobals<ConsumeOptions>()));
-}
-
-async function consume(topic: string, opts: ConsumeOptions): Promise<void> {
+export async function consume(topic: string, opts: ConsumeOptions): Promise<void> {
   const topology = topologyWith(topic);
   const limit = opts.limit ?? Number.POSITIVE_INFINITY;
   const runtime = await openRuntime(configOf(opts).log);

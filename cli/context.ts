@@ -1,5 +1,4 @@
 import { basename, join } from 'node:path';
-import { InvalidArgumentError } from 'commander';
 import type { Logger } from 'pino';
 import { ingestProcessor } from '../processors/ingest.js';
 import { pipelineTopology } from '../processors/pipeline.js';
@@ -9,6 +8,7 @@ import { openRuntime } from '../topology/runtime/open.js';
 import { ProcessorTask } from '../topology/task.js';
 import type { Topology } from '../topology/topology.js';
 import { createLogger } from './log.js';
+import { type GlobalOptions, UsageError } from './usage.js';
 
 /** Every record of a topic of the configured log, in partition then offset order, parsed as JSON. */
 export async function forEachLogValue(
@@ -29,26 +29,6 @@ export async function forEachLogValue(
   } finally {
     await runtime.close();
   }
-}
-
-/** A mistake of the user's: printed as one line, exit status 2, no stack trace. */
-export class UsageError extends Error {}
-
-/** A command that ended in a state of its own: its message printed as one line, exiting with `status` (see its --help). */
-export class ExitStatus extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-  ) {
-    super(message);
-  }
-}
-
-/** The options every command takes; each also comes from an environment variable (see --help). */
-export interface GlobalOptions {
-  config?: string;
-  data?: string;
-  logLevel?: string;
 }
 
 /**
@@ -90,12 +70,6 @@ export function topologyWith(topic: string): Topology {
   if (!topology.topics.some((t) => t.name === topic))
     throw new UsageError(`unknown topic "${topic}" (see "bioalchemy topology describe")`);
   return topology;
-}
-
-/** commander argument parser for a whole number; a bad value is a usage error (exit 2). */
-export function wholeNumber(value: string): number {
-  if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expects a whole number.');
-  return Number(value);
 }
 
 /** Aborts on the first SIGINT or SIGTERM, so a command finishes its current step and stops. */

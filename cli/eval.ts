@@ -1,39 +1,17 @@
-import { Command } from 'commander';
 import { evaluateClassifier, meshCategories, PAPER_F1 } from '../processors/eval-classify.js';
 import type { Article } from '../schemas/article.js';
 import { loadTaxonomy } from '../schemas/taxonomy.js';
 import { EngineMetrics } from '../topology/metrics.js';
-import { configOf, forEachLogValue, type GlobalOptions, loggerOf, wholeNumber } from './context.js';
+import { configOf, forEachLogValue, loggerOf } from './context.js';
 import { openLlm } from './llm.js';
 import { Progress } from './progress.js';
+import type { GlobalOptions } from './usage.js';
 
-interface EvalOptions extends GlobalOptions {
+export interface EvalOptions extends GlobalOptions {
   limit?: number;
 }
 
-export function evalCommand(): Command {
-  const evaluate = new Command('eval').description('measure a stage against a reference');
-  evaluate
-    .command('classify')
-    .description(
-      'classify ingested MEDLINE articles whose MeSH headings reach the taxonomy (from title and abstract, with the ' +
-        'configured LLM) and print precision, recall and F1 per category and micro/macro against the MeSH-derived labels',
-    )
-    .option('--limit <n>', 'evaluate at most n articles', wholeNumber)
-    .addHelpText(
-      'after',
-      `
-The reference is partial: indexers rarely use discipline headings, so the MeSH-derived labels miss
-categories an article belongs to. The paper's figure (72.7% F1) is against human labels.
-
-Example:
-  $ bioalchemy eval classify --limit 200`,
-    )
-    .action((_opts, cmd: Command) => evalClassify(cmd.optsWithGlobals<EvalOptions>()));
-  return evaluate;
-}
-
-async function evalClassify(opts: EvalOptions): Promise<void> {
+export async function evalClassify(opts: EvalOptions): Promise<void> {
   const config = configOf(opts);
   const log = loggerOf(opts);
   const taxonomy = loadTaxonomy(config.taxonomy);

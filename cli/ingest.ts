@@ -1,50 +1,15 @@
-import { Command, Option } from 'commander';
 import { addCounts, expandPaths, ingestFile, noCounts, watchFolder } from '../processors/ingest.js';
-import { type GlobalOptions, stopOnSignal, UsageError, withIngestTask } from './context.js';
+import { stopOnSignal, withIngestTask } from './context.js';
 import { Progress } from './progress.js';
+import { type FORMATS, type GlobalOptions, type JSONL_MAPPINGS, UsageError } from './usage.js';
 
-const FORMATS = ['jats', 'medline', 'jsonl', 'text', 'markdown', 'pdf'] as const;
-const JSONL_MAPPINGS = ['auto', 's2orc', 'generic'] as const;
-
-interface IngestOptions extends GlobalOptions {
+export interface IngestOptions extends GlobalOptions {
   watch?: boolean;
   format?: (typeof FORMATS)[number];
   jsonlMapping?: (typeof JSONL_MAPPINGS)[number];
 }
 
-export function ingestCommand(): Command {
-  return new Command('ingest')
-    .description(
-      'read articles from files, folders or globs (JATS, MEDLINE/PubMed XML, JSONL, text, Markdown, PDF, .gz) ' +
-        'into "articles"; resumes inside a file after a crash and skips files already read',
-    )
-    .argument('<paths...>', 'files, folders or globs')
-    .option('--watch', 'keep watching the one folder given for new, complete files until Ctrl-C')
-    .addOption(
-      new Option('--format <format>', 'read every file as this format instead of detecting it').choices(
-        FORMATS,
-      ),
-    )
-    .addOption(
-      new Option('--jsonl-mapping <mapping>', 'how JSONL fields map to an article')
-        .choices(JSONL_MAPPINGS)
-        .default('auto'),
-    )
-    .addHelpText(
-      'after',
-      `
-Every reader error (malformed XML, bad encoding, an article with no text...) becomes one record on
-"dlq" naming the file, the record and the reason; ingestion goes on.
-
-Examples:
-  $ bioalchemy ingest ../shared/corpus/jats ../shared/corpus/medline
-  $ bioalchemy ingest 'downloads/*.xml.gz' --format medline
-  $ bioalchemy ingest inbox/ --watch`,
-    )
-    .action((paths: string[], _opts, cmd: Command) => ingest(paths, cmd.optsWithGlobals<IngestOptions>()));
-}
-
-async function ingest(paths: string[], opts: IngestOptions): Promise<void> {
+export async function ingest(paths: string[], opts: IngestOptions): Promise<void> {
   const read = {
     ...(opts.format ? { format: opts.format } : {}),
     ...(opts.jsonlMapping ? { jsonl: opts.jsonlMapping } : {}),

@@ -1,21 +1,22 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
-import { consumeCommand } from './consume.js';
-import { ExitStatus, UsageError } from './context.js';
-import { dashboardCommand } from './dashboard.js';
-import { evalCommand } from './eval.js';
-import { exportCommand } from './export.js';
-import { ingestCommand } from './ingest.js';
-import { mixCommand } from './mix.js';
-import { modelCommand } from './model.js';
-import { pollCommand } from './poll.js';
-import { produceCommand } from './produce.js';
-import { referenceCommand } from './reference.js';
-import { resetCommand } from './reset.js';
-import { rewardsCommand } from './rewards.js';
-import { runCommand } from './run.js';
-import { schemasCommand } from './schemas.js';
-import { statusCommand } from './status.js';
-import { topologyCommand } from './topology.js';
+import { consumeCommand } from './commands/consume.js';
+import { dashboardCommand } from './commands/dashboard.js';
+import { evalCommand } from './commands/eval.js';
+import { exportCommand } from './commands/export.js';
+import { ingestCommand } from './commands/ingest.js';
+import { mixCommand } from './commands/mix.js';
+import { modelCommand } from './commands/model.js';
+import { pollCommand } from './commands/poll.js';
+import { produceCommand } from './commands/produce.js';
+import { referenceCommand } from './commands/reference.js';
+import { resetCommand } from './commands/reset.js';
+import { rewardsCommand } from './commands/rewards.js';
+import { runCommand } from './commands/run.js';
+import { schemasCommand } from './commands/schemas.js';
+import { statusCommand } from './commands/status.js';
+import { topologyCommand } from './commands/topology.js';
+import { ExitStatus, UsageError } from './usage.js';
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 
@@ -47,6 +48,7 @@ Examples:
   $ BIOALCHEMY_DATA=/srv/bioalchemy bioalchemy consume dlq --limit 10
   $ bioalchemy <command> --help`,
     )
+    .version(packageVersion(), '-V, --version', 'print the version and exit')
     .configureHelp({ showGlobalOptions: true })
     .showHelpAfterError(false)
     .exitOverride()
@@ -91,8 +93,27 @@ Examples:
   return root;
 }
 
+/** The package's version (dist/package.json links to the package's own; see bin/build.js). */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
+    .version;
+}
+
+/**
+ * A reader that goes away (`bioalchemy consume dlq | head -1`) is the end of the output, as for any
+ * Unix tool: exit 0 at once, printing nothing. Whatever a command was doing is safe to drop: its
+ * writes to the log commit in transactions, and a run stopped mid-step resumes where it committed.
+ */
+function endQuietlyWhenStdoutCloses(): void {
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(0);
+    throw e;
+  });
+}
+
 /** Runs the CLI; resolves to the exit status: 0 done, 1 failed, 2 a usage mistake, others a command's own (ExitStatus). */
 export async function main(argv: string[]): Promise<number> {
+  endQuietlyWhenStdoutCloses();
   try {
     await program().parseAsync(argv, { from: 'user' });
     return 0;

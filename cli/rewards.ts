@@ -1,33 +1,15 @@
-import { Command, Option } from 'commander';
 import { openClickHouse } from '../analytics/clickhouse.js';
 import { formatRewards, rewardsOverTime } from '../processors/feeder/rewards-report.js';
-import { configOf, type GlobalOptions } from './context.js';
+import { configOf } from './context.js';
+import type { GlobalOptions } from './usage.js';
 
-interface RewardsOptions extends GlobalOptions {
+export interface RewardsOptions extends GlobalOptions {
   run?: string;
   every: 'minute' | 'hour' | 'day';
   json?: boolean;
 }
 
-export function rewardsCommand(): Command {
-  return new Command('rewards')
-    .description('mean reward acked by trainers, by topic, over time')
-    .option('--run <run>', 'only this run')
-    .addOption(
-      new Option('--every <bucket>', 'time bucket').choices(['minute', 'hour', 'day']).default('hour'),
-    )
-    .option('--json', 'JSON lines instead of a table')
-    .addHelpText(
-      'after',
-      `
-Examples:
-  $ bioalchemy rewards
-  $ bioalchemy rewards --run grpo-1 --every minute`,
-    )
-    .action((_opts, cmd: Command) => rewards(cmd.optsWithGlobals<RewardsOptions>()));
-}
-
-async function rewards(opts: RewardsOptions): Promise<void> {
+export async function rewards(opts: RewardsOptions): Promise<void> {
   const analytics = await openClickHouse(configOf(opts).clickhouse);
   try {
     const rows = await rewardsOverTime(analytics, {

@@ -1,33 +1,16 @@
-import { Command } from 'commander';
 import { pipelineTopology } from '../processors/pipeline.js';
 import { partitionKey } from '../topology/records.js';
 import { type GroupStatus, KafkaRuntime } from '../topology/runtime/kafka/index.js';
 import { openRuntime } from '../topology/runtime/open.js';
 import type { Runtime } from '../topology/runtime/types.js';
-import { configOf, type GlobalOptions } from './context.js';
+import { configOf } from './context.js';
+import type { GlobalOptions } from './usage.js';
 
-interface StatusOptions extends GlobalOptions {
+export interface StatusOptions extends GlobalOptions {
   json?: boolean;
 }
 
-export function statusCommand(): Command {
-  return new Command('status')
-    .description("each processor's consumer group: its members, their partitions, and the lag per partition")
-    .option('--json', 'one JSON object per group, one a line')
-    .addHelpText(
-      'after',
-      `
-On Kafka every group of the config's app is shown, with each worker (its --worker-id is in the
-member's client id); on the embedded log one process runs every processor.
-
-Examples:
-  $ bioalchemy status
-  $ bioalchemy status --json --config prod.json`,
-    )
-    .action((_opts, cmd: Command) => status(cmd.optsWithGlobals<StatusOptions>()));
-}
-
-async function status(opts: StatusOptions): Promise<void> {
+export async function status(opts: StatusOptions): Promise<void> {
   const config = configOf(opts);
   const runtime = await openRuntime(config.log);
   try {

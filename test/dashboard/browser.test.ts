@@ -8,6 +8,7 @@ import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
 import { classifiedOf } from '../sampler/classified.js';
 import { generateItems } from '../sampler/generated.js';
+import { CHROMIUM } from '../tools-setup.js';
 import { metricNames, parsePrometheus, sampleValue } from './prometheus.js';
 
 // Real Chromium (Debian's chromium, driven by playwright-core) against `bioalchemy run` on a
@@ -22,7 +23,6 @@ declare const window: any;
 declare const document: any;
 
 export const SCREENSHOTS = new URL('../../test-artifacts/screenshots/', import.meta.url).pathname;
-const CHROMIUM = process.env.BIOALCHEMY_CHROMIUM ?? '/usr/bin/chromium';
 
 /** A line of the child's JSON logs matching `msg`, within the deadline. */
 function logLine(child: ChildProcess, msg: string, deadlineMs = 60_000): Promise<Record<string, unknown>> {

@@ -1,5 +1,4 @@
 import { Command } from 'commander';
-import { exportJsonSchemas } from '../schemas/index.js';
 
 export function schemasCommand(): Command {
   const schemas = new Command('schemas').description('the record schemas');
@@ -8,7 +7,8 @@ export function schemasCommand(): Command {
     .description('write one JSON Schema file per record into <dir>')
     .argument('<dir>', 'folder to write into (created if missing)')
     .addHelpText('after', '\nExample:\n  $ bioalchemy schemas export ./schemas-json')
-    .action((dir: string) => {
+    .action(async (dir: string) => {
+      const { exportJsonSchemas } = await import('../../schemas/index.js');
       for (const file of exportJsonSchemas(dir)) process.stdout.write(`${file}\n`);
     });
   return schemas;

@@ -1,6 +1,4 @@
 import { Command } from 'commander';
-import { pipelineTopology } from '../processors/pipeline.js';
-import { describeTopology } from '../topology/topology.js';
 
 export function topologyCommand(): Command {
   const topology = new Command('topology').description('the pipeline as data: topics, sources, processors');
@@ -8,7 +6,9 @@ export function topologyCommand(): Command {
     .command('describe')
     .description('print topics, sources and processors, with what each reads and writes')
     .addHelpText('after', '\nExample:\n  $ bioalchemy topology describe')
-    .action(() => {
+    .action(async () => {
+      const { pipelineTopology } = await import('../../processors/pipeline.js');
+      const { describeTopology } = await import('../../topology/topology.js');
       process.stdout.write(`${describeTopology(pipelineTopology())}\n`);
     });
   return topology;
