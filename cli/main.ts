@@ -43,7 +43,7 @@ export function program(): Command {
       'after',
       `
 Examples:
-  $ bioalchemy ingest ../shared/corpus/jats ../shared/corpus/medline
+  $ bioalchemy ingest examples/articles
   $ bioalchemy run
   $ BIOALCHEMY_DATA=/srv/bioalchemy bioalchemy consume dlq --limit 10
   $ bioalchemy <command> --help`,

@@ -27,7 +27,7 @@ Every reader error (malformed XML, bad encoding, an article with no text...) bec
 "dlq" naming the file, the record and the reason; ingestion goes on.
 
 Examples:
-  $ bioalchemy ingest ../shared/corpus/jats ../shared/corpus/medline
+  $ bioalchemy ingest examples/articles
   $ bioalchemy ingest 'downloads/*.xml.gz' --format medline
   $ bioalchemy ingest inbox/ --watch`,
     )
