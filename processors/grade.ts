@@ -90,9 +90,10 @@ export function gradeProcessor(opts: GradeOptions): Processor {
             ? { scores: unitScores(judged.judgement.reply), gradedBy: judged.judgement.gradedBy }
             : { scores: NOT_SCORED, gradedBy: CHECKS_STAMP };
         // A candidate id seen before is a second record of the same candidate: ids hash the
-        // article id, the passage text and the question, so one article's two passages with the
-        // same text, or one article produced twice, give it again. Not a replay: a replayed step's
-        // state rolled back with it, so its own mark is gone. It is refused as what it is.
+        // article id, the passage text and the question, so the model writing one question twice
+        // for a passage, two passages of one text, or an article produced twice give it again.
+        // Not a replay: a replayed step's state rolled back with it, so its own mark is gone. The
+        // record says what is known (the same id again), not which of these it was.
         const before = dedup.get<GradedMark>(graded);
         if (before !== undefined) {
           reject({
