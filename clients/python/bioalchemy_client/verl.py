@@ -12,9 +12,9 @@ rollout and, once an item's `rollouts` rollouts are scored, acks that item with 
 The url, run and rollouts come from `data.feeder.{url,run,rollouts}`, else from the environment
 variables BIOALCHEMY_FEEDER_URL, BIOALCHEMY_FEEDER_RUN and BIOALCHEMY_FEEDER_ROLLOUTS.
 
-An item's rollouts must be scored in one process (verl's reward manager scores a step's batch in
-one place; the tally of an item's rollouts lives in that process's memory). The stream runs on
-across epochs: a verl epoch is `len(dataset)` items, the size of the feeder's current epoch.
+verl scores an item's rollouts in several processes (its reward workers): under Ray they count them
+in one named actor of the job. The stream runs on across epochs: a verl epoch is `len(dataset)`
+items, the size of the feeder's current epoch.
 """
 
 from __future__ import annotations
@@ -112,16 +112,19 @@ class FeederDataset(Dataset):
         return row
 
 
-class _Tally:
-    """Scores of each item's rollouts until all are in (one per process: see the module's note)."""
+class Tally:
+    """The scores of each item's rollouts until all are in; then the item is acked with their mean.
+    One per process, or, under Ray, one actor for the whole cluster (see _tally)."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.scores: dict[tuple, list] = {}
         self.clients: dict[tuple, FeederClient] = {}
 
-    def add(self, feeder: dict, score: float) -> Optional[float]:
-        """The item's mean reward once its last rollout is scored, else None."""
+    def add(self, feeder: dict, score: float) -> Optional[str]:
+        """Records a rollout's score; acks the item when it was the last. Returns why an ack was
+        refused, if it was: a lease that ended (expired, or given back) is the feeder's to deliver
+        again, and the training goes on. Any other refusal (a bad request, a feeder gone) raises."""
         key = (feeder["url"], feeder["run"], feeder["batch_id"], feeder["slot"])
         with self.lock:
             got = self.scores.setdefault(key, [])
@@ -129,37 +132,59 @@ class _Tally:
             if len(got) < int(feeder["rollouts"]):
                 return None
             del self.scores[key]
-            return sum(got) / len(got)
+            client_key = (feeder["url"], feeder["run"], feeder["rank"], feeder["world_size"])
+            if client_key not in self.clients:
+                self.clients[client_key] = FeederClient(feeder["url"], feeder["run"], rank=int(feeder["rank"]),
+                                                        world_size=int(feeder["world_size"]))
+            client = self.clients[client_key]
+        batch = Batch(id=feeder["batch_id"], run=feeder["run"], rank=int(feeder["rank"]), epoch=int(feeder["epoch"]),
+                      index=0, attempt=1, mix_version=0, lease_id=feeder["lease_id"], lease_deadline="",
+                      items=[], slots=[])
+        try:
+            client.ack(batch, slots=[int(feeder["slot"])], rewards=[sum(got) / len(got)])
+        except FeederError as e:
+            if e.status != 409:
+                raise
+            return f"item {feeder['batch_id']}#{feeder['slot']} not acked: {e}"
+        return None
 
-    def client(self, feeder: dict) -> FeederClient:
-        key = (feeder["url"], feeder["run"], feeder["rank"], feeder["world_size"])
-        with self.lock:
-            if key not in self.clients:
-                self.clients[key] = FeederClient(feeder["url"], feeder["run"], rank=int(feeder["rank"]),
-                                                 world_size=int(feeder["world_size"]))
-            return self.clients[key]
+
+_local_tally: Optional[Tally] = None
+_tally_actor: Any = None
+TALLY_ACTOR = "bioalchemy-feeder-tally"
 
 
-_tally = _Tally()
+def _tally_add(feeder: dict, score: float) -> Optional[str]:
+    """Tally.add in the one place every rollout of the item is counted: verl scores rollouts in
+    several processes (reward.num_workers, 8 by default, each gets a slice of a step's batch), so
+    under Ray the tally is a named actor every worker of the job shares; without Ray, this process's."""
+    global _local_tally, _tally_actor
+    try:
+        import ray
+
+        shared = ray.is_initialized()
+    except ImportError:
+        shared = False
+    if shared:
+        if _tally_actor is None:
+            # The package's class, not this file's: verl may have loaded this file by its path, as a
+            # module no other process can import.
+            from bioalchemy_client.verl import Tally as PackageTally
+
+            _tally_actor = ray.remote(num_cpus=0)(PackageTally).options(name=TALLY_ACTOR, get_if_exists=True).remote()
+        return ray.get(_tally_actor.add.remote(feeder, score))
+    if _local_tally is None:
+        _local_tally = Tally()
+    return _local_tally.add(feeder, score)
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs) -> float:
     """verl's custom_reward_function: the feeder's verifiable reward for one rollout; a row leased
     by FeederDataset is acked, with the mean over its rollouts, when its last rollout is scored."""
     s = float(_score(data_source, solution_str, ground_truth, extra_info))
-    feeder = (extra_info or {}).get("feeder") if isinstance(extra_info, dict) else None
+    feeder = extra_info.get("feeder") if isinstance(extra_info, dict) else None
     if feeder:
-        mean = _tally.add(feeder, s)
-        if mean is not None:
-            batch = Batch(id=feeder["batch_id"], run=feeder["run"], rank=int(feeder["rank"]), epoch=int(feeder["epoch"]),
-                          index=0, attempt=1, mix_version=0, lease_id=feeder["lease_id"], lease_deadline="",
-                          items=[], slots=[])
-            try:
-                _tally.client(feeder).ack(batch, slots=[int(feeder["slot"])], rewards=[mean])
-            except FeederError as e:
-                # A lease that ended (expired, or given back) is the feeder's to deliver again; the
-                # training goes on. Anything else (a bad request, a feeder gone) stops it.
-                if e.status != 409:
-                    raise
-                warnings.warn(f"item {feeder['batch_id']}#{feeder['slot']} not acked: {e}", stacklevel=2)
+        refused = _tally_add(dict(feeder), s)
+        if refused:
+            warnings.warn(refused, stacklevel=2)
     return s

@@ -128,3 +128,40 @@ def test_a_rollout_of_a_lease_that_ended_is_scored_and_the_training_goes_on(feed
                                                  row["reward_model"]["ground_truth"], row["extra_info"])
     assert s == 1.0
     assert FeederClient(feeder_url, run=run).run_status()["epochs"][0]["acked"] == 0
+
+
+def test_under_ray_an_items_rollouts_scored_in_different_processes_are_acked_once_with_their_mean(feeder_url):
+    import ray
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+    from verl.trainer.ppo.utils import create_rl_dataset
+
+    run = run_name("verl-ray")
+    config = verl_config({"feeder": {"url": feeder_url, "run": run, "rollouts": ROLLOUTS}})
+    dataset = create_rl_dataset([], config.data, tokenizer=None, processor=None)
+    rows = [dataset[i] for i in range(3)]
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        @ray.remote(num_cpus=0)
+        class RewardWorker:
+            """As a reward worker of verl: a process of its own, the reward loaded from the config."""
+
+            def __init__(self):
+                self.fn = get_custom_reward_fn(config)
+
+            def score(self, row: dict, solution: str):
+                import os
+
+                return os.getpid(), self.fn(data_source=row["data_source"], solution_str=solution,
+                                            ground_truth=row["reward_model"]["ground_truth"],
+                                            extra_info=row["extra_info"])
+
+        a, b = RewardWorker.remote(), RewardWorker.remote()
+        # Each item's right rollout is scored by one worker, its wrong one by the other.
+        first = ray.get([a.score.remote(r, f"\\boxed{{{r['answer']}}}") for r in rows])
+        second = ray.get([b.score.remote(r, "I do not know.") for r in rows])
+        assert [s for _, s in first] == [1.0] * 3 and [s for _, s in second] == [0.0] * 3
+        assert first[0][0] != second[0][0]
+    finally:
+        ray.shutdown()
+    epoch = FeederClient(feeder_url, run=run).run_status()["epochs"][0]
+    assert epoch["acked"] == epoch["rewarded"] == 3
