@@ -20,8 +20,9 @@ of the feeder batch the last item came from.
 The stream runs on across the feeder's epochs (the protocol lets a rank lease from epoch e+1 while it
 holds batches of e), so a generation batch may span an epoch's end, and it stops after `epochs`
 epochs, which ends the training (the trainer finds an empty epoch). TRL drops a last generation batch
-that is not full; the callback gives its items back. Single process: every rank of a multi-process
-run would need its own rank's stream, which accelerate's sharding of an iterable dataset does not give.
+that is not full; the callback gives its items back. With several processes, each makes its feed
+with FeederClient(rank=process index, world_size=processes): the dataset has one shard per rank,
+and accelerate hands each process its own.
 """
 
 from __future__ import annotations
@@ -85,10 +86,13 @@ class FeederFeed:
                 yield {**item, "batch_id": batch.id, "slot": slot, "epoch": batch.epoch}
 
     def dataset(self):
-        """A streaming `datasets.IterableDataset` over rows()."""
+        """A streaming `datasets.IterableDataset` over rows(), in one shard per rank of the run: with
+        several processes, accelerate gives each its own shard (`shard(num_shards, index)`) rather
+        than slicing one stream, and each process's feed leases for its own rank."""
         from datasets import IterableDataset
 
-        return IterableDataset.from_generator(_Rows(self))
+        ranks = list(range(self.client.world_size))
+        return IterableDataset.from_generator(_Rows(self), gen_kwargs={"ranks": ranks})
 
     # -- acks ------------------------------------------------------------------------------------
     def epoch_items(self) -> int:
@@ -160,7 +164,13 @@ class _Rows:
     def __init__(self, feed: FeederFeed):
         self.feed = feed
 
-    def __call__(self) -> Iterator[dict]:
+    def __call__(self, ranks: list) -> Iterator[dict]:
+        # Unsharded, `datasets` calls this once per rank in turn; sharded, once with this process's.
+        if ranks != [self.feed.client.rank]:
+            raise RuntimeError(
+                f"rank {self.feed.client.rank}'s feed read as the shard of ranks {ranks}: each process must "
+                f"read its own rank's shard (accelerate shards it when it runs world_size="
+                f"{self.feed.client.world_size} processes)")
         return self.feed.rows()
 
     def __deepcopy__(self, memo: dict) -> "_Rows":

@@ -126,3 +126,19 @@ def test_extends_the_held_leases_that_would_end_within_the_margin(feeder_url):
     assert feed.extend_expiring(margin_s=30, now=first - timedelta(seconds=10)) == 1
     assert deadline() >= first + timedelta(seconds=50)
     feed.release_untrained()
+
+
+def test_each_process_reads_its_own_ranks_shard(feeder_url):
+    run = run_name("trl-ranks")
+    # Rank 1 of 2, as the second process of a two-process run makes it; accelerate shards the dataset.
+    feed = FeederFeed(FeederClient(feeder_url, run=run, rank=1, world_size=2, batch_size=BATCH))
+    dataset = feed.dataset()
+    assert dataset.n_shards == 2
+    row = next(iter(dataset.shard(num_shards=2, index=1)))
+    assert feed.held[row["batch_id"]].rank == 1
+    feed.release_untrained()
+    # Given another rank's shard, it refuses rather than lease for the wrong rank.
+    other = FeederFeed(FeederClient(feeder_url, run=run, rank=0, world_size=2, batch_size=BATCH))
+    with pytest.raises(RuntimeError, match="must read its own rank's shard"):
+        next(iter(other.dataset().shard(num_shards=2, index=1)))
+    assert other.held_items() == 0
