@@ -1,4 +1,6 @@
 import { pipelineTopology } from '../processors/pipeline.js';
+import { activePause, readPollerStates, stalledMs } from '../processors/poll.js';
+import type { PollerState } from '../schemas/pollers.js';
 import { partitionKey } from '../topology/records.js';
 import { type GroupStatus, KafkaRuntime } from '../topology/runtime/kafka/index.js';
 import { openRuntime } from '../topology/runtime/open.js';
@@ -15,15 +17,19 @@ export async function status(opts: StatusOptions): Promise<void> {
   const runtime = await openRuntime(config.log);
   try {
     const groups = runtime instanceof KafkaRuntime ? await runtime.groups() : await embeddedGroups(runtime);
+    const pollers = await readPollerStates(runtime);
     if (opts.json) {
       for (const g of groups) process.stdout.write(`${JSON.stringify(g)}\n`);
+      const now = new Date();
+      for (const p of pollers)
+        process.stdout.write(
+          `${JSON.stringify({ ...p, stalledSeconds: Math.round(stalledMs(p, now) / 1000) })}\n`,
+        );
       return;
     }
-    if (!groups.length) {
-      process.stdout.write('no consumer groups yet (nothing has run)\n');
-      return;
-    }
-    process.stdout.write(`${groups.map(describeGroup).join('\n\n')}\n`);
+    if (!groups.length) process.stdout.write('no consumer groups yet (nothing has run)\n');
+    else process.stdout.write(`${groups.map(describeGroup).join('\n\n')}\n`);
+    if (pollers.length) process.stdout.write(`\n${describePollers(pollers, new Date())}\n`);
   } finally {
     await runtime.close();
   }
@@ -68,5 +74,29 @@ function describeGroup(g: GroupStatus): string {
   }
   for (const [topic, ps] of Object.entries(g.lag))
     lines.push(`  lag ${topic}: ${ps.map((n, i) => `${i}:${n}`).join(' ')}`);
+  return lines.join('\n');
+}
+
+/** Each poller: where it is, and, loudly, why it is not moving. */
+function describePollers(pollers: (PollerState & { cursorKey: string })[], now: Date): string {
+  const lines = ['pollers'];
+  for (const p of pollers) {
+    const pause = activePause(p, now);
+    const state = p.stalled
+      ? `STALLED for ${Math.round(stalledMs(p, now) / 60_000)} min (since ${p.stalled.since}, ${p.stalled.attempts} attempt(s)): ${p.stalled.reason}`
+      : pause
+        ? `paused upstream: ${pause.host} asked not to be called before ${pause.until} (${pause.reason})`
+        : 'reading';
+    lines.push(
+      `  ${p.poller} (${p.cursorKey}): ${state}`,
+      `    cursor ${p.cursor ?? 'null (from its since date)'}`,
+    );
+    if (p.stalled) {
+      if (p.stalled.url) lines.push(`    page ${p.stalled.url}`);
+      lines.push(
+        `    it retries by itself; to give that page up: bioalchemy poll --skip ${p.cursorKey} '${p.cursor ?? 'null'}'`,
+      );
+    }
+  }
   return lines.join('\n');
 }

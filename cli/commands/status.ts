@@ -3,8 +3,10 @@ import type { StatusOptions } from '../status.js';
 
 export function statusCommand(): Command {
   return new Command('status')
-    .description("each processor's consumer group: its members, their partitions, and the lag per partition")
-    .option('--json', 'one JSON object per group, one a line')
+    .description(
+      "each processor's consumer group: its members, their partitions, and the lag per partition; each literature poller: its cursor, and whether it is stalled or paused upstream",
+    )
+    .option('--json', 'one JSON object per group, then one per poller ({"poller": …}), one a line')
     .addHelpText(
       'after',
       `
