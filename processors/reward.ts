@@ -185,18 +185,22 @@ const NUMBER = /(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d
 const SCIENTIFIC = /\s*[x×]\s*10\s*\^\s*\{?\s*([-+]?\d+)\s*\}?/y;
 const POWER_OF_TEN = /\s*\^\s*\{?\s*([-+]?\d+)\s*\}?/y;
 const FRACTION = /\/(\d+)(?!\d|[.,]\d)/y;
+const LETTERS_RUN = /[A-Za-z]+/y;
+const WORD = /[A-Za-z0-9]+/y;
 const SIGN_AFTER = new Set([...'([{=:~<>≈']);
 
 const isSpace = (ch: string) => ch === ' ' || ch === '\t' || ch === '\n' || ch === '\f' || ch === '\v';
-const isAlnum = (ch: string | undefined) => ch !== undefined && /[A-Za-z0-9]/.test(ch);
+const isDigit = (ch: string | undefined) => ch !== undefined && ch >= '0' && ch <= '9';
+const isAlnum = (ch: string | undefined) =>
+  ch !== undefined && ((ch >= '0' && ch <= '9') || (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z'));
 
 /** One line of prepared text as tokens. */
 export function tokenize(line: string): Token[] {
   const out: Token[] = [];
   let space = true;
   let i = 0;
-  const push = (t: Omit<Token, 'space'>) => {
-    out.push({ ...t, space });
+  const push = (kind: Token['kind'], text: string, key: string, value: number | null, attached: boolean) => {
+    out.push({ kind, text, key, space, value, attached });
     space = false;
   };
   while (i < line.length) {
@@ -209,11 +213,10 @@ export function tokenize(line: string): Token[] {
     const signed =
       (ch === '-' || ch === '+') &&
       (i === 0 || isSpace(line[i - 1]!) || SIGN_AFTER.has(line[i - 1]!)) &&
-      /[\d.]/.test(line[i + 1] ?? '') &&
-      /\d/.test(line[i + 1] === '.' ? (line[i + 2] ?? '') : line[i + 1]!);
+      isDigit(line[i + 1] === '.' ? line[i + 2] : line[i + 1]);
     const start = signed ? i + 1 : i;
     NUMBER.lastIndex = start;
-    const m = /[\d.]/.test(line[start] ?? '') ? NUMBER.exec(line) : null;
+    const m = isDigit(line[start]) || line[start] === '.' ? NUMBER.exec(line) : null;
     if (m) {
       let end = start + m[0].length;
       let value = Number(m[0].replace(/,/g, ''));
@@ -237,7 +240,8 @@ export function tokenize(line: string): Token[] {
         key += `e${sci[1]}`;
         end += sci[0].length;
       }
-      const glued = /^[A-Za-z]+/.exec(line.slice(end))?.[0];
+      LETTERS_RUN.lastIndex = end;
+      const glued = LETTERS_RUN.exec(line)?.[0];
       if (glued === undefined || (UNITS.has(glued) && !isAlnum(line[end + glued.length]))) {
         if (signed && ch === '-') value = -value;
         const prev = out.at(-1);
@@ -247,21 +251,22 @@ export function tokenize(line: string): Token[] {
           !prev.space &&
           out.at(-2)?.kind === 'word' &&
           !signed;
-        push({ kind: 'num', text: line.slice(i, end), key: (signed ? ch : '') + key, value, attached });
+        push('num', line.slice(i, end), (signed ? ch : '') + key, value, attached);
         i = end;
         continue;
       }
       // A number glued to letters that are no unit is a name: "16S", "5S", "3D".
     }
     if (isAlnum(ch)) {
-      const word = /^[A-Za-z0-9]+/.exec(line.slice(i))![0];
+      WORD.lastIndex = i;
+      const word = WORD.exec(line)![0];
       const key = word.toLowerCase();
       const n = NUMBER_WORDS.indexOf(key);
-      push({ kind: 'word', text: word, key, value: n >= 0 ? n : null, attached: false });
+      push('word', word, key, n >= 0 ? n : null, false);
       i += word.length;
       continue;
     }
-    if (SIGNIFICANT.has(ch)) push({ kind: 'punct', text: ch, key: ch, value: null, attached: false });
+    if (SIGNIFICANT.has(ch)) push('punct', ch, ch, null, false);
     else space = true;
     i++;
   }
@@ -382,10 +387,12 @@ function formAt(
   tokens: Token[],
   i: number,
   forms: ReadonlyMap<string, string>,
+  longest: number,
 ): { end: number; value: string } | null {
   let best: { end: number; value: string } | null = null;
   let joined = '';
-  for (let j = i; j < tokens.length && j < i + 16; j++) {
+  // A key longer than the longest form plus an ending matches nothing.
+  for (let j = i; j < tokens.length && joined.length <= longest; j++) {
     const t = tokens[j]!;
     if (t.kind === 'punct') {
       if (j > i && JOINERS.has(t.key) && !t.space) continue;
@@ -465,7 +472,8 @@ function mcqGrader(truth: string, options: readonly string[]): Grader {
     const key = formKey(o);
     if (!/^[a-z]$/.test(key) && !forms.has(key)) forms.set(key, LETTERS[i]!);
   });
-  const letterAt = (tokens: Token[], i: number): string | null => {
+  const longest = Math.max(0, ...[...forms.keys()].map((k) => k.length));
+  const letterAt = (tokens: Token[], i: number, words: number): string | null => {
     const t = tokens[i]!;
     if (t.kind !== 'word' || t.text.length !== 1 || !valid.includes(t.text.toUpperCase())) return null;
     const prev = tokens[i - 1];
@@ -480,7 +488,7 @@ function mcqGrader(truth: string, options: readonly string[]): Grader {
       return t.text;
     }
     // A lower-case letter is an option only where it cannot be a word: alone, "(c)", "c)", "option c".
-    const alone = tokens.filter(isWord).length === 1;
+    const alone = words === 1;
     const closed = next?.key === ')' && !next.space;
     const named = prev?.kind === 'word' && ['option', 'choice', 'answer'].includes(prev.key);
     return alone || closed || named ? t.text.toUpperCase() : null;
@@ -489,14 +497,15 @@ function mcqGrader(truth: string, options: readonly string[]): Grader {
     text: false,
     mentions(tokens) {
       const out: Mention[] = [];
+      const words = tokens.filter(isWord).length;
       for (let i = 0; i < tokens.length; ) {
-        const form = isWord(tokens[i]) ? formAt(tokens, i, forms) : null;
+        const form = isWord(tokens[i]) ? formAt(tokens, i, forms, longest) : null;
         if (form && !hyphenated(tokens, i, form.end)) {
           out.push({ value: form.value, number: null, start: i, end: form.end, listed: false });
           i = form.end;
           continue;
         }
-        const letter = letterAt(tokens, i);
+        const letter = letterAt(tokens, i, words);
         if (letter) out.push({ value: letter, number: null, start: i, end: i + 1, listed: false });
         i++;
       }
@@ -576,12 +585,13 @@ function freeFormGrader(truth: string, aliases: readonly string[]): Grader {
     };
   }
   const forms = new Map(accepted.map((f) => [formKey(f), 'answer']));
+  const longest = Math.max(0, ...[...forms.keys()].map((k) => k.length));
   return {
     text: true,
     mentions(tokens) {
       const out: Mention[] = [];
       for (let i = 0; i < tokens.length; i++) {
-        const form = isWord(tokens[i]) ? formAt(tokens, i, forms) : null;
+        const form = isWord(tokens[i]) ? formAt(tokens, i, forms, longest) : null;
         if (!form || hyphenated(tokens, i, form.end)) continue;
         // "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase.
         const next = tokens[form.end];

@@ -103,6 +103,10 @@ _NUMBER = re.compile(r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:[eE][-+]?\d+
 _SCIENTIFIC = re.compile(r"\s*[x×]\s*10\s*\^\s*\{?\s*([-+]?\d+)\s*\}?", _A)
 _POWER_OF_TEN = re.compile(r"\s*\^\s*\{?\s*([-+]?\d+)\s*\}?", _A)
 _FRACTION = re.compile(r"/(\d+)(?!\d|[.,]\d)", _A)
+_LETTERS_RUN = re.compile(r"[A-Za-z]+", _A)
+_WORD = re.compile(r"[A-Za-z0-9]+", _A)
+_INTEGER = re.compile(r"\d+", _A)
+_LOWER_LETTER = re.compile(r"[a-z]", _A)
 _SIGN_AFTER = set("([{=:~<>≈")
 _DIGITS = set("0123456789")
 _ALNUM = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
@@ -126,7 +130,6 @@ def tokenize(line: str) -> List[Token]:
             i += 1
             continue
         signed = (ch in "-+" and (i == 0 or _is_space(line[i - 1]) or line[i - 1] in _SIGN_AFTER)
-                  and at(i + 1) != "" and at(i + 1) in "0123456789."
                   and (at(i + 2) if at(i + 1) == "." else at(i + 1)) in _DIGITS)
         start = i + 1 if signed else i
         m = _NUMBER.match(line, start) if at(start) != "" and at(start) in "0123456789." else None
@@ -134,7 +137,7 @@ def tokenize(line: str) -> List[Token]:
             end = m.end()
             value = float(m.group(0).replace(",", ""))
             key = m.group(0).replace(",", "")
-            frac = _FRACTION.match(line, end) if re.fullmatch(r"\d+", m.group(0), _A) else None
+            frac = _FRACTION.match(line, end) if _INTEGER.fullmatch(m.group(0)) else None
             if frac and int(frac.group(1)) != 0:
                 value /= int(frac.group(1))
                 key += "/" + frac.group(1)
@@ -150,7 +153,7 @@ def tokenize(line: str) -> List[Token]:
                 value *= float("1e" + sci.group(1))
                 key += "e" + sci.group(1)
                 end = sci.end()
-            g = re.match(r"[A-Za-z]+", line[end:], _A)
+            g = _LETTERS_RUN.match(line, end)
             glued = g.group(0) if g else None
             if glued is None or (glued in _UNITS and at(end + len(glued)) not in _ALNUM):
                 if signed and ch == "-":
@@ -164,7 +167,7 @@ def tokenize(line: str) -> List[Token]:
                 continue
             # A number glued to letters that are no unit is a name: "16S", "5S", "3D".
         if ch in _ALNUM:
-            word = re.match(r"[A-Za-z0-9]+", line[i:], _A).group(0)
+            word = _WORD.match(line, i).group(0)
             key = word.lower()
             number = _NUMBER_WORDS.index(key) if key in _NUMBER_WORDS else None
             out.append(Token("word", word, key, space, None if number is None else float(number), False))
@@ -271,11 +274,12 @@ def form_key(form: str) -> str:
     return "".join(t.key for t in words)
 
 
-def _form_at(tokens: List[Token], i: int, forms: Mapping) -> Optional[tuple]:
+def _form_at(tokens: List[Token], i: int, forms: Mapping, longest: int) -> Optional[tuple]:
     best = None
     joined = ""
     j = i
-    while j < len(tokens) and j < i + 16:
+    # A key longer than the longest form plus an ending matches nothing.
+    while j < len(tokens) and len(joined) <= longest:
         t = tokens[j]
         if t.kind == "punct":
             if j > i and t.key in _JOINERS and not t.space:
@@ -374,10 +378,11 @@ def _mcq_grader(truth: str, options: Sequence[str]) -> _Grader:
     forms: dict = {}
     for i, o in enumerate(options):
         key = form_key(o)
-        if not re.fullmatch(r"[a-z]", key, _A) and key not in forms:
+        if not _LOWER_LETTER.fullmatch(key) and key not in forms:
             forms[key] = LETTERS[i]
+    longest = max([len(k) for k in forms] + [0])
 
-    def letter_at(tokens, i):
+    def letter_at(tokens, i, words):
         t = tokens[i]
         if t.kind != "word" or len(t.text) != 1 or t.text.upper() not in valid:
             return None
@@ -385,28 +390,29 @@ def _mcq_grader(truth: str, options: Sequence[str]) -> _Grader:
         if t.text == t.text.upper():
             if prev is not None and prev.kind == "word" and prev.key in _LETTER_PREFIXES:
                 return None
-            if (nxt is not None and nxt.kind == "word" and nxt.space and re.match(r"[a-z]", nxt.text, _A)
+            if (nxt is not None and nxt.kind == "word" and nxt.space and _LOWER_LETTER.match(nxt.text)
                     and nxt.key not in _LETTER_LINKS):
                 return None
             if (nxt is not None and nxt.key == "." and after is not None and after.kind == "word"
-                    and after.space and re.match(r"[a-z]", after.text, _A)):
+                    and after.space and _LOWER_LETTER.match(after.text)):
                 return None
             return t.text
-        alone = sum(1 for x in tokens if _is_word(x)) == 1
+        alone = words == 1
         closed = nxt is not None and nxt.key == ")" and not nxt.space
         named = prev is not None and prev.kind == "word" and prev.key in ("option", "choice", "answer")
         return t.text.upper() if (alone or closed or named) else None
 
     def mentions(tokens):
         out = []
+        words = sum(1 for x in tokens if _is_word(x))
         i = 0
         while i < len(tokens):
-            form = _form_at(tokens, i, forms) if _is_word(tokens[i]) else None
+            form = _form_at(tokens, i, forms, longest) if _is_word(tokens[i]) else None
             if form and not _hyphenated(tokens, i, form[0]):
                 out.append(Mention(form[1], None, i, form[0], False))
                 i = form[0]
                 continue
-            letter = letter_at(tokens, i)
+            letter = letter_at(tokens, i, words)
             if letter:
                 out.append(Mention(letter, None, i, i + 1, False))
             i += 1
@@ -476,12 +482,13 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
         return _Grader(False, number_mentions, number_decide)
 
     forms = {form_key(f): "answer" for f in accepted}
+    longest = max([len(k) for k in forms] + [0])
 
     def mentions(tokens):
         out = []
         i = 0
         while i < len(tokens):
-            form = _form_at(tokens, i, forms) if _is_word(tokens[i]) else None
+            form = _form_at(tokens, i, forms, longest) if _is_word(tokens[i]) else None
             if not form or _hyphenated(tokens, i, form[0]):
                 i += 1
                 continue
