@@ -1,4 +1,5 @@
 import json
+import subprocess
 
 import numpy as np
 import pytest
@@ -60,3 +61,30 @@ def test_compute_score_keeps_the_old_row_shape():
     assert compute_score("bioalchemy", "\\boxed{B}", "C", {"kind": "mcq", "options": ["a", "b", "c", "d"]}) == 0.0
     assert compute_score("bioalchemy", "\\boxed{mitochondria}", "Mitochondria") == 1.0
     assert compute_score("bioalchemy", "\\boxed{C}", "C") == 1.0
+
+
+def _variants(row):
+    """Each table row in the wrappings models put around an answer."""
+    out = row["output"]
+    reasoning = ("The Golgi apparatus receives proteins from the endoplasmic reticulum; mitochondria make ATP. "
+                 "Expression may increase or decrease, 3 or 4 copies, 12.5 kDa.\n")
+    for text in (out, reasoning + out, out + "\n\nHope this helps!", f"**{out}**", out.upper(), out.lower(),
+                 f"Answer: {out}", f"\\boxed{{{out}}}", f"<think>{reasoning}</think>\n{out}", out.replace(" ", "\n"),
+                 out + "?", "It is not " + out):
+        item = {k: row[k] for k in ("kind", "ground_truth", "options")}
+        item["aliases"] = row.get("aliases", [])
+        item["output"] = text
+        yield item
+
+
+def test_typescript_and_python_give_the_same_score_and_reason():
+    items = [v for row in CASES + ADVERSARIAL for v in _variants(row)]
+    run = subprocess.run(["npx", "tsx", "test/feeder/reward-score.ts"], cwd=REPO, capture_output=True, text=True,
+                         input="".join(json.dumps(i) + "\n" for i in items), check=True)
+    typescript = [json.loads(line) for line in run.stdout.splitlines()]
+    assert len(typescript) == len(items)
+    python = [score(i["kind"], i["ground_truth"], i["output"], options=i["options"], aliases=i["aliases"])
+              for i in items]
+    differ = [(i["output"], t, p) for i, t, p in zip(items, typescript, python) if t != p]
+    assert not differ, differ[:5]
+    assert 0 < sum(r["score"] for r in python) < len(python)
