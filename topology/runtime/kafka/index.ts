@@ -145,11 +145,33 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
         }
       }
     }
+    await this.waitForLeaders(topics.map((t) => this.names.topic(t.name)));
     for (const t of topics) {
       this.partitionCounts.set(t.name, t.partitions);
       if (t.compacted) this.compacted.add(t.name);
     }
     await this.wire.register(topics);
+  }
+
+  /**
+   * Waits until every partition of the topics answers for its offsets. createTopics waits only for
+   * topics it created itself, and a leader in the metadata may not serve yet: with several workers
+   * started at once, those that lost the race to create went on and their first read failed ("This
+   * server is not the leader for that topic-partition"), which stopped them.
+   */
+  private async waitForLeaders(kafkaTopics: readonly string[]): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    for (const topic of kafkaTopics) {
+      for (;;) {
+        try {
+          await this.admin.fetchTopicOffsets(topic);
+          break;
+        } catch (e) {
+          if (!(e as { retriable?: boolean }).retriable || Date.now() > deadline) throw e;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+    }
   }
 
   async partitionsOf(topic: string): Promise<number> {
