@@ -235,6 +235,12 @@ def _make_callback(feed: FeederFeed):
                     "GRPOConfig(shuffle_dataset=True) reads the feeder through a 1,000-item shuffle buffer, "
                     "leasing 1,000 items before the first step: set shuffle_dataset=False (each feeder "
                     "epoch is already shuffled)")
+            if feed.client.prefetch is None:
+                # At an epoch's end the loader holds the generation batch in training and the one it
+                # reads ahead, unacked, while it leases from the next epoch: the feeder must let this
+                # rank hold that many batches, or its lease waits on acks that only this loop makes.
+                prompts = args.generation_batch_size // args.num_generations
+                feed.client.prefetch = math.ceil(2 * prompts / (feed.client.batch_size or 1)) + 1
 
         def on_step_end(self, args, state, control, **kwargs):
             # A generation made before step t is trained over the next steps_per_generation *

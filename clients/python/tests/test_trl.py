@@ -67,9 +67,10 @@ def grpo_trainer(feed: FeederFeed, tmp_path, max_steps: int, **config):
 
     torch.set_num_threads(1)
     tokenizer = tiny_tokenizer()
+    defaults = {"shuffle_dataset": False, "per_device_train_batch_size": 2}
     args = GRPOConfig(output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False, num_generations=2,
-                      per_device_train_batch_size=2, max_completion_length=8, max_steps=max_steps,
-                      save_strategy="no", report_to="none", **{"shuffle_dataset": False, **config})
+                      max_completion_length=8, max_steps=max_steps, save_strategy="no", report_to="none",
+                      **{**defaults, **config})
     return GRPOTrainer(model=tiny_model(tokenizer), processing_class=tokenizer, reward_funcs=feed.reward, args=args,
                        train_dataset=feed.dataset(), callbacks=[feed.callback])
 
@@ -142,3 +143,20 @@ def test_each_process_reads_its_own_ranks_shard(feeder_url):
     with pytest.raises(RuntimeError, match="must read its own rank's shard"):
         next(iter(other.dataset().shard(num_shards=2, index=1)))
     assert other.held_items() == 0
+
+
+def test_crosses_epochs_holding_more_batches_than_the_feeders_default_prefetch(feeder_url, tmp_path):
+    # Four prompts per step from batches of one: at an epoch's end the trainer holds the four
+    # batches in training and four read ahead, more than the feeder's default prefetch (2). A short
+    # wait: a lease that waited on those acks would never get an answer.
+    client = FeederClient(feeder_url, run=run_name("trl-cross"), batch_size=1)
+    feed = FeederFeed(client, epochs=2, max_wait_s=30)
+    planned = feed.epoch_items()
+    grpo_trainer(feed, tmp_path, max_steps=planned, per_device_train_batch_size=8).train()
+    assert client.prefetch == 9
+    epochs = {e["epoch"]: e for e in client.run_status()["epochs"]}
+    trained = feed.acked_items
+    # Whole generation batches of four: the epochs' items less the last partial one, given back.
+    assert trained == 2 * planned - (2 * planned) % 4
+    assert epochs[0]["acked"] == planned and epochs[1]["acked"] == trained - planned
+    assert feed.released_items == 2 * planned - trained
