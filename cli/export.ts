@@ -6,7 +6,7 @@ import type { ClassifiedQa } from '../schemas/qa.js';
 import { openRuntime } from '../topology/runtime/open.js';
 import type { Runtime } from '../topology/runtime/types.js';
 import { configOf } from './context.js';
-import type { GlobalOptions } from './usage.js';
+import { type GlobalOptions, UsageError } from './usage.js';
 
 export interface ExportOptions extends GlobalOptions {
   format: 'verl-parquet' | 'jsonl';
@@ -36,12 +36,26 @@ export async function exportSplit(opts: ExportOptions): Promise<void> {
       if (!mix || m.version > mix.version) mix = m;
     }
     if (!mix) throw new Error('no mix.state yet: run the sampler (bioalchemy run) first');
+    const { topics, sources, publishedFrom } = mix.heldOut;
+    if (opts.split === 'heldout' && topics.length === 0 && sources.length === 0 && publishedFrom === null)
+      throw new UsageError(
+        `mix version ${mix.version} holds nothing out: set sampler.heldOut in the config (--config) to ` +
+          '{"topics": [...]}, {"sources": [...]} or {"publishedFrom": "YYYY[-MM[-DD]]"}, ' +
+          'let bioalchemy run make a new mix, then export again',
+      );
     const items = new Map<string, PoolItem>();
     for await (const value of readAll(runtime, 'qa.classified')) {
       const item = poolItem(JSON.parse(value) as ClassifiedQa);
       items.set(item.id, item);
     }
     const rows = exportRows([...items.values()], mix, opts.split, config.feeder);
+    // An empty file only fails later, in the trainer ('Instruction "train" corresponds to no data!').
+    if (rows.length === 0)
+      throw new UsageError(
+        opts.split === 'heldout'
+          ? `the held-out rule of mix version ${mix.version} (sampler.heldOut) matches no item`
+          : `mix version ${mix.version} selects no item`,
+      );
     if (opts.format === 'jsonl') writeJsonl(rows, opts.out);
     else writeVerlParquet(rows, opts.out);
     process.stderr.write(`${rows.length} ${opts.split} rows (mix version ${mix.version}) -> ${opts.out}\n`);

@@ -20,8 +20,11 @@ export function exportCommand(): Command {
       `
 Rows are the feeder's superset rows: data_source, prompt (chat messages), ability, reward_model
 {style, ground_truth}, ground_truth, answer, solution, extra_info {index, split, qa_id, article_id,
-topics, kind, options, grade, copy}. train holds each selected item as many times as the mix
-copies it, in a deterministic order; heldout holds each held-out item once.
+topics, kind, options, grade, copy}. ground_truth (also in reward_model) is {answer, kind, options,
+aliases}: all a reward function needs (verl's compute_score reads it without extra_info); answer is
+the plain letter or answer. train holds each selected item as many times as the mix copies it, in a
+deterministic order; heldout holds each held-out item once and needs a held-out rule
+(sampler.heldOut: topics, sources or publishedFrom).
 
 Examples:
   $ bioalchemy export --format verl-parquet --split train --out train.parquet
