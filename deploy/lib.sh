@@ -78,3 +78,62 @@ path_in_use() {
   done
   return 1
 }
+
+# A start script's server, from its launch until start_succeeded. Between the two, leaving the
+# script by any path (die, an error under set -e, Ctrl-C, SIGTERM) stops that process and removes
+# its pid file: a failed start leaves nothing running that `down` does not know of.
+GUARDED_PID=""
+GUARDED_PIDFILE=""
+GUARDED_NAME=""
+
+# guard_started PID PIDFILE NAME: records PID (the background process just launched, which execs
+# the server) in PIDFILE and guards it until start_succeeded.
+guard_started() {
+  GUARDED_PID="$1" GUARDED_PIDFILE="$2" GUARDED_NAME="$3"
+  echo "$GUARDED_PID" >"$GUARDED_PIDFILE"
+  trap _stop_guarded EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+}
+
+# started_alive -> 0 while the guarded process exists (a zombie does not count). Not pid_alive
+# with a pattern: until the launched subshell has exec'd the server, its command line is the
+# start script's own, and under load the first check can come before the exec ("exited during
+# start-up" was reported for a server that went on running).
+started_alive() {
+  local stat
+  stat="$(cat "/proc/$GUARDED_PID/stat" 2>/dev/null)" || return 1
+  stat="${stat##*) }"
+  [[ "${stat%% *}" != Z && "${stat%% *}" != X ]]
+}
+
+# start_succeeded: the server is up; from now on stop.sh (services.sh down) owns it.
+start_succeeded() {
+  GUARDED_PID=""
+  trap - EXIT INT TERM
+}
+
+_stop_guarded() {
+  local status=$? deadline
+  [[ -n "$GUARDED_PID" ]] || return 0
+  if started_alive; then
+    log "start failed: stopping the $GUARDED_NAME it started (pid $GUARDED_PID)"
+    kill -TERM "$GUARDED_PID" 2>/dev/null || true
+    deadline=$(( $(date +%s) + ${GUARD_STOP_TIMEOUT_S:-30} ))
+    while started_alive && (( $(date +%s) < deadline )); do sleep 0.2; done
+    if started_alive; then
+      log "$GUARDED_NAME (pid $GUARDED_PID) did not exit, sending SIGKILL"
+      kill -KILL "$GUARDED_PID" 2>/dev/null || true
+      # The kernel reaps it shortly; keep the pid file until it is gone for sure.
+      deadline=$(( $(date +%s) + 10 ))
+      while started_alive && (( $(date +%s) < deadline )); do sleep 0.1; done
+    fi
+  fi
+  if started_alive; then
+    log "$GUARDED_NAME (pid $GUARDED_PID) still runs: its pid file $GUARDED_PIDFILE stays, for stop.sh"
+  else
+    rm -f "$GUARDED_PIDFILE"
+  fi
+  GUARDED_PID=""
+  exit "$status"
+}

@@ -136,17 +136,19 @@ XML
   # Its stdout/stderr (start-up errors before the logger is up) go to clickhouse-server.out.
   ( cd "$DATA_DIR" && exec nohup clickhouse-server --config-file="$DATA_DIR/config.xml" \
       >>"$DATA_DIR/clickhouse-server.out" 2>&1 </dev/null ) &
-  echo $! >"$PIDFILE"
+  guard_started $! "$PIDFILE" clickhouse-server
   deadline=$(( $(date +%s) + TIMEOUT_S ))
   until [[ "$(curl -s --max-time 2 "${URL}ping" || true)" == "Ok." ]]; do
-    if ! pid_alive "$PIDFILE" clickhouse-server; then
+    if ! started_alive; then
       tail -n 20 "$DATA_DIR/clickhouse-server.out" "$DATA_DIR/clickhouse-server.err.log" 2>/dev/null >&2 || true
-      rm -f "$PIDFILE"; die "clickhouse-server exited during start-up"
+      die "clickhouse-server exited during start-up"
     fi
-    (( $(date +%s) < deadline )) || die "no Ok from ${URL}ping within ${TIMEOUT_S}s (pid $(cat "$PIDFILE") still running)"
+    (( $(date +%s) < deadline )) || die "no Ok from ${URL}ping within ${TIMEOUT_S}s"
     sleep 0.2
   done
   log "up after $(( $(now_ms) - t0 ))ms: $(q 'SELECT version()')"
+  # A migration that fails below leaves the server running, and its pid file for stop.sh.
+  start_succeeded
 fi
 
 # ---- migrations -------------------------------------------------------------

@@ -125,13 +125,13 @@ offset=$(( $(stat -c %s "$LOGFILE" 2>/dev/null || echo 0) + 1 ))
 t0=$(now_ms)
 log "starting broker on 127.0.0.1:$PORT (controller :$CPORT), log $LOGFILE"
 nohup "$JAVA" "${JAVA_OPTS[@]}" -cp "$CP" kafka.Kafka "$PROPS" >>"$LOGFILE" 2>&1 </dev/null &
-echo $! >"$PIDFILE"
+guard_started $! "$PIDFILE" broker
 
 deadline=$(( $(date +%s) + TIMEOUT_S ))
 # (process substitution, not a pipe: with pipefail an early-exiting grep -q would fail the test)
 until port_open "$PORT" && grep -q 'Kafka Server started' < <(tail -c "+$offset" "$LOGFILE"); do
-  pid_alive "$PIDFILE" kafka.Kafka || { tail -n 30 "$LOGFILE" >&2; rm -f "$PIDFILE"; die "broker exited during start-up"; }
-  (( $(date +%s) < deadline )) || { tail -n 30 "$LOGFILE" >&2; die "broker not up within ${TIMEOUT_S}s (still running, pid $(cat "$PIDFILE"))"; }
+  started_alive || { tail -n 30 "$LOGFILE" >&2; die "broker exited during start-up"; }
+  (( $(date +%s) < deadline )) || { tail -n 30 "$LOGFILE" >&2; die "broker not up within ${TIMEOUT_S}s"; }
   sleep 0.3
 done
 log "broker process up after $(( ($(now_ms) - t0) ))ms, checking it answers admin requests"
@@ -143,6 +143,7 @@ until out="$(timeout 30 "$JAVA" -Xmx128m -XX:TieredStopAtLevel=1 -cp "$CP" \
   sleep 0.5
 done
 log "ready on 127.0.0.1:$PORT after $(( ($(now_ms) - t0) ))ms ($(echo "$out" | grep -c . || true) topics)"
+start_succeeded
 
 # On a freshly formatted dir, create __consumer_offsets and __transaction_state now
 # (a FindCoordinator for a group and for a transactional id does that), so the first

@@ -66,14 +66,15 @@ log "starting Apicurio Registry on 127.0.0.1:$PORT ($storage), log $LOGFILE"
     -Dquarkus.datasource.jdbc.initial-size=2 -Dquarkus.datasource.jdbc.min-size=2 \
     -Dquarkus.datasource.jdbc.max-size=20 \
     -jar "$RUNNER" >>"$LOGFILE" 2>&1 </dev/null ) &
-echo $! >"$PIDFILE"
+guard_started $! "$PIDFILE" registry
 
 deadline=$(( $(date +%s) + TIMEOUT_S ))
 until subjects_ok; do
-  if ! pid_alive "$PIDFILE" "$(basename "$RUNNER")"; then
-    tail -n 30 "$LOGFILE" >&2; rm -f "$PIDFILE"; die "registry exited during start-up"
+  if ! started_alive; then
+    tail -n 30 "$LOGFILE" >&2; die "registry exited during start-up"
   fi
   (( $(date +%s) < deadline )) || { tail -n 20 "$LOGFILE" >&2; die "GET $API/subjects not 200 within ${TIMEOUT_S}s"; }
   sleep 0.3
 done
+start_succeeded
 log "ready after $(( $(now_ms) - t0 ))ms: $(curl -s "http://127.0.0.1:$PORT/apis/registry/v2/system/info" | sed -n 's/.*"version":"\([^"]*\)".*/Apicurio Registry \1/p'); Confluent API at $API"
