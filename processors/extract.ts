@@ -226,6 +226,8 @@ export function provenanceOf(article: Article): Provenance {
     articleId: article.id,
     source: article.source,
     ...(article.sourceUri ? { sourceUri: article.sourceUri } : {}),
+    ...(article.pmid ? { pmid: article.pmid } : {}),
+    ...(article.doi ? { doi: article.doi } : {}),
     licence: article.licence,
     journal: article.journal,
     published: article.published,

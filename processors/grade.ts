@@ -5,11 +5,12 @@ import { BOUNDED_SCORES, JudgeReply } from '../llm/prompts/judge.js';
 import { MCQ_QUALITY_PROMPT, mcqQualityMessages } from '../llm/prompts/mcq-quality.js';
 import type { Config } from '../schemas/config.js';
 import type { ModelStamp } from '../schemas/provenance.js';
-import type { Grade, GradeAccept, GradedQa, QaCandidate, RejectionCode } from '../schemas/qa.js';
+import type { EvalMatch, Grade, GradeAccept, GradedQa, QaCandidate, RejectionCode } from '../schemas/qa.js';
 import type { Processor } from '../topology/processor.js';
 import { windowed } from '../topology/window.js';
 import { type LlmFailure, llmFailure } from './llm-failure.js';
 import { deterministicChecks, type RuleFailure } from './qa/checks.js';
+import { EvalSets } from './qa/decontaminate.js';
 import { NearDuplicateIndex } from './qa/near-duplicates.js';
 
 type GradeConfig = Config['grade'];
@@ -31,7 +32,7 @@ interface Judgement {
 }
 
 type Judged =
-  | { readonly kind: 'checks'; readonly failures: RuleFailure[] }
+  | { readonly kind: 'checks'; readonly failures: RuleFailure[]; readonly matches: EvalMatch[] }
   | { readonly kind: 'judge'; readonly judgement: Judgement }
   | ({ readonly kind: 'unusable' } & LlmFailure);
 
@@ -51,9 +52,19 @@ const NOT_SCORED = { quality: 0, difficulty: 0, answerability: 0, verifiability:
  */
 export function gradeProcessor(opts: GradeOptions): Processor {
   const rejections = rejectionsCounter(opts.registry);
+  const evalRejections = evalRejectionsCounter(opts.registry);
+  // Loaded here, synchronously: a bad eval set stops the pipeline at start with its error.
+  const evalSets = new EvalSets({
+    paths: opts.evalSets,
+    threshold: opts.nearDuplicate,
+    maxBytes: opts.evalSetMaxMb * 2 ** 20,
+    pollMs: opts.evalSetsPollMs,
+  });
+  const sourceShare = new EvalSourceShare();
   return windowed<Judged>({
     name: 'grade',
-    description: 'deterministic checks + LLM judge scores against grade.accept + MinHash near-duplicates',
+    description:
+      'eval-set decontamination + deterministic checks + LLM judge scores against grade.accept + MinHash near-duplicates',
     reads: ['qa.candidates'],
     writes: ['qa.graded', 'qa.rejected'],
     stores: ['dedup'],
@@ -61,8 +72,17 @@ export function gradeProcessor(opts: GradeOptions): Processor {
       inFlight: opts.inFlight,
       async start(input) {
         const candidate = input.value as QaCandidate;
+        // The eval sets as of this candidate's start: a set seen after it applies to later ones.
+        // Eval-source is decided here per candidate, not at extract: the candidate carries its
+        // article's ids, one stage holds the sets and every refusal lands in qa.rejected with its
+        // code, and candidates already extracted when a set arrives are caught too.
+        const matches = (await evalSets.current()).check({
+          ...candidate,
+          options: candidate.kind === 'multiple-choice' ? candidate.options : [],
+        });
         const failures = deterministicChecks(candidate, opts);
-        if (failures.length) return { kind: 'checks', failures };
+        // Contaminated candidates never reach the judge: its call would be paid for nothing.
+        if (failures.length || matches.length) return { kind: 'checks', failures, matches };
         try {
           return { kind: 'judge', judgement: await judge(opts.llm, opts.accept, candidate) };
         } catch (e) {
@@ -70,6 +90,7 @@ export function gradeProcessor(opts: GradeOptions): Processor {
         }
       },
       finish(input, outcome, ctx) {
+        for (const n of evalSets.drainNotices()) ctx.log[n.level](n.msg);
         if (!outcome.ok) throw outcome.error;
         const candidate = input.value as QaCandidate;
         const judged = outcome.value;
@@ -79,6 +100,8 @@ export function gradeProcessor(opts: GradeOptions): Processor {
           // Counted when the step commits: a replayed step counts its rejections once.
           ctx.onCommit(() => {
             for (const code of grade.codes) rejections.inc({ code });
+            for (const m of grade.evalMatches ?? [])
+              evalRejections.inc({ code: m.code, eval_set: m.evalSet });
           });
           ctx.emit('qa.rejected', candidate.id, {
             candidate,
@@ -113,13 +136,17 @@ export function gradeProcessor(opts: GradeOptions): Processor {
         const mark = (how: Exclude<GradedMark, 1>) => dedup.put(graded, how satisfies GradedMark);
         if (judged.kind === 'checks') {
           mark('rejected');
+          const { matches } = judged;
+          for (const warning of sourceShare.count(matches)) ctx.log.warn(warning);
           reject({
             ...scored,
-            reasons: judged.failures.map((f) => `${f.code}: ${f.reason}`),
-            codes: judged.failures.map((f) => f.code),
+            reasons: [...matches.map(matchReason), ...judged.failures.map((f) => `${f.code}: ${f.reason}`)],
+            codes: [...new Set(matches.map((m) => m.code)), ...judged.failures.map((f) => f.code)],
+            ...(matches.length ? { evalMatches: matches } : {}),
           });
           return;
         }
+        sourceShare.count([]);
         const { reply } = judged.judgement;
         const judgeReasons = reply.reasons.map((r) => `judge: ${r}`);
         const failures = acceptFailures(reply, opts.accept);
@@ -161,6 +188,54 @@ export function gradeProcessor(opts: GradeOptions): Processor {
 }
 
 const REJECTIONS = 'bioalchemy_grade_rejections_total';
+const EVAL_REJECTIONS = 'bioalchemy_grade_eval_rejections_total';
+
+/** Per eval set: candidates rejected `contaminated` or `eval-source` by one of its items. */
+function evalRejectionsCounter(registry?: Registry): Counter<'code' | 'eval_set'> {
+  const existing = registry?.getSingleMetric(EVAL_REJECTIONS);
+  if (existing) return existing as Counter<'code' | 'eval_set'>;
+  return new Counter({
+    name: EVAL_REJECTIONS,
+    help: 'QA grade rejected as contaminated by, or from the source article of, an item of an eval set (grade.evalSets)',
+    labelNames: ['code', 'eval_set'],
+    registers: registry ? [registry] : [],
+  });
+}
+
+/** The words of a rejection for an eval match: `contaminated: pubmedqa item 123 (13-gram "...")`. */
+function matchReason(m: EvalMatch): string {
+  return m.code === 'eval-source'
+    ? `eval-source: the article (${m.evidence}) is the source of ${m.evalSet} item ${m.itemId}`
+    : `contaminated: ${m.evalSet} item ${m.itemId} (${m.how === '13-gram' ? `shares the 13-gram "${m.evidence}"` : `question ${m.evidence}`})`;
+}
+
+/**
+ * Warns, once per set, when an eval set is the source of nearly every candidate's article: a set
+ * that names every article (a list of the corpus given as an eval set, say) would leave the
+ * pipeline with no QA, each refusal recorded but easy to miss.
+ */
+class EvalSourceShare {
+  private graded = 0;
+  private readonly sourced = new Map<string, number>();
+  private readonly warned = new Set<string>();
+
+  count(matches: readonly EvalMatch[]): string[] {
+    this.graded++;
+    const warnings: string[] = [];
+    for (const m of matches) {
+      if (m.code !== 'eval-source') continue;
+      const n = (this.sourced.get(m.evalSet) ?? 0) + 1;
+      this.sourced.set(m.evalSet, n);
+      if (this.graded >= 20 && n >= 0.9 * this.graded && !this.warned.has(m.evalSet)) {
+        this.warned.add(m.evalSet);
+        warnings.push(
+          `eval set ${m.evalSet} names the source article of ${n} of the ${this.graded} candidates graded since start: every one is rejected eval-source; check that it is an eval set`,
+        );
+      }
+    }
+    return warnings;
+  }
+}
 
 /** The registry's rejections counter: one per registry, however many grade processors are built on it. */
 function rejectionsCounter(registry?: Registry): Counter<'code'> {

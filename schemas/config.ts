@@ -130,9 +130,33 @@ export const Config = z
           .boolean()
           .default(false)
           .describe('accept free-form answers yes/no or true/false (a guess gets them right half the time)'),
+        evalSets: z
+          .array(z.string().min(1))
+          .default([])
+          .describe(
+            'benchmark eval sets (JSON lines or parquet of {id, question, options?, pmid?, doi?}), or folders of them: a candidate sharing a word 13-gram with an item or near-duplicating its question is rejected `contaminated`, one from an item\'s source article `eval-source`; files are looked at again while running',
+          ),
+        evalSetMaxMb: z
+          .number()
+          .positive()
+          .default(64)
+          .describe('largest eval set file read; a larger one is an error'),
+        evalSetsPollMs: z
+          .number()
+          .int()
+          .positive()
+          .default(2000)
+          .describe('least time between two looks at the eval sets for new or changed files'),
       })
       .strict()
-      .default({ nearDuplicate: 0.8, accept: GradeAccept.parse({}), allowYesNo: false }),
+      .default({
+        nearDuplicate: 0.8,
+        accept: GradeAccept.parse({}),
+        allowYesNo: false,
+        evalSets: [],
+        evalSetMaxMb: 64,
+        evalSetsPollMs: 2000,
+      }),
     classify: z
       .object({
         minConfidence: z

@@ -5,6 +5,11 @@ export const Provenance = z.object({
   articleId: z.string().min(1),
   source: z.string().min(1).describe('source reader or poller that produced the article, e.g. jats, medline'),
   sourceUri: z.string().optional().describe('file path or URL the article came from'),
+  pmid: z
+    .string()
+    .optional()
+    .describe("the article's PMID, beside a DOI article id: grade matches eval items' sources by either"),
+  doi: z.string().optional().describe("the article's DOI, beside a PMID article id"),
   licence: z.string().nullable().describe('licence of the article text, as stated by the source'),
   journal: z.string().nullable().default(null),
   published: z

@@ -67,6 +67,9 @@ export const RejectionCode = z.enum([
   // Duplicates (grade's dedup store):
   'duplicate', // the same question (normalised) as an earlier one, or the same candidate again
   'near-duplicate',
+  // Eval sets (grade.evalSets, processors/qa/decontaminate.ts):
+  'contaminated', // shares a word 13-gram with an eval item's question+options, or near-duplicates its question
+  'eval-source', // the article is an eval item's source (its PMID or DOI)
 ]);
 export type RejectionCode = z.infer<typeof RejectionCode>;
 
@@ -88,6 +91,16 @@ export const GradeAccept = z
   .strict();
 export type GradeAccept = z.infer<typeof GradeAccept>;
 
+/** The eval item a rejected candidate matched (codes `contaminated` and `eval-source`). */
+export const EvalMatch = z.object({
+  code: z.enum(['contaminated', 'eval-source']),
+  evalSet: z.string().min(1).describe("the eval set's name: its file's base name"),
+  itemId: z.string().min(1),
+  how: z.enum(['13-gram', 'near-duplicate', 'pmid', 'doi']),
+  evidence: z.string().describe('the shared 13-gram, the similarity, or the source id'),
+});
+export type EvalMatch = z.infer<typeof EvalMatch>;
+
 export const Grade = z.object({
   scores: z.object({
     quality: Score,
@@ -102,6 +115,10 @@ export const Grade = z.object({
     .default([])
     .describe('a rejection: one code per rule it failed; an acceptance: none'),
   duplicateOf: z.string().optional().describe('a duplicate: the id of the QA it repeats'),
+  evalMatches: z
+    .array(EvalMatch)
+    .optional()
+    .describe('contaminated / eval-source: the eval items matched, at most one per code and set'),
   gradedBy: ModelStamp,
 });
 export type Grade = z.infer<typeof Grade>;

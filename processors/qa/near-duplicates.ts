@@ -61,10 +61,18 @@ export function signature(normalised: string): number[] {
   });
 }
 
-export function similarity(a: readonly number[], b: readonly number[]): number {
+export function similarity(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let same = 0;
   for (let i = 0; i < HASHES; i++) if (a[i] === b[i]) same++;
   return same / HASHES;
+}
+
+/** The LSH band keys of a signature: two questions sharing one are compared (`band:<i>:<rows>`). */
+export function bandKeys(sig: readonly number[]): string[] {
+  return Array.from(
+    { length: BANDS },
+    (_, b) => `band:${b}:${sig.slice(b * ROWS, (b + 1) * ROWS).join('.')}`,
+  );
 }
 
 /** The index over a processor's store: `exact:<hash>`, `band:<i>:<hash>` and `sig:<id>` keys. */
@@ -84,12 +92,9 @@ export class NearDuplicateIndex {
     const exact = this.store.get<string>(exactKey);
     if (exact !== undefined && exact !== id) return { kind: 'exact', of: exact, similarity: 1 };
     const sig = signature(normalised);
-    const bandKeys = Array.from(
-      { length: BANDS },
-      (_, b) => `band:${b}:${sig.slice(b * ROWS, (b + 1) * ROWS).join('.')}`,
-    );
+    const bands = bandKeys(sig);
     const candidates = new Set<string>();
-    for (const key of bandKeys)
+    for (const key of bands)
       for (const other of this.store.get<string[]>(key) ?? []) if (other !== id) candidates.add(other);
     let best: { of: string; similarity: number } | null = null;
     for (const other of candidates) {
@@ -101,7 +106,7 @@ export class NearDuplicateIndex {
     if (best) return { kind: 'near', ...best };
     this.store.put(exactKey, id);
     this.store.put(`sig:${id}`, sig);
-    for (const key of bandKeys) {
+    for (const key of bands) {
       const ids = this.store.get<string[]>(key) ?? [];
       if (!ids.includes(id)) this.store.put(key, [...ids, id]);
     }

@@ -1,0 +1,521 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { basename, extname, join } from 'node:path';
+import { tableFromIPC } from 'apache-arrow';
+import * as parquet from 'parquet-wasm/node';
+import { z } from 'zod';
+import { normaliseDoi } from '../../schemas/ids.js';
+import type { EvalMatch, QaCandidate } from '../../schemas/qa.js';
+import { bandKeys, normaliseQuestion, signature, similarity } from './near-duplicates.js';
+
+/**
+ * Benchmark decontamination as a stage (issue 23): grade refuses a candidate that shares a word
+ * 13-gram with an eval item's question and options (the GPT-3 / Llama 2 rule), or whose question
+ * is a MinHash near-duplicate of an eval item's (near-duplicates.ts, grade's own), and every
+ * candidate of an article that an eval item names as its source (PMID or DOI). Eval sets are
+ * files of JSON lines or parquet; a folder stands for every such file in it, so a set dropped
+ * into it while the pipeline runs applies to the candidates graded from then on.
+ */
+
+/** Words in the n-grams two texts must share (GPT-3's 13). */
+export const GRAM_WORDS = 13;
+
+const Id = z.union([z.string().trim().min(1), z.number()]).transform(String);
+
+/** One benchmark item as an eval set file holds it; other fields are ignored. */
+export const EvalItem = z.object({
+  id: Id,
+  question: z.string('an eval item needs a question').trim().min(1, 'an eval item needs a question'),
+  options: z
+    .union([z.array(z.string()), z.record(z.string(), z.string())])
+    .nullish()
+    .transform((o) => (o == null ? [] : Array.isArray(o) ? o : Object.values(o)))
+    .describe('a list, or {"A": ..., "B": ...}'),
+  pmid: Id.nullish().describe('the PubMed id of the article the item was made from'),
+  doi: z.string().trim().min(1).nullish(),
+});
+export type EvalItem = z.infer<typeof EvalItem>;
+
+/** A set as loaded: its items and what its file held that is no item, counted. */
+export interface EvalSet {
+  readonly name: string;
+  readonly path: string;
+  readonly bytes: number;
+  readonly mtimeMs: number;
+  readonly items: readonly EvalItem[];
+  /** Records that are no item (not JSON, no question, no id): counted, the first few named. */
+  readonly refused: { readonly count: number; readonly first: readonly string[] };
+}
+
+export class EvalSetError extends Error {}
+
+const EVAL_SET_EXTENSIONS = ['.jsonl', '.ndjson', '.json', '.parquet'];
+
+/**
+ * An eval set's items from its bytes: parquet (by its magic) or JSON lines. A file that is
+ * neither, or that holds no item with a question, is an error; records that are no item are
+ * counted in `refused` (a warning), never dropped unsaid.
+ */
+export function parseEvalSet(path: string, bytes: Buffer, mtimeMs = 0): EvalSet {
+  const name = basename(path, extname(path));
+  const records = isParquet(bytes) ? parquetRecords(path, bytes) : jsonLines(path, bytes);
+  const items: EvalItem[] = [];
+  const refused: string[] = [];
+  for (const { at, value } of records) {
+    if (value instanceof Error) {
+      refused.push(`${at}: ${value.message}`);
+      continue;
+    }
+    const parsed = EvalItem.safeParse(value);
+    if (parsed.success) items.push(parsed.data);
+    else
+      refused.push(
+        `${at}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(item)'}: ${i.message}`).join('; ')}`,
+      );
+  }
+  if (items.length === 0)
+    throw new EvalSetError(
+      `eval set ${path}: no item with an id and a question among ${records.length} records${refused.length ? ` (${refused.slice(0, 3).join('; ')})` : ''}`,
+    );
+  return {
+    name,
+    path,
+    bytes: bytes.length,
+    mtimeMs,
+    items,
+    refused: { count: refused.length, first: refused.slice(0, 5) },
+  };
+}
+
+function isParquet(bytes: Buffer): boolean {
+  return (
+    bytes.length >= 8 &&
+    bytes.subarray(0, 4).toString('latin1') === 'PAR1' &&
+    bytes.subarray(-4).toString('latin1') === 'PAR1'
+  );
+}
+
+type RawRecord = { at: string; value: unknown };
+
+function parquetRecords(path: string, bytes: Buffer): RawRecord[] {
+  let table: ReturnType<typeof tableFromIPC>;
+  try {
+    table = tableFromIPC(parquet.readParquet(bytes).intoIPCStream());
+  } catch (e) {
+    throw new EvalSetError(`eval set ${path}: unreadable parquet: ${(e as Error).message}`);
+  }
+  return table.toArray().map((row, i) => ({ at: `row ${i + 1}`, value: plain(row) }));
+}
+
+/** Arrow rows (and their list / struct cells) as plain JSON values, so zod reads them like JSON lines. */
+function plain(value: unknown): unknown {
+  if (value && typeof value === 'object' && 'toJSON' in value && typeof value.toJSON === 'function')
+    return plain(value.toJSON());
+  if (Array.isArray(value)) return value.map(plain);
+  if (typeof value === 'bigint') return Number(value);
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
+  return value;
+}
+
+function jsonLines(path: string, bytes: Buffer): RawRecord[] {
+  const lines = bytes.toString('utf8').split('\n');
+  const records: RawRecord[] = [];
+  for (const [i, line] of lines.entries()) {
+    if (!line.trim()) continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch (e) {
+      value = new Error(`not JSON (${(e as Error).message})`);
+    }
+    // The first record decides what the file is: a file that does not start with a JSON object
+    // is no JSON lines file (a CSV, a JSON array, a binary), an error rather than all-refused.
+    if (
+      records.length === 0 &&
+      (value instanceof Error || typeof value !== 'object' || value === null || Array.isArray(value))
+    )
+      throw new EvalSetError(
+        `eval set ${path}: neither JSON lines (one {"id", "question", ...} object a line) nor parquet: line ${i + 1} is ${value instanceof Error ? value.message : Array.isArray(value) ? 'a JSON array' : `a JSON ${typeof value}`}`,
+      );
+    records.push({ at: `line ${i + 1}`, value });
+  }
+  return records;
+}
+
+/** The words of a text as the 13-gram check sees them: grade's question normalisation. */
+function words(text: string): string[] {
+  const n = normaliseQuestion(text);
+  return n ? n.split(' ') : [];
+}
+
+/** What the gram check reads of a question: the question and its options, one text. */
+function gramText(question: string, options: readonly string[]): string {
+  return [question, ...options].join(' ');
+}
+
+/** 32-bit FNV-1a of a word. */
+function wordHash(word: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < word.length; i++) {
+    h ^= word.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/**
+ * The 13-grams of a word list as 53-bit numbers (two independent 32-bit folds of the words'
+ * hashes): a number keys a Map far cheaper than the 13 words as a string. A hit is checked on the
+ * item's words, so a hash collision never rejects a candidate.
+ */
+function gramKeys(ws: readonly string[], each: (key: number, at: number) => boolean | undefined): void {
+  if (ws.length < GRAM_WORDS) return;
+  const hs = ws.map(wordHash);
+  for (let at = 0; at + GRAM_WORDS <= hs.length; at++) {
+    let a = 0x12345678;
+    let b = 0x9abcdef0;
+    for (let k = at; k < at + GRAM_WORDS; k++) {
+      a = (Math.imul(a ^ hs[k]!, 0x01000193) + k - at) >>> 0;
+      b = Math.imul(b ^ hs[k]!, 0x5bd1e995) >>> 0;
+      b ^= b >>> 15;
+    }
+    if (each(a * 0x200000 + (b >>> 11), at)) return;
+  }
+}
+
+/** One eval item in the index. */
+interface Entry {
+  readonly set: string;
+  readonly item: EvalItem;
+  /** Its normalised gram text between spaces, to confirm a shared 13-gram. */
+  readonly text: string;
+}
+
+/**
+ * Every loaded eval set as one index: 13-grams of each item's question+options, MinHash band keys
+ * of its question, and its source ids. Built once per change of the sets; check() is pure.
+ */
+export class EvalIndex {
+  private readonly entries: Entry[] = [];
+  private readonly grams = new Map<number, number>();
+  private readonly bands = new Map<string, number[]>();
+  private signatures = new Uint32Array(0);
+  private readonly sources = new Map<string, number[]>();
+  private readonly perSet = new Map<string, { items: number; sources: number }>();
+
+  constructor(private readonly threshold: number) {}
+
+  static empty(threshold = 0.8): EvalIndex {
+    return new EvalIndex(threshold);
+  }
+
+  /** Items indexed, all sets together. */
+  get size(): number {
+    return this.entries.length;
+  }
+
+  /** Each set's name with its item and source-id counts. */
+  get sets(): ReadonlyMap<string, { items: number; sources: number }> {
+    return this.perSet;
+  }
+
+  /**
+   * Adds a set's items; `yieldEvery` items, awaits `pause()` (the watcher passes a macrotask, so
+   * indexing a large set leaves the event loop to the steps in between).
+   */
+  async add(set: EvalSet, pause?: () => Promise<void>, yieldEvery = 2000): Promise<void> {
+    const first = this.entries.length;
+    const sigs = new Uint32Array((first + set.items.length) * 64);
+    sigs.set(this.signatures);
+    this.signatures = sigs;
+    let sourced = 0;
+    for (const [i, item] of set.items.entries()) {
+      if (pause && i > 0 && i % yieldEvery === 0) await pause();
+      const ref = first + i;
+      const ws = words(gramText(item.question, item.options));
+      this.entries.push({ set: set.name, item, text: ` ${ws.join(' ')} ` });
+      gramKeys(ws, (key) => {
+        if (!this.grams.has(key)) this.grams.set(key, ref);
+        return undefined;
+      });
+      const sig = signature(normaliseQuestion(item.question));
+      this.signatures.set(sig, ref * 64);
+      for (const band of bandKeys(sig)) {
+        const refs = this.bands.get(band);
+        if (refs) refs.push(ref);
+        else this.bands.set(band, [ref]);
+      }
+      const ids = sourceKeys(item);
+      if (ids.length) sourced++;
+      for (const id of ids) {
+        const refs = this.sources.get(id);
+        if (refs) refs.push(ref);
+        else this.sources.set(id, [ref]);
+      }
+    }
+    this.perSet.set(set.name, { items: set.items.length, sources: sourced });
+  }
+
+  /**
+   * The eval items a candidate matches: its article as an item's source (eval-source), a 13-gram
+   * shared with an item, or a near-duplicate question (contaminated). At most one match per code
+   * and set, the first found, so a record names what to look at without listing a whole set.
+   */
+  check(
+    c: Pick<QaCandidate, 'question' | 'articleId' | 'provenance'> & { options?: readonly string[] },
+  ): EvalMatch[] {
+    if (this.entries.length === 0) return [];
+    const matches: EvalMatch[] = [];
+    const seen = new Set<string>();
+    const add = (ref: number, m: Omit<EvalMatch, 'evalSet' | 'itemId'>) => {
+      const e = this.entries[ref]!;
+      const key = `${m.code}\u0000${e.set}`;
+      if (seen.has(key)) return;
+      seen.add(key);
+      matches.push({ ...m, evalSet: e.set, itemId: e.item.id });
+    };
+    for (const id of candidateSourceKeys(c))
+      for (const ref of this.sources.get(id) ?? [])
+        add(ref, { code: 'eval-source', how: id.startsWith('pmid:') ? 'pmid' : 'doi', evidence: id });
+    const ws = words(gramText(c.question, c.options ?? []));
+    gramKeys(ws, (key, at) => {
+      const ref = this.grams.get(key);
+      if (ref === undefined) return undefined;
+      const gram = ws.slice(at, at + GRAM_WORDS).join(' ');
+      // Confirmed on the item's words: a 53-bit collision must not reject anyone.
+      if (this.entries[ref]!.text.includes(` ${gram} `))
+        add(ref, { code: 'contaminated', how: '13-gram', evidence: gram });
+      return undefined;
+    });
+    const sig = signature(normaliseQuestion(c.question));
+    const compared = new Set<number>();
+    for (const band of bandKeys(sig))
+      for (const ref of this.bands.get(band) ?? []) {
+        if (compared.has(ref)) continue;
+        compared.add(ref);
+        const s = similarity(sig, this.signatures.subarray(ref * 64, ref * 64 + 64));
+        if (s >= this.threshold)
+          add(ref, {
+            code: 'contaminated',
+            how: 'near-duplicate',
+            evidence: `${Math.round(s * 100)}% similar`,
+          });
+      }
+    return matches;
+  }
+}
+
+/** An item's source ids as article ids spell them (schemas/ids.ts): `pmid:123`, `doi:10.1/x`. */
+function sourceKeys(item: EvalItem): string[] {
+  const keys: string[] = [];
+  if (item.pmid) keys.push(`pmid:${item.pmid.trim()}`);
+  if (item.doi) keys.push(`doi:${normaliseDoi(item.doi)}`);
+  return keys;
+}
+
+/** A candidate's article ids: its article id and the PMID and DOI its provenance carries. */
+function candidateSourceKeys(c: Pick<QaCandidate, 'articleId' | 'provenance'>): string[] {
+  const keys = new Set([c.articleId]);
+  if (c.provenance.pmid) keys.add(`pmid:${c.provenance.pmid.trim()}`);
+  if (c.provenance.doi) keys.add(`doi:${normaliseDoi(c.provenance.doi)}`);
+  return [...keys];
+}
+
+/** What the watcher tells the processor to log: loads, warnings with counts, and errors. */
+export interface EvalSetNotice {
+  readonly level: 'info' | 'warn' | 'error';
+  readonly msg: string;
+}
+
+export interface EvalSetsOptions {
+  /** Files of eval sets, or folders whose .jsonl/.ndjson/.json/.parquet files each are one. */
+  readonly paths: readonly string[];
+  /** MinHash similarity of questions at which a candidate is a near-duplicate of an item. */
+  readonly threshold: number;
+  /** Largest eval set file read, in bytes. */
+  readonly maxBytes: number;
+  /** Least time between two looks at the files' modification times. */
+  readonly pollMs: number;
+}
+
+/** An eval set's file at a look: its path and modification time. */
+interface FileStamp {
+  readonly path: string;
+  readonly mtimeMs: number;
+  readonly size: number;
+}
+
+/** Sets larger than this are loaded with a warning: they take seconds and memory. */
+const LARGE_SET_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The eval sets of grade.evalSets, kept current: the first load is synchronous (a bad set stops
+ * the pipeline at start with its error), then `current()` looks at the files' modification times
+ * at most every pollMs and rebuilds the index when a set was added, changed or removed. Candidates
+ * asking while a rebuild is on wait for it, so a set applies to every candidate graded after its
+ * file changed was seen. A set whose new version fails to load keeps its previous version (and
+ * an error is logged): a broken file never lets a contaminated candidate through.
+ */
+export class EvalSets {
+  private index: EvalIndex;
+  private loaded = new Map<string, EvalSet>();
+  private lookedAt = Date.now();
+  private looking: Promise<EvalIndex> | null = null;
+  private readonly notices: EvalSetNotice[] = [];
+
+  constructor(private readonly opts: EvalSetsOptions) {
+    for (const file of this.filesSync()) {
+      if (file.size > opts.maxBytes) throw new EvalSetError(tooLarge(file, opts.maxBytes));
+      const set = parseEvalSet(file.path, readFileSync(file.path), file.mtimeMs);
+      this.loaded.set(file.path, set);
+    }
+    assertDistinctNames([...this.loaded.values()]);
+    this.index = new EvalIndex(opts.threshold);
+    // Synchronous: the sets' add() awaits nothing without a pause.
+    for (const set of this.loaded.values()) {
+      void this.index.add(set);
+      this.noteLoaded(set);
+    }
+  }
+
+  /** The index to check a candidate against now, after any change of the files seen by this look. */
+  current(): Promise<EvalIndex> | EvalIndex {
+    if (this.looking) return this.looking;
+    if (this.opts.paths.length === 0 || Date.now() - this.lookedAt < this.opts.pollMs) return this.index;
+    this.lookedAt = Date.now();
+    this.looking = this.look().finally(() => {
+      this.looking = null;
+      this.lookedAt = Date.now();
+    });
+    return this.looking;
+  }
+
+  /** Notices since the last call, for the processor to log. */
+  drainNotices(): EvalSetNotice[] {
+    return this.notices.splice(0);
+  }
+
+  private async look(): Promise<EvalIndex> {
+    let files: FileStamp[];
+    try {
+      files = await this.files();
+    } catch (e) {
+      this.notices.push({ level: 'error', msg: `eval sets: ${(e as Error).message}; the loaded sets stay` });
+      return this.index;
+    }
+    const next = new Map<string, EvalSet>();
+    let changed = files.length !== this.loaded.size;
+    for (const file of files) {
+      const before = this.loaded.get(file.path);
+      if (before && before.mtimeMs === file.mtimeMs && before.bytes === file.size) {
+        next.set(file.path, before);
+        continue;
+      }
+      changed = true;
+      try {
+        if (file.size > this.opts.maxBytes) throw new EvalSetError(tooLarge(file, this.opts.maxBytes));
+        const set = parseEvalSet(file.path, await readFile(file.path), file.mtimeMs);
+        next.set(file.path, set);
+        this.noteLoaded(set);
+      } catch (e) {
+        this.notices.push({
+          level: 'error',
+          msg: `${(e as Error).message}${before ? '; its previous version stays in force' : '; not applied'}`,
+        });
+        if (before) next.set(file.path, before);
+      }
+    }
+    // A removed file's set stops applying (the operator took it away); say so.
+    for (const path of this.loaded.keys())
+      if (!next.has(path) && !files.some((f) => f.path === path))
+        this.notices.push({ level: 'warn', msg: `eval set ${path} is gone: its items no longer apply` });
+    if (!changed) return this.index;
+    try {
+      assertDistinctNames([...next.values()]);
+    } catch (e) {
+      this.notices.push({ level: 'error', msg: `${(e as Error).message}; the loaded sets stay` });
+      return this.index;
+    }
+    const index = new EvalIndex(this.opts.threshold);
+    for (const set of next.values()) await index.add(set, macrotask);
+    this.loaded = next;
+    this.index = index;
+    return index;
+  }
+
+  private noteLoaded(set: EvalSet): void {
+    const counts = `${set.items.length} items${set.refused.count ? `, ${set.refused.count} records refused (${set.refused.first.join('; ')})` : ''}`;
+    if (set.refused.count)
+      this.notices.push({ level: 'warn', msg: `eval set ${set.name} (${set.path}): ${counts}` });
+    else if (set.bytes > LARGE_SET_BYTES)
+      this.notices.push({
+        level: 'warn',
+        msg: `eval set ${set.name} (${set.path}) is large: ${(set.bytes / 2 ** 20).toFixed(1)} MB, ${counts}`,
+      });
+    else this.notices.push({ level: 'info', msg: `eval set ${set.name} loaded: ${counts}` });
+  }
+
+  private filesSync(): FileStamp[] {
+    return this.opts.paths.flatMap((path) => {
+      const s = statOrThrow(path);
+      if (!s.isDirectory()) return [{ path, mtimeMs: s.mtimeMs, size: s.size }];
+      return readdirSync(path)
+        .filter((f) => EVAL_SET_EXTENSIONS.includes(extname(f)))
+        .sort()
+        .map((f) => {
+          const fs = statSync(join(path, f));
+          return { path: join(path, f), mtimeMs: fs.mtimeMs, size: fs.size };
+        });
+    });
+  }
+
+  private async files(): Promise<FileStamp[]> {
+    const out: FileStamp[] = [];
+    for (const path of this.opts.paths) {
+      const s = await stat(path);
+      if (!s.isDirectory()) {
+        out.push({ path, mtimeMs: s.mtimeMs, size: s.size });
+        continue;
+      }
+      for (const f of (await readdir(path)).filter((f) => EVAL_SET_EXTENSIONS.includes(extname(f))).sort()) {
+        const fs = await stat(join(path, f));
+        out.push({ path: join(path, f), mtimeMs: fs.mtimeMs, size: fs.size });
+      }
+    }
+    return out;
+  }
+}
+
+const macrotask = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+function statOrThrow(path: string) {
+  try {
+    return statSync(path);
+  } catch (e) {
+    throw new EvalSetError(
+      `eval set ${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or folder' : (e as Error).message}`,
+    );
+  }
+}
+
+function tooLarge(file: FileStamp, maxBytes: number): string {
+  return `eval set ${file.path}: ${(file.size / 2 ** 20).toFixed(1)} MB, over grade.evalSetMaxMb (${(maxBytes / 2 ** 20).toFixed(0)} MB): raise it to load the set`;
+}
+
+/** Rejections name a set by its file's base name, so two files of one name would be one set. */
+function assertDistinctNames(sets: readonly EvalSet[]): void {
+  const byName = new Map<string, string>();
+  for (const s of sets) {
+    const other = byName.get(s.name);
+    if (other)
+      throw new EvalSetError(`eval sets ${other} and ${s.path} have one name, ${s.name}: rename one`);
+    byName.set(s.name, s.path);
+  }
+}
+
+/** Loads sets for a one-off look (decontaminate --report): every error thrown, with its file. */
+export async function loadEvalIndex(paths: readonly string[], threshold: number, maxBytes: number) {
+  const sets = new EvalSets({ paths, threshold, maxBytes, pollMs: Number.POSITIVE_INFINITY });
+  return { index: await sets.current(), notices: sets.drainNotices() };
+}
