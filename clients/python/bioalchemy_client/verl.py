@@ -19,6 +19,7 @@ items, the size of the feeder's current epoch.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import warnings
@@ -79,8 +80,14 @@ class FeederDataset(Dataset):
         self.rollouts = rollouts
         self.prompt_key = config.get("prompt_key", "prompt") if config is not None else "prompt"
         opt = (lambda k: feeder.get(k)) if feeder is not None else (lambda k: None)
+        batch_size, prefetch = opt("batch_size"), opt("prefetch")
+        step_prompts = config.get("gen_batch_size") or config.get("train_batch_size") if config is not None else None
+        if prefetch is None and step_prompts:
+            # A step's prompts are read, then scored, then acked: a step that spans an epoch's end
+            # holds that many prompts of the old epoch, unacked, while it leases from the new one.
+            prefetch = math.ceil(int(step_prompts) / int(batch_size or 1)) + 1
         self.client = FeederClient(url, run, rank=int(opt("rank") or 0), world_size=int(opt("world_size") or 1),
-                                   batch_size=opt("batch_size"), lease_ms=opt("lease_ms"))
+                                   batch_size=batch_size, lease_ms=opt("lease_ms"), prefetch=prefetch)
         self._batch: Optional[Batch] = None
         self._next = 0
         self._length = epoch_items(self.client)

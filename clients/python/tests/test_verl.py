@@ -13,6 +13,7 @@ from tiny_model import tiny_tokenizer
 
 import bioalchemy_client.verl
 from bioalchemy_client import FeederClient
+from bioalchemy_client.epochs import epoch_items
 
 MODULE = bioalchemy_client.verl.__file__
 ROLLOUTS = 2
@@ -44,17 +45,22 @@ def test_verl_loaders_lease_and_the_reward_acks_each_item_with_its_mean(feeder_u
     from verl.utils.dataset.rl_dataset import collate_fn
 
     run = run_name("verl")
-    config = verl_config({"feeder": {"url": feeder_url, "run": run, "rollouts": ROLLOUTS, "batch_size": 4}})
+    planned = epoch_items(FeederClient(feeder_url, run=run))
+    # Batches of one prompt, and a step whose prompts do not divide the epoch, so one step spans its
+    # end holding at least three batches of it unacked: more than the feeder's default prefetch (2).
+    step = next(n for n in range(4, planned // 2 + 1) if planned % n >= 3)
+    config = verl_config({"train_batch_size": step,
+                          "feeder": {"url": feeder_url, "run": run, "rollouts": ROLLOUTS, "batch_size": 1}})
     dataset = create_rl_dataset([], config.data, tokenizer=tiny_tokenizer(), processor=None)
     assert type(dataset).__name__ == "FeederDataset"
-    planned = len(dataset)
-    loader = StatefulDataLoader(dataset, batch_size=2, sampler=create_rl_sampler(config.data, dataset),
-                                collate_fn=collate_fn, drop_last=True, num_workers=0)
+    assert len(dataset) == planned and dataset.client.prefetch == step + 1
+    loader = StatefulDataLoader(dataset, batch_size=config.data.train_batch_size, drop_last=True, num_workers=0,
+                                sampler=create_rl_sampler(config.data, dataset), collate_fn=collate_fn)
     score = get_custom_reward_fn(config)
     scores, read = [], 0
-    for _ in range(2):  # two verl epochs of len(dataset) items each (drop_last: whole batches)
+    for _ in range(2):  # two verl epochs of len(dataset) items each (drop_last: whole steps)
         for batch in loader:
-            assert batch["dummy_tensor"].shape == (2, 1)
+            assert batch["dummy_tensor"].shape == (step, 1)
             for i in range(len(batch["raw_prompt"])):
                 assert batch["raw_prompt"][i][-1]["role"] == "user"
                 # One right and one wrong rollout per item, as verl scores them: the mean is 0.5.
