@@ -10,7 +10,9 @@ leased batches (the feeder orders each epoch, so the index verl's sampler asks f
 and it carries the item's batch, slot and lease in `extra_info["feeder"]`. `compute_score` scores a
 rollout and, once an item's `rollouts` rollouts are scored, acks that item with their mean reward.
 The url, run and rollouts come from `data.feeder.{url,run,rollouts}`, else from the environment
-variables BIOALCHEMY_FEEDER_URL, BIOALCHEMY_FEEDER_RUN and BIOALCHEMY_FEEDER_ROLLOUTS.
+variables BIOALCHEMY_FEEDER_URL, BIOALCHEMY_FEEDER_RUN and BIOALCHEMY_FEEDER_ROLLOUTS; optional:
+`data.feeder.{batch_size,lease_ms,prefetch,rank,world_size}` (FeederClient's arguments). A lease
+must outlive a step (rollout, scoring): the feeder's leaseMs, 10 minutes, unless lease_ms says.
 
 verl scores an item's rollouts in several processes (its reward workers): under Ray they count them
 in one named actor of the job. The stream runs on across epochs: a verl epoch is `len(dataset)`
