@@ -4,6 +4,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   embedded: () => import('./embedded.js'),
   kafka: () => import('./kafka.js'),
   'kafka-scale': () => import('./kafka-scale.js'),
+  scale: () => import('./scale.js'),
   medline: () => import('./medline.js'),
   llm: () => import('./llm.js'),
   feeder: () => import('./feeder.js'),

@@ -1,0 +1,319 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { JOURNAL_TOPIC } from '../llm/index.js';
+import { pipelineTopology } from '../processors/pipeline.js';
+import { readJats } from '../processors/sources/jats.js';
+import { readMedline } from '../processors/sources/medline.js';
+import type { Article } from '../schemas/article.js';
+import { pipelineResponder } from '../test/llm-server/pipeline-responder.js';
+import { start } from '../test/llm-server/server.js';
+import { EmbeddedRuntime } from '../topology/runtime/embedded.js';
+import { fmt } from './harness.js';
+
+/**
+ * The whole pipeline at scale, on the embedded default, through the compiled CLI as a user runs
+ * it, against the project's test LLM server at 1 ms:
+ *  - the server's own capacity alone (requests/s at the pipeline's concurrency), then the
+ *    pipeline's LLM calls/s end to end beside it;
+ *  - RSS of the `run` process sampled every 250 ms, and the longest gap between its 5 s progress
+ *    lines (a stall shows as a gap);
+ *  - `run --until-idle` with nothing to do on the folder with the whole history vs on an empty
+ *    folder: time and peak RSS;
+ *  - a kill -9 in the middle of a second batch, then the restart: its time to "running" and the
+ *    calls paid twice;
+ *  - the response journal alone: an empty folder vs 100,000 replies of 1.2 KB settled (with
+ *    their tombstones, as a long run leaves them) and vs 100,000 pending (none settled: the worst
+ *    case a crash could leave, were that many in flight).
+ * N (BIOALCHEMY_BENCH_SCALE_ARTICLES, default 300) synthetic articles: the fixtures' real
+ * abstracts with their sentences shuffled and new ids.
+ */
+const BIN = new URL('../bin/bioalchemy.js', import.meta.url).pathname;
+const FIXTURES = new URL('../test/fixtures/sources/', import.meta.url).pathname;
+
+export async function run(): Promise<string[]> {
+  const n = Number(process.env.BIOALCHEMY_BENCH_SCALE_ARTICLES ?? 300);
+  const replies = Number(process.env.BIOALCHEMY_BENCH_SCALE_REPLIES ?? 100_000);
+  const server = await start({ responder: pipelineResponder, latency: { kind: 'fixed', ms: 1 } });
+  const lines: string[] = [];
+  const workspaces: string[] = [];
+  const workspace = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-scale-'));
+    workspaces.push(dir);
+    const config = join(dir, 'config.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        log: `file:${join(dir, 'log')}`,
+        clickhouse: `chdb:${join(dir, 'chdb')}`,
+        llm: { baseUrl: server.url, apiKeyEnv: 'BENCH_LLM_KEY', model: 'test-model' },
+      }),
+    );
+    return { dir, config };
+  };
+  try {
+    const capacity = await serverCapacity(server.url, 64, 4000);
+    lines.push(`test LLM server alone (1 ms, 64 concurrent): ${fmt(capacity)} requests/s`);
+
+    // The whole pipeline on N articles.
+    const ws = workspace();
+    await appendArticles(ws.dir, await syntheticArticles(n, 0));
+    server.resetStats();
+    const full = await runCli(ws.config, ['run', '--until-idle']);
+    if (full.code !== 0) throw new Error(`run failed: ${full.stderr.slice(-2000)}`);
+    const calls = server.stats().requests;
+    const callsPerSecond = calls / full.seconds;
+    lines.push(
+      `pipeline, ${n} articles: ${calls} LLM calls in ${full.seconds.toFixed(1)} s, ${fmt(callsPerSecond)} calls/s, ` +
+        `${(n / full.seconds).toFixed(1)} articles/s; ${(callsPerSecond / capacity).toFixed(2)}x the server's capacity alone`,
+    );
+    lines.push(
+      `  RSS of run: ${rssLine(full.rss)}; longest gap between progress lines ${full.longestGapS.toFixed(1)} s (beat 5 s)`,
+    );
+
+    // Restarts with nothing to do: the whole history vs an empty folder.
+    const empty = workspace();
+    const restarts = [];
+    for (let i = 0; i < 3; i++) {
+      restarts.push({
+        empty: await runCli(empty.config, ['run', '--until-idle']),
+        history: await runCli(ws.config, ['run', '--until-idle']),
+      });
+    }
+    const med = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const emptyS = med(restarts.map((r) => r.empty.seconds));
+    const historyS = med(restarts.map((r) => r.history.seconds));
+    const emptyRss = med(restarts.map((r) => peak(r.empty.rss)));
+    const historyRss = med(restarts.map((r) => peak(r.history.rss)));
+    lines.push(
+      `run --until-idle, nothing to do (median of 3): empty folder ${emptyS.toFixed(2)} s, peak RSS ${emptyRss.toFixed(0)} MB; ` +
+        `after ${n} articles (${calls} replies) ${historyS.toFixed(2)} s (${(historyS / emptyS).toFixed(2)}x), ` +
+        `peak RSS ${historyRss.toFixed(0)} MB (${signed(historyRss - emptyRss)} MB)`,
+    );
+
+    // kill -9 in the middle of a second batch, then the restart.
+    await appendArticles(ws.dir, await syntheticArticles(Math.max(20, Math.floor(n / 2)), 1));
+    server.resetStats();
+    const killed = await runCli(ws.config, ['run', '--until-idle'], { killAfterRunningMs: 3000 });
+    const restart = await runCli(ws.config, ['run', '--until-idle']);
+    if (restart.code !== 0) throw new Error(`restart failed: ${restart.stderr.slice(-2000)}`);
+    const twice = Object.values(server.stats().answeredByPromptHash).filter((c) => c > 1).length;
+    lines.push(
+      `kill -9 ${killed.signal === 'SIGKILL' ? 'landed' : 'missed (the run ended first)'} mid-batch; restart to "running" ` +
+        `${restart.toRunningS.toFixed(2)} s (empty folder ${median(restarts.map((r) => r.empty.toRunningS)).toFixed(2)} s), ` +
+        `to idle ${restart.seconds.toFixed(1)} s; calls paid twice: ${twice} (replies in transit at the kill)`,
+    );
+
+    // The journal alone: replies appended to a fresh folder, settled or pending.
+    for (const settled of [true, false]) {
+      const j = workspace();
+      await appendReplies(j.dir, replies, settled);
+      const measured = [];
+      for (let i = 0; i < 3; i++) measured.push(await runCli(j.config, ['run', '--until-idle']));
+      const s = median(measured.map((m) => m.seconds));
+      const rss = median(measured.map((m) => peak(m.rss)));
+      lines.push(
+        `run --until-idle after ${replies} journaled replies of 1.2 KB, ${settled ? 'settled (tombstoned)' : 'all pending'}: ` +
+          `${s.toFixed(2)} s (${(s / emptyS).toFixed(2)}x empty), peak RSS ${rss.toFixed(0)} MB (${signed(rss - emptyRss)} MB vs empty)`,
+      );
+    }
+    return lines;
+  } finally {
+    await server.stop();
+    for (const dir of workspaces) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const peak = (rss: readonly number[]) => Math.max(0, ...rss);
+const signed = (x: number) => `${x >= 0 ? '+' : ''}${x.toFixed(0)}`;
+function rssLine(rss: readonly number[]): string {
+  if (!rss.length) return 'not sampled';
+  const q = (f: number) => [...rss].sort((a, b) => a - b)[Math.floor(f * (rss.length - 1))]!;
+  return `start ${rss[0]!.toFixed(0)} MB, median ${q(0.5).toFixed(0)} MB, peak ${peak(rss).toFixed(0)} MB, end ${rss.at(-1)!.toFixed(0)} MB`;
+}
+
+/** The fixtures' real articles with an abstract, as templates. */
+async function templates(): Promise<Article[]> {
+  const out: Article[] = [];
+  const files = [
+    ['medline/pubmed-sample.xml', readMedline],
+    ['medline/wrapped-export.xml', readMedline],
+    ['jats/articleset.xml', readJats],
+    ['jats/soil-metagenome.nxml', readJats],
+  ] as const;
+  for (const [file, read] of files)
+    for await (const item of read(join(FIXTURES, file)))
+      if (item.kind === 'article' && (item.article.abstract ?? '').split(/(?<=\.)\s+/).length >= 2)
+        out.push(item.article);
+  if (!out.length) throw new Error('no fixture article with an abstract');
+  return out;
+}
+
+/** n articles: a template's abstract with its sentences shuffled (seeded), a new id, no body. */
+async function syntheticArticles(n: number, batch: number): Promise<Article[]> {
+  const base = await templates();
+  let seed = 7919 + batch;
+  const random = () => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return seed / 2 ** 32;
+  };
+  return Array.from({ length: n }, (_, i) => {
+    const t = base[i % base.length]!;
+    const sentences = (t.abstract ?? '').split(/(?<=\.)\s+/);
+    for (let k = sentences.length - 1; k > 0; k--) {
+      const j = Math.floor(random() * (k + 1));
+      [sentences[k], sentences[j]] = [sentences[j]!, sentences[k]!];
+    }
+    const pmid = String(90_000_000 + batch * 1_000_000 + i);
+    return {
+      ...t,
+      id: `pmid:${pmid}`,
+      pmid,
+      doi: null,
+      pmcid: null,
+      abstract: sentences.join(' '),
+      sections: [],
+      contentHash: `bench-scale-${batch}-${i}`,
+    };
+  });
+}
+
+async function appendArticles(dir: string, articles: readonly Article[]): Promise<void> {
+  const runtime = EmbeddedRuntime.open(join(dir, 'log'));
+  try {
+    await runtime.ensureTopics(pipelineTopology().topics);
+    for (let i = 0; i < articles.length; i += 1000)
+      await runtime.append(
+        articles.slice(i, i + 1000).map((a) => ({ topic: 'articles', key: a.id, value: JSON.stringify(a) })),
+      );
+  } finally {
+    await runtime.close();
+  }
+}
+
+/** `count` replies of about 1.2 KB over the journal's partitions; `settled`: each with its tombstone. */
+async function appendReplies(dir: string, count: number, settled: boolean): Promise<void> {
+  const runtime = EmbeddedRuntime.open(join(dir, 'log'));
+  const content = JSON.stringify({ questions: [{ question: 'x'.repeat(900), answer: 'A' }] });
+  try {
+    await runtime.ensureTopics(pipelineTopology().topics);
+    for (let i = 0; i < count; i += 5000) {
+      const records = [];
+      for (let k = i; k < Math.min(count, i + 5000); k++) {
+        const key = `bench-${k.toString(16).padStart(60, '0')}`;
+        const partition = k % JOURNAL_TOPIC.partitions;
+        const reply = {
+          content,
+          model: 'test-model',
+          usage: { inputTokens: 300, outputTokens: 200 },
+          truncated: false,
+        };
+        records.push({ topic: JOURNAL_TOPIC.name, key, value: JSON.stringify(reply), partition });
+        if (settled) records.push({ topic: JOURNAL_TOPIC.name, key, value: 'null', partition });
+      }
+      await runtime.append(records);
+    }
+  } finally {
+    await runtime.close();
+  }
+}
+
+/** Requests/s the server answers alone, `concurrency` at a time, for about `ms`. */
+async function serverCapacity(url: string, concurrency: number, ms: number): Promise<number> {
+  const body = JSON.stringify({
+    model: 'test-model',
+    messages: [
+      { role: 'system', content: 'You judge passages.' },
+      {
+        role: 'user',
+        content: `<<<ARTICLE_TEXT\n${'Mitochondria produce adenosine triphosphate. '.repeat(20)}\nARTICLE_TEXT>>>`,
+      },
+    ],
+    response_format: {
+      type: 'json_schema',
+      json_schema: {
+        name: 'relevance',
+        schema: { type: 'object', properties: { relevant: { type: 'boolean' }, reason: { type: 'string' } } },
+      },
+    },
+  });
+  const until = performance.now() + ms;
+  let answered = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < until) {
+        const res = await fetch(`${url}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: 'Bearer k' },
+          body,
+        });
+        await res.text();
+        if (res.ok) answered++;
+      }
+    }),
+  );
+  return answered / ((performance.now() - started) / 1000);
+}
+
+interface CliRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
+  seconds: number;
+  /** From spawn to the "running" log line. */
+  toRunningS: number;
+  /** RSS in MB, every 250 ms. */
+  rss: number[];
+  longestGapS: number;
+}
+
+/** The compiled CLI in a child (as bin/bioalchemy.js starts it), RSS sampled from /proc. */
+function runCli(config: string, args: string[], opts: { killAfterRunningMs?: number } = {}): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child: ChildProcess = spawn(
+      process.execPath,
+      ['--max-semi-space-size=64', BIN, ...args, '--config', config],
+      {
+        env: { ...process.env, BENCH_LLM_KEY: 'k', BIOALCHEMY_LOG_LEVEL: 'info', BIOALCHEMY_FROM_SOURCE: '' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    const rss: number[] = [];
+    const progress: number[] = [];
+    let stderr = '';
+    let toRunningS = Number.NaN;
+    const sample = setInterval(() => {
+      try {
+        const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1];
+        if (kb) rss.push(Number(kb) / 1024);
+      } catch {
+        // Exited between two samples.
+      }
+    }, 250);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      const text = chunk.toString();
+      stderr = (stderr + text).slice(-200_000);
+      const now = performance.now();
+      if (text.includes('"msg":"progress"')) progress.push(now);
+      if (Number.isNaN(toRunningS) && text.includes('"msg":"running"')) {
+        toRunningS = (now - started) / 1000;
+        if (opts.killAfterRunningMs !== undefined)
+          setTimeout(() => child.kill('SIGKILL'), opts.killAfterRunningMs).unref();
+      }
+    });
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      clearInterval(sample);
+      const ended = performance.now();
+      // Between progress lines only: start-up and the last partial interval are no beat.
+      let longestGapS = 0;
+      for (let i = 1; i < progress.length; i++)
+        longestGapS = Math.max(longestGapS, (progress[i]! - progress[i - 1]!) / 1000);
+      resolve({ code, signal, stderr, seconds: (ended - started) / 1000, toRunningS, rss, longestGapS });
+    });
+  });
+}
