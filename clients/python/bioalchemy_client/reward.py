@@ -7,8 +7,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence
 
 LETTERS = "ABCDEFGHIJ"
 NUMERIC_TOLERANCE = 0.01
@@ -78,8 +77,9 @@ _ANSWER_PHRASE = re.compile(
 # Tokens
 
 
-@dataclass(frozen=True)
-class Token:
+# NamedTuples, not dataclasses: verl loads this file by path without registering it in sys.modules
+# (load_extern_object), and a dataclass looks its module up there.
+class Token(NamedTuple):
     kind: str  # "word" | "num" | "punct"
     text: str
     key: str
@@ -220,8 +220,7 @@ def _is_question(sentence: Sequence[Token]) -> bool:
 # Candidates
 
 
-@dataclass(frozen=True)
-class Mention:
+class Mention(NamedTuple):
     value: str
     number: Optional[tuple]  # (value, percent)
     start: int
@@ -229,8 +228,7 @@ class Mention:
     listed: bool
 
 
-@dataclass(frozen=True)
-class _Grader:
+class _Grader(NamedTuple):
     text: bool
     mentions: Callable[[List[Token]], List[Mention]]
     decide: Callable[[List[Mention], str], dict]
@@ -563,8 +561,7 @@ def _judge(grader: _Grader, sentences: List[List[Token]], where: str) -> Optiona
     return None
 
 
-@dataclass(frozen=True)
-class _Place:
+class _Place(NamedTuple):
     where: str
     sentences: list
     decisive: bool
@@ -623,13 +620,14 @@ def _strings(value: Any) -> List[str]:
     return [str(v) for v in list(value)]
 
 
-def compute_score(data_source, solution_str, ground_truth, extra_info=None) -> float:
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **_reward_kwargs) -> float:
     """verl's reward signature (custom_reward_function.path = this module, name = compute_score).
 
     ground_truth is the row's ground truth as verl passes it (reward_model.ground_truth): the mapping
     {answer, kind, options, aliases} of current rows, its lists as Python lists (pyarrow, datasets) or
     numpy arrays (pandas); or, from rows exported before it carried them, the answer string, with
-    kind and options then read from extra_info when there is one."""
+    kind and options then read from extra_info when there is one. Keyword arguments verl adds from
+    custom_reward_function.reward_kwargs are accepted and not used."""
     info = extra_info if isinstance(extra_info, Mapping) else {}
     if isinstance(ground_truth, Mapping):
         answer = str(ground_truth.get("answer") or "")

@@ -1,3 +1,4 @@
+import importlib.util
 import json
 import subprocess
 
@@ -52,6 +53,17 @@ def test_compute_score_takes_numpy_arrays_as_pandas_reads_parquet():
     empty = {"answer": "increase", "kind": "free-form", "options": np.array([], dtype=object),
              "aliases": np.array([], dtype=object)}
     assert compute_score("bioalchemy", "It will increase.", empty) == 1.0
+
+
+def test_compute_score_loads_as_verl_loads_a_custom_reward_file():
+    # verl's load_extern_object executes custom_reward_function.path without putting the module in
+    # sys.modules; a dataclass in it then fails to build ("'NoneType' object has no attribute '__dict__'").
+    path = REPO / "clients" / "python" / "bioalchemy_client" / "reward.py"
+    spec = importlib.util.spec_from_file_location(f"custom_module_{hash(str(path))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    truth = {"answer": "C", "kind": "mcq", "options": np.array(ORGANELLES, dtype=object), "aliases": np.array([])}
+    assert module.compute_score("bioalchemy", "The Golgi apparatus.", truth) == 1.0
 
 
 def test_compute_score_keeps_the_old_row_shape():
