@@ -1,7 +1,9 @@
-"""How many items a trainer's epoch is, for the trainers that need a length up front (verl's
-dataloader, TRL's max_steps)."""
+"""What a trainer needs to know of the feeder's epochs up front: how many items one is (verl's
+dataloader length, TRL's max_steps), and the prefetch bound that lets it cross from one to the next."""
 
 from __future__ import annotations
+
+import math
 
 from .client import FeederClient
 
@@ -17,3 +19,14 @@ def epoch_items(client: FeederClient) -> int:
     if not n:
         raise ValueError(f"the feeder at {client.url} selects no items yet (no mix)")
     return n
+
+
+# The most a lease may ask for (LeaseRequest.prefetch in schemas/feeder.ts).
+MAX_PREFETCH = 64
+
+
+def prefetch_for(prompts_held: int, batch_size) -> int:
+    """The prefetch bound a rank needs when it may hold `prompts_held` prompts of an epoch, unacked,
+    while it leases from the next: the batches they span, plus the one being read. Without a batch
+    size (the feeder's default applies) it counts a batch per prompt; capped at the feeder's bound."""
+    return min(MAX_PREFETCH, math.ceil(prompts_held / int(batch_size or 1)) + 1)

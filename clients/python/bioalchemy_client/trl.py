@@ -34,7 +34,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterator, Optional
 
 from .client import Batch, FeederClient
-from .epochs import epoch_items
+from .epochs import epoch_items, prefetch_for
 from .reward import compute_score
 
 
@@ -240,7 +240,7 @@ def _make_callback(feed: FeederFeed):
                 # reads ahead, unacked, while it leases from the next epoch: the feeder must let this
                 # rank hold that many batches, or its lease waits on acks that only this loop makes.
                 prompts = args.generation_batch_size // args.num_generations
-                feed.client.prefetch = math.ceil(2 * prompts / (feed.client.batch_size or 1)) + 1
+                feed.client.prefetch = prefetch_for(2 * prompts, feed.client.batch_size)
 
         def on_step_end(self, args, state, control, **kwargs):
             # A generation made before step t is trained over the next steps_per_generation *

@@ -21,7 +21,6 @@ items, the size of the feeder's current epoch.
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 import warnings
@@ -32,7 +31,7 @@ from torch.utils.data import Dataset
 
 # Absolute imports: verl loads this file by its path (load_extern_object), outside the package.
 from bioalchemy_client.client import Batch, FeederClient, FeederError
-from bioalchemy_client.epochs import epoch_items
+from bioalchemy_client.epochs import epoch_items, prefetch_for
 from bioalchemy_client.reward import compute_score as _score
 
 _ENV = {"url": "BIOALCHEMY_FEEDER_URL", "run": "BIOALCHEMY_FEEDER_RUN", "rollouts": "BIOALCHEMY_FEEDER_ROLLOUTS"}
@@ -87,7 +86,7 @@ class FeederDataset(Dataset):
         if prefetch is None and step_prompts:
             # A step's prompts are read, then scored, then acked: a step that spans an epoch's end
             # holds that many prompts of the old epoch, unacked, while it leases from the new one.
-            prefetch = math.ceil(int(step_prompts) / int(batch_size or 1)) + 1
+            prefetch = prefetch_for(int(step_prompts), batch_size)
         self.client = FeederClient(url, run, rank=int(opt("rank") or 0), world_size=int(opt("world_size") or 1),
                                    batch_size=batch_size, lease_ms=opt("lease_ms"), prefetch=prefetch)
         self._batch: Optional[Batch] = None
