@@ -216,6 +216,16 @@ describe('the dashboard in Chromium, against a running pipeline', () => {
     expect(journals.series.map((s) => s.name)).toContain('Generated Journal');
     const dead = await seriesOf(page, 'chart-dead-letters');
     expect(numbersIn(dead.series[0]!.data).reduce((a, b) => a + b, 0)).toBe(ready.totals.deadLetters);
+    // One row per code and processor (a code of the closed list), each opening to its reasons.
+    for (const row of dead.categories) expect(row).toMatch(/^[a-z-]+( · [a-z/-]+)?$/);
+    const rows = page.locator('#dead-letter-reasons details');
+    expect(await rows.count()).toBe(dead.categories.length);
+    const first = rows.first();
+    expect(await first.locator('summary').textContent()).toContain(dead.categories[0]!);
+    expect(await first.locator('li').first().isVisible()).toBe(false);
+    await first.locator('summary').click();
+    expect(await first.locator('li').first().isVisible()).toBe(true);
+    expect((await first.locator('li').first().textContent())!.trim()).toMatch(/^\d+\s+\S/);
     const processors = await seriesOf(page, 'chart-processors');
     expect(processors.categories).toEqual(
       expect.arrayContaining(['extract', 'grade', 'classify', 'count-sink', 'sampler', 'feeder']),
