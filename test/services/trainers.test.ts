@@ -123,7 +123,8 @@ describe('real trainers on the feeder of bioalchemy run', () => {
     const code = await new Promise<number | null>((resolve) => pytest.on('exit', resolve));
     expect(code, out.slice(-4000)).toBe(0);
     expect(out).toMatch(/\d+ passed/);
-    expect(out).not.toMatch(/skipped|failed|error/);
+    // The summary line only: the trainers' own logs may say "error" in passing.
+    expect(out).not.toMatch(/\d+ (skipped|failed|errors?)\b/);
 
     // The example's acks, each a reward row keyed by (run, QA id, step): one prompt per step, so
     // one row per acked item.
