@@ -367,6 +367,15 @@ const CONTINUATIONS = new Set(
     'and or nor is are was were will would'
   ).split(' '),
 );
+/** Generic nouns after a name that keep it the same answer: "the CRISPR/Cas9 system", "p53 protein". */
+const HEADS = new Set(
+  'system pathway signaling signalling gene protein technique method approach process mechanism'.split(' '),
+);
+const SCALES = new Map([
+  ['thousand', 1e3],
+  ['million', 1e6],
+  ['billion', 1e9],
+]);
 const LIST_WORDS = new Set(['or', 'and', 'nor', 'vs', 'versus']);
 const LIST_PUNCT = new Set([',', ';', '/', '&']);
 /** Punctuation that may join the parts of one name: "CRISPR-Cas9", "mg/mL", "5'-UTR". */
@@ -448,6 +457,14 @@ function numberAt(tokens: Token[], i: number): Mention | null {
   if (t.value === null || (t.kind === 'num' && t.attached)) return null;
   let end = i + 1;
   let percent = false;
+  let value = t.value;
+  let key = t.key;
+  const scale = tokens[end]?.kind === 'word' ? SCALES.get(tokens[end]!.key) : undefined;
+  if (scale !== undefined) {
+    value *= scale;
+    key += ` ${tokens[end]!.key}`;
+    end += 1;
+  }
   for (let units = 0; units < 3 && end < tokens.length; units++) {
     const u = tokens[end]!;
     const unit = (w: Token | undefined) =>
@@ -460,7 +477,7 @@ function numberAt(tokens: Token[], i: number): Mention | null {
     const last = tokens[end - 1]!;
     if (last.key === '%' || last.key === 'percent' || last.key === 'cent') percent = true;
   }
-  return { value: t.key, number: { value: t.value, percent }, start: i, end, listed: false };
+  return { value: key, number: { value, percent }, start: i, end, listed: false };
 }
 
 function mcqGrader(truth: string, options: readonly string[]): Grader {
@@ -598,6 +615,7 @@ function freeFormGrader(truth: string, aliases: readonly string[]): Grader {
         if (
           next?.kind === 'word' &&
           !CONTINUATIONS.has(next.key) &&
+          !HEADS.has(next.key) &&
           !FILLER.has(next.key) &&
           !next.key.endsWith('ly')
         )

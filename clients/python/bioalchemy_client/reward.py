@@ -253,6 +253,8 @@ _CONTINUATIONS = set((
     "as because since which that due when after before in with by given suggesting indicating "
     "consistent compared relative from at for under on to during following upon via through than "
     "and or nor is are was were will would").split())
+_HEADS = set("system pathway signaling signalling gene protein technique method approach process mechanism".split())
+_SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
 _LIST_WORDS = {"or", "and", "nor", "vs", "versus"}
 _LIST_PUNCT = {",", ";", "/", "&"}
 _JOINERS = {"-", "/", "'", "+"}
@@ -350,6 +352,12 @@ def _number_at(tokens: List[Token], i: int) -> Optional[Mention]:
         return None
     end = i + 1
     percent = False
+    value, key = t.value, t.key
+    scale = tokens[end] if end < len(tokens) and tokens[end].kind == "word" else None
+    if scale is not None and scale.key in _SCALES:
+        value *= _SCALES[scale.key]
+        key += " " + scale.key
+        end += 1
     units = 0
     while units < 3 and end < len(tokens):
         u = tokens[end]
@@ -367,7 +375,7 @@ def _number_at(tokens: List[Token], i: int) -> Optional[Mention]:
         if tokens[end - 1].key in ("%", "percent", "cent"):
             percent = True
         units += 1
-    return Mention(t.key, (t.value, percent), i, end, False)
+    return Mention(key, (value, percent), i, end, False)
 
 
 def _mcq_grader(truth: str, options: Sequence[str]) -> _Grader:
@@ -491,7 +499,7 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
                 i += 1
                 continue
             nxt = _get(tokens, form[0])
-            if (nxt is not None and nxt.kind == "word" and nxt.key not in _CONTINUATIONS
+            if (nxt is not None and nxt.kind == "word" and nxt.key not in _CONTINUATIONS and nxt.key not in _HEADS
                     and nxt.key not in _FILLER and not nxt.key.endswith("ly")):
                 i += 1
                 continue
