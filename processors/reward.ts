@@ -15,7 +15,10 @@ import type { RewardRequestItem, RewardResult } from '../schemas/feeder.js';
 // - a candidate in a clause with a negation ("not C", "does not increase", "C is wrong") is not
 //   an answer; a place with only negated candidates scores 0;
 // - more than one different candidate ("A and C", two boxes, "3 or 4", a list, a hedge)
-//   scores 0: GRPO would otherwise learn to name several;
+//   scores 0: GRPO would otherwise learn to name several; so does a free-form box beside
+//   another box that holds something else;
+// - a free-form answer ends its phrase: "kinase" is not the answer in "a kinase inhibitor",
+//   but is in "the kinase pathway" (a generic noun) and "kinases" (an ending);
 // - text is compared on a key without case, accents, spaces, hyphens, and with Greek letters
 //   spelled out (α = alpha), so "CRISPR Cas9" = "CRISPR-Cas9" and "TNFα" = "TNF-alpha";
 //   numbers within a relative tolerance, a percent equal to its fraction (25% = 0.25), number
@@ -26,7 +29,7 @@ type Input = Pick<RewardRequestItem, 'kind' | 'ground_truth' | 'output'> &
 
 const LETTERS = 'ABCDEFGHIJ';
 /** Relative tolerance of a numeric free-form match (absolute below 1e-9). */
-export const NUMERIC_TOLERANCE = 0.01;
+const NUMERIC_TOLERANCE = 0.01;
 
 export function score(input: Input): RewardResult {
   const text = prepare(finalText(input.output));
@@ -45,7 +48,7 @@ export function score(input: Input): RewardResult {
 }
 
 /** The text after the last </think>; an unclosed <think> leaves nothing to grade. */
-export function finalText(output: string): string {
+function finalText(output: string): string {
   const text = output.replace(/\r\n?/g, '\n');
   const close = [...text.matchAll(/<\/think>/gi)].at(-1);
   if (close) return text.slice(close.index + close[0].length);
@@ -84,7 +87,7 @@ const GREEK: Record<string, string> = {
  * Unicode and LaTeX folded to what the tokenizer reads: accents dropped, Greek letters spelled
  * out, typographic quotes, dashes and spaces made ASCII, \text{} unwrapped, markdown emphasis gone.
  */
-export function prepare(text: string): string {
+function prepare(text: string): string {
   // Superscript exponents ("10⁻³") would fold to plain digits ("10-3"): mark them first.
   let s = text.replace(
     /[\u2070\u00b9\u00b2\u00b3\u2074-\u2079\u207a\u207b]+/g,
@@ -104,7 +107,7 @@ export function prepare(text: string): string {
 }
 
 /** Contents of every \boxed{...} (nested braces allowed), in order. */
-export function boxed(text: string): string[] {
+function boxed(text: string): string[] {
   const out: string[] = [];
   const re = /\\boxed\s*\{/g;
   for (let m = re.exec(text); m; m = re.exec(text)) {
@@ -195,7 +198,7 @@ const isAlnum = (ch: string | undefined) =>
   ch !== undefined && ((ch >= '0' && ch <= '9') || (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z'));
 
 /** One line of prepared text as tokens. */
-export function tokenize(line: string): Token[] {
+function tokenize(line: string): Token[] {
   const out: Token[] = [];
   let space = true;
   let i = 0;
@@ -279,7 +282,7 @@ const isWord = (t: Token | undefined) => t !== undefined && t.kind !== 'punct';
  * A line's sentences. A full stop after a lone letter or a number ends no sentence ("C. Golgi",
  * "A. B. C.", "3. 4."), so a list of candidates stays one sentence.
  */
-export function sentencesOf(text: string): Token[][] {
+function sentencesOf(text: string): Token[][] {
   const out: Token[][] = [];
   for (const line of text.split('\n')) {
     const tokens = tokenize(line);
@@ -385,7 +388,7 @@ const isListSeparator = (t: Token | undefined) =>
   t !== undefined && (t.kind === 'punct' ? LIST_PUNCT.has(t.key) : LIST_WORDS.has(t.key));
 
 /** Keys of a form: its words and numbers joined, leading articles dropped ("the Golgi" = "golgi"). */
-export function formKey(form: string): string {
+function formKey(form: string): string {
   const words = tokenize(prepare(form)).filter(isWord);
   while (words.length > 1 && ['the', 'a', 'an'].includes(words[0]!.key)) words.shift();
   return words.map((t) => t.key).join('');
@@ -549,7 +552,7 @@ export function acceptedForms(truth: string, aliases: readonly string[]): string
 }
 
 /** The number a form states, when it is nothing but a number and its units ("37 °C", "25%"). */
-export function numericForm(form: string): { value: number; percent: boolean } | null {
+function numericForm(form: string): { value: number; percent: boolean } | null {
   const tokens = tokenize(prepare(form)).filter((t) => t.key !== '~');
   const n = tokens.length > 0 ? numberAt(tokens, 0) : null;
   return n && n.end === tokens.length ? n.number : null;
