@@ -61,10 +61,10 @@ export function deadLetterCodeOf(reason: string): DeadLetterCode {
     [/reader fault/, 'reader-fault'],
     [/no text|empty passage/, 'no-text'],
     [/invalid article/, 'invalid-article'],
-    [/unknown file type|neither jats nor pubmed/, 'unknown-format'],
+    [/unknown file type|neither jats nor pubmed|invalid jsonl mapping/, 'unknown-format'],
     [/api status|has \d+ matches but esearch lists|http \d{3}/, 'api-error'],
     [
-      /malformed|not a json object|unexpected (json|record|result|<)|no record element|without medlinecitation/,
+      /malformed|gzip|invalid json|not a json object|unexpected (json|record|result|<)|no record element|without medlinecitation/,
       'malformed',
     ],
   ];

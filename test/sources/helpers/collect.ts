@@ -23,7 +23,12 @@ export async function collect(gen: AsyncIterable<SourceItem>): Promise<Collected
     if (item.kind === 'article') {
       out.articles.push(item.article);
       out.positions.push(item.position);
-    } else out.deadLetters.push(item.deadLetter);
+    } else {
+      // Every reader's dead letter has a code of its own: 'unclassified' is for old logs only.
+      if (item.deadLetter.code === 'unclassified')
+        throw new Error(`dead letter without a code of its own: ${item.deadLetter.reason}`);
+      out.deadLetters.push(item.deadLetter);
+    }
   }
   return out;
 }
