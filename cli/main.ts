@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { consumeCommand } from './commands/consume.js';
 import { dashboardCommand } from './commands/dashboard.js';
+import { decontaminateCommand } from './commands/decontaminate.js';
 import { evalCommand } from './commands/eval.js';
 import { exportCommand } from './commands/export.js';
 import { ingestCommand } from './commands/ingest.js';
@@ -75,6 +76,7 @@ Examples:
     exportCommand(),
     rewardsCommand(),
     mixCommand(),
+    decontaminateCommand(),
     referenceCommand(),
     dashboardCommand(),
     statusCommand(),

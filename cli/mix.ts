@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { openClickHouse } from '../analytics/clickhouse.js';
 import { forEachQaItem } from '../analytics/qa-store.js';
+import { type EvalRejectionCounts, EvalRejectionTally } from '../processors/qa/decontaminate.js';
 import {
   type DatasetRow,
   fullDatasetRow,
@@ -14,7 +15,7 @@ import { computeSelection, ItemIndex, type Selection } from '../processors/sampl
 import { normalise } from '../processors/sampler/smoothing.js';
 import { knownCounts, loadReference, type Reference } from '../schemas/reference.js';
 import { loadTaxonomy } from '../schemas/taxonomy.js';
-import { configOf } from './context.js';
+import { configOf, forEachLogValue } from './context.js';
 import type { GlobalOptions } from './usage.js';
 
 export interface MixOptions extends GlobalOptions {
@@ -42,6 +43,9 @@ export async function mix(opts: MixOptions): Promise<void> {
   } finally {
     await analytics.close();
   }
+  // Grade's eval-set rejections, from the log: what decontamination kept out of the mix, per set.
+  const evalRejections = new EvalRejectionTally();
+  await forEachLogValue(config, 'qa.rejected', (v) => evalRejections.add(v));
   const params = selectionParams(config.sampler, reference, alpha);
   const live: Live | null = index.size ? { index, selection: computeSelection(index, params) } : null;
   const referenceCounts = knownCounts(reference).counts;
@@ -93,13 +97,24 @@ export async function mix(opts: MixOptions): Promise<void> {
             heldOut: config.sampler.heldOut,
           }
         : null,
+      evalRejections: evalRejections.counts,
     };
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     return;
   }
   process.stdout.write(
-    `${[...table13Lines(reference, figures, name), ...liveLines(live, full, alpha, config.sampler.heldOut)].join('\n')}\n`,
+    `${[...table13Lines(reference, figures, name), ...liveLines(live, full, alpha, config.sampler.heldOut), ...evalRejectionLines(evalRejections.counts, config.grade.evalSets)].join('\n')}\n`,
   );
+}
+
+/** Per eval set, the QA grade kept out of the mix: `  pubmedqa: 12 contaminated, 3 eval-source`. */
+function evalRejectionLines(counts: EvalRejectionCounts, configured: readonly string[]): string[] {
+  const sets = Object.entries(counts);
+  if (!sets.length && !configured.length) return [];
+  return [
+    `kept out by eval sets (grade.evalSets)${sets.length ? ':' : ': none rejected'}`,
+    ...sets.map(([set, c]) => `  ${set}: ${c.contaminated} contaminated, ${c['eval-source']} eval-source`),
+  ];
 }
 
 /** Label shares of the live selection over the topics it serves. */

@@ -519,3 +519,28 @@ export async function loadEvalIndex(paths: readonly string[], threshold: number,
   const sets = new EvalSets({ paths, threshold, maxBytes, pollMs: Number.POSITIVE_INFINITY });
   return { index: await sets.current(), notices: sets.drainNotices() };
 }
+
+/** Per eval set, the QA grade rejected as contaminated by it or as from its items' sources. */
+export type EvalRejectionCounts = Record<string, { contaminated: number; 'eval-source': number }>;
+
+/**
+ * Tallies qa.rejected records by eval set and code, each candidate once (a repeat of one is a
+ * rejection of its own, code duplicate, and carries no match): what `mix` and the dashboard show.
+ */
+export class EvalRejectionTally {
+  private readonly seen = new Set<string>();
+  readonly counts: EvalRejectionCounts = {};
+
+  add(value: unknown): void {
+    const qa = value as { candidate?: { id?: string }; grade?: { evalMatches?: EvalMatch[] } } | null;
+    const matches = qa?.grade?.evalMatches;
+    const id = qa?.candidate?.id;
+    if (!matches?.length || id === undefined || this.seen.has(id)) return;
+    this.seen.add(id);
+    for (const code of ['contaminated', 'eval-source'] as const)
+      for (const set of new Set(matches.filter((m) => m.code === code).map((m) => m.evalSet))) {
+        this.counts[set] ??= { contaminated: 0, 'eval-source': 0 };
+        this.counts[set][code]++;
+      }
+  }
+}
