@@ -97,8 +97,9 @@ Examples:
 
 /** The package's version (dist/package.json links to the package's own; see bin/build.js). */
 function packageVersion(): string {
-  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
-    .version;
+  return (
+    JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+  ).version;
 }
 
 /**
