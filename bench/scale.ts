@@ -26,14 +26,14 @@ import { fmt } from './harness.js';
  *  - the response journal alone: an empty folder vs 100,000 replies of 1.2 KB settled (with
  *    their tombstones, as a long run leaves them) and vs 100,000 pending (none settled: the worst
  *    case a crash could leave, were that many in flight).
- * N (BIOALCHEMY_BENCH_SCALE_ARTICLES, default 300) synthetic articles: the fixtures' real
+ * N (BIOALCHEMY_BENCH_SCALE_ARTICLES, default 1,000: about three minutes on 2 cores) synthetic articles: the fixtures' real
  * abstracts with their sentences shuffled and new ids.
  */
 const BIN = new URL('../bin/bioalchemy.js', import.meta.url).pathname;
 const FIXTURES = new URL('../test/fixtures/sources/', import.meta.url).pathname;
 
 export async function run(): Promise<string[]> {
-  const n = Number(process.env.BIOALCHEMY_BENCH_SCALE_ARTICLES ?? 300);
+  const n = Number(process.env.BIOALCHEMY_BENCH_SCALE_ARTICLES ?? 1000);
   const replies = Number(process.env.BIOALCHEMY_BENCH_SCALE_REPLIES ?? 100_000);
   const server = await start({ responder: pipelineResponder, latency: { kind: 'fixed', ms: 1 } });
   const lines: string[] = [];

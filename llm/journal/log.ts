@@ -12,8 +12,10 @@ import type { ResponseJournal } from './journal.js';
  * input it serves (the pipeline's topics have as many partitions as this one).
  *
  * A reply is needed until the step that used it commits: its tombstone (the value `null`) joins
- * that step's transaction (topology/input-scope.ts), so compaction removes both and the journal
- * holds the work in flight, not the history. After a kill -9 a restarted worker finds every reply
+ * that step's transaction (topology/input-scope.ts), so the journal holds the work in flight, not
+ * the history. The embedded log's compaction removes both; on Kafka the `null` record (the key and
+ * four bytes) replaces the reply and stays, as the engine's changelog deletions do: reading a
+ * partition there still passes one small record per key ever journaled, and keeps none. After a kill -9 a restarted worker finds every reply
  * that arrived for inputs not yet committed, and pays again only for calls whose replies had not.
  * A worker reads a partition of the journal the first time one of its inputs asks for a reply:
  * only the partitions it works on.

@@ -47,6 +47,9 @@ export interface GroupStatus {
   readonly lag: Record<string, number[]>;
 }
 
+/** How long a compacted topic's segment stays open before the broker may compact it: an hour. */
+const COMPACTED_SEGMENT_MS = 3600_000;
+
 /**
  * The distributed runtime: topics, offsets and consumer groups live in Kafka; a step is a Kafka
  * transaction (outputs, changelog records and input offsets together); state stores are restored
@@ -115,6 +118,9 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
           configEntries: [
             { name: 'cleanup.policy', value: t.compacted ? 'compact' : 'delete' },
             { name: 'retention.ms', value: String(t.retentionMs ?? -1) },
+            // The broker compacts only closed segments, by default a week's: llm.journal, read at
+            // start, would hold a week of replies that a newer `null` (settled) already replaced.
+            ...(t.compacted ? [{ name: 'segment.ms', value: String(COMPACTED_SEGMENT_MS) }] : []),
           ],
         })),
       });
