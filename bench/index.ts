@@ -12,6 +12,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   sampler: () => import('./sampler.js'),
   dashboard: () => import('./dashboard.js'),
   'cli-start': () => import('./cli-start.js'),
+  decontaminate: () => import('./decontaminate.js'),
 };
 
 const wanted = process.argv.slice(2);

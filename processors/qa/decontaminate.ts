@@ -57,11 +57,39 @@ const EVAL_SET_EXTENSIONS = ['.jsonl', '.ndjson', '.json', '.parquet'];
  * counted in `refused` (a warning), never dropped unsaid.
  */
 export function parseEvalSet(path: string, bytes: Buffer, mtimeMs = 0): EvalSet {
+  return runToEnd(parsing(path, bytes, mtimeMs));
+}
+
+/** parseEvalSet, yielding to the event loop every 1,000 records: a reload while steps run. */
+export function parseEvalSetYielding(path: string, bytes: Buffer, mtimeMs = 0): Promise<EvalSet> {
+  return runYielding(parsing(path, bytes, mtimeMs));
+}
+
+/** Work that yields between slices: run to its end at once (start-up), or a macrotask apart (reloads). */
+type Slices<T> = Generator<void, T>;
+
+function runToEnd<T>(work: Slices<T>): T {
+  for (;;) {
+    const step = work.next();
+    if (step.done) return step.value;
+  }
+}
+
+async function runYielding<T>(work: Slices<T>): Promise<T> {
+  for (;;) {
+    const step = work.next();
+    if (step.done) return step.value;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+function* parsing(path: string, bytes: Buffer, mtimeMs: number): Slices<EvalSet> {
   const name = basename(path, extname(path));
-  const records = isParquet(bytes) ? parquetRecords(path, bytes) : jsonLines(path, bytes);
+  const records = isParquet(bytes) ? parquetRecords(path, bytes) : yield* jsonLines(path, bytes);
   const items: EvalItem[] = [];
   const refused: string[] = [];
-  for (const { at, value } of records) {
+  for (const [n, { at, value }] of records.entries()) {
+    if (n > 0 && n % 1000 === 0) yield;
     if (value instanceof Error) {
       refused.push(`${at}: ${value.message}`);
       continue;
@@ -118,10 +146,11 @@ function plain(value: unknown): unknown {
   return value;
 }
 
-function jsonLines(path: string, bytes: Buffer): RawRecord[] {
+function* jsonLines(path: string, bytes: Buffer): Slices<RawRecord[]> {
   const lines = bytes.toString('utf8').split('\n');
   const records: RawRecord[] = [];
   for (const [i, line] of lines.entries()) {
+    if (i > 0 && i % 2000 === 0) yield;
     if (!line.trim()) continue;
     let value: unknown;
     try {
@@ -220,18 +249,24 @@ export class EvalIndex {
     return this.perSet;
   }
 
-  /**
-   * Adds a set's items; `yieldEvery` items, awaits `pause()` (the watcher passes a macrotask, so
-   * indexing a large set leaves the event loop to the steps in between).
-   */
-  async add(set: EvalSet, pause?: () => Promise<void>, yieldEvery = 2000): Promise<void> {
+  /** Adds a set's items at once. */
+  add(set: EvalSet): void {
+    runToEnd(this.adding(set));
+  }
+
+  /** Adds a set's items a slice at a time, leaving the event loop to the steps in between. */
+  addYielding(set: EvalSet): Promise<void> {
+    return runYielding(this.adding(set));
+  }
+
+  private *adding(set: EvalSet): Slices<void> {
     const first = this.entries.length;
     const sigs = new Uint32Array((first + set.items.length) * 64);
     sigs.set(this.signatures);
     this.signatures = sigs;
     let sourced = 0;
     for (const [i, item] of set.items.entries()) {
-      if (pause && i > 0 && i % yieldEvery === 0) await pause();
+      if (i > 0 && i % 250 === 0) yield;
       const ref = first + i;
       const ws = words(gramText(item.question, item.options));
       this.entries.push({ set: set.name, item, text: ` ${ws.join(' ')} ` });
@@ -372,9 +407,8 @@ export class EvalSets {
     }
     assertDistinctNames([...this.loaded.values()]);
     this.index = new EvalIndex(opts.threshold);
-    // Synchronous: the sets' add() awaits nothing without a pause.
     for (const set of this.loaded.values()) {
-      void this.index.add(set);
+      this.index.add(set);
       this.noteLoaded(set);
     }
   }
@@ -415,7 +449,7 @@ export class EvalSets {
       changed = true;
       try {
         if (file.size > this.opts.maxBytes) throw new EvalSetError(tooLarge(file, this.opts.maxBytes));
-        const set = parseEvalSet(file.path, await readFile(file.path), file.mtimeMs);
+        const set = await parseEvalSetYielding(file.path, await readFile(file.path), file.mtimeMs);
         next.set(file.path, set);
         this.noteLoaded(set);
       } catch (e) {
@@ -437,8 +471,11 @@ export class EvalSets {
       this.notices.push({ level: 'error', msg: `${(e as Error).message}; the loaded sets stay` });
       return this.index;
     }
-    const index = new EvalIndex(this.opts.threshold);
-    for (const set of next.values()) await index.add(set, macrotask);
+    // Only new sets: added to the index in force (a rebuild would index the old ones again).
+    // The candidates that asked wait for the whole of it, so none sees a set half indexed.
+    const kept = [...this.loaded.entries()].every(([path, set]) => next.get(path) === set);
+    const index = kept ? this.index : new EvalIndex(this.opts.threshold);
+    for (const [path, set] of next) if (!kept || !this.loaded.has(path)) await index.addYielding(set);
     this.loaded = next;
     this.index = index;
     return index;
@@ -486,8 +523,6 @@ export class EvalSets {
     return out;
   }
 }
-
-const macrotask = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 function statOrThrow(path: string) {
   try {

@@ -47,7 +47,7 @@ const jsonl = (items: object[]) => items.map((i) => JSON.stringify(i)).join('\n'
 
 async function indexOf(items: object[], name = 'bench'): Promise<EvalIndex> {
   const index = new EvalIndex(0.8);
-  await index.add(parseEvalSet(`/x/${name}.jsonl`, Buffer.from(jsonl(items))));
+  index.add(parseEvalSet(`/x/${name}.jsonl`, Buffer.from(jsonl(items))));
   return index;
 }
 
