@@ -14,18 +14,19 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 VENV="$STATE_ROOT/trainer-venv"
 MARKER="$VENV/.requirements.sha256"
 # torch 2.11 and transformers < 5.11 are what verl 0.9.1 supports (its vllm extra pins torch 2.11.0,
-# its base pins transformers < 5.11); TRL 1.16 accepts both. One pip call, so one resolver sees all pins.
+# its base pins transformers < 5.11); TRL 1.16 accepts both. The rest as resolved with them (2026-12).
+# One pip call, so one resolver sees all pins.
 REQUIREMENTS=(
   torch==2.11.0
   transformers==5.10.4
   trl==1.16.0
   verl==0.9.1
-  tokenizers
-  datasets
-  accelerate
-  pyarrow
-  pandas
-  pytest
+  tokenizers==0.22.2
+  datasets==5.2.0
+  accelerate==1.16.0
+  pyarrow==26.0.1
+  pandas==3.1.1
+  pytest==9.2.0
 )
 
 command -v python3 >/dev/null || die "python3 not found"

@@ -42,7 +42,7 @@ describe('real trainers on the feeder of bioalchemy run', () => {
   let feederUrl: string;
 
   beforeAll(async () => {
-    // Cached (under a second) when CI's step or an earlier run made it; cold, about 270 s and 5.6 GB.
+    // Cached (under a second) when CI's step or an earlier run made it; cold, 190-270 s and 5.6 GB.
     const venv = spawnSync('bash', ['deploy/trainer-venv.sh'], { stdio: ['ignore', 2, 2], timeout: 840_000 });
     expect(venv.status, 'deploy/trainer-venv.sh failed').toBe(0);
     expect(existsSync(PYTHON), `${PYTHON} missing after deploy/trainer-venv.sh`).toBe(true);
