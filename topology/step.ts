@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { DeadLetterCode } from '../schemas/dead-letter.js';
+import type { DeadLetter, DeadLetterCode } from '../schemas/dead-letter.js';
 import { deadLetterForRecord, type TopicCodecs } from './codec.js';
 import type { InputRecord, StateStore, StepContext } from './processor.js';
 import { GLOBAL, type LogRecord, type OutgoingRecord, type StateChange, stateKey } from './records.js';
@@ -88,6 +88,9 @@ export class Step implements StepContext {
       throw new Error(`processor "${this.processor}" does not declare topic "${topic}" in writes`);
     }
     this.push(scope, topic, key, value);
+    // A dead letter made whole by the processor (ingest's readers make their own) counts like one
+    // made by deadLetter(): validated by now, so it has its code.
+    if (topic === this.topology.deadLetterTopic) this.countDeadLetter((value as DeadLetter).code);
   }
 
   forward(input: InputRecord, topic: string, key: string | null = input.key): void {
@@ -156,6 +159,10 @@ export class Step implements StepContext {
   ): void {
     const dl = deadLetterForRecord(record, code, reason, this.processor, payload);
     this.push(scope, this.topology.deadLetterTopic, dl.id, dl);
+    this.countDeadLetter(code);
+  }
+
+  private countDeadLetter(code: DeadLetterCode): void {
     this.deadLettered.set(code, (this.deadLettered.get(code) ?? 0) + 1);
   }
 
