@@ -1,6 +1,10 @@
-// Feeder round trips on loopback: lease a 128-item batch and ack it with rewards, from 1 and 32
-// concurrent clients, against a bare Fastify server answering the same two requests with
-// pre-rendered bodies of the same size (what HTTP and JSON cost without the feeder).
+// Feeder round trips on loopback: lease a 128-item batch and ack it with a reward per slot, from
+// 1 and 32 concurrent clients in another process (bench/feeder-clients.ts), against a bare
+// Fastify server answering the same two requests with a real lease's bytes (what HTTP and JSON
+// cost without the feeder), measured in the same run. The feeder runs as in `bioalchemy run`:
+// its processor's timer prepares every 200 ms, and what a request leaves to do (cutting and
+// rendering the next batches, planning the next epoch) runs after its response.
+import { spawn } from 'node:child_process';
 import Fastify from 'fastify';
 import { Feeder } from '../processors/feeder/feeder.js';
 import { startServer } from '../server/feeder-api.js';
@@ -8,78 +12,86 @@ import { mix, poolItems } from '../test/feeder/fixtures.js';
 import { fmt } from './harness.js';
 
 const BATCH = 128;
-const ROUNDS = 400;
+const ROUNDS = Number(process.env.FEEDER_BENCH_ROUNDS ?? 400);
 
-async function roundTrips(url: string, clients: number, run: string): Promise<number[]> {
-  const latencies: number[] = [];
-  let left = ROUNDS;
-  const client = async (rank: number) => {
-    while (left-- > 0) {
-      const t = performance.now();
-      const lease = (await (
-        await fetch(`${url}/v1/lease`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ run, rank, worldSize: clients, batchSize: BATCH }),
-        })
-      ).json()) as { leaseId: string; batch: { id: string; items: unknown[] } };
-      const res = await fetch(`${url}/v1/ack`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          run,
-          batchId: lease.batch.id,
-          leaseId: lease.leaseId,
-          rewards: lease.batch.items.map(() => 0.5),
-        }),
-      });
-      if (res.status !== 200) throw new Error(`ack ${res.status}: ${await res.text()}`);
-      latencies.push(performance.now() - t);
-    }
-  };
-  await Promise.all(Array.from({ length: clients }, (_, rank) => client(rank)));
-  return latencies;
+async function roundTrips(
+  url: string,
+  clients: number,
+  run: string,
+): Promise<{ ms: number[]; seconds: number; epochEnds: number }> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'bench/feeder-clients.ts', url, String(clients), String(ROUNDS), run, String(BATCH)],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => {
+    out += c;
+  });
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  if (code !== 0) throw new Error(`feeder clients exited ${code}`);
+  return JSON.parse(out) as { ms: number[]; seconds: number; epochEnds: number };
 }
 
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) * p)]!;
 
-export async function run(): Promise<string[]> {
-  // Enough items that 32 ranks never reach the end of an epoch during the measurement.
-  const feeder = Feeder.open(':memory:', { batchSize: BATCH, leaseMs: 600_000, readyBatches: 4 });
-  feeder.addItems(poolItems(100_000));
+/** A feeder over `items` pool items served as in `bioalchemy run`. */
+async function feederServer(items: number) {
+  const feeder = Feeder.open(':memory:', { batchSize: BATCH, leaseMs: 600_000, readyBatches: 2 });
+  feeder.addItems(poolItems(items));
   feeder.setMix(mix(1, { quotas: { ...mix(1).quotas, Botany: mix(1).quotas.Microbiology } }));
   const server = await startServer(feeder, { host: '127.0.0.1', port: 0, bodyLimit: 4 * 1024 * 1024 });
   const prepare = setInterval(() => feeder.prepare(), 200);
+  return {
+    feeder,
+    url: server.url,
+    planned: (run: string) => feeder.runStatus(run).planned,
+    async close() {
+      clearInterval(prepare);
+      await server.close();
+      feeder.close();
+    },
+  };
+}
+
+export async function run(): Promise<string[]> {
+  // 100,000 items: no rank reaches an epoch's end during a measurement. 10,000 items: epochs of
+  // about 60 batches (each of 32 ranks gets one or more), so the measurement crosses epoch ends,
+  // planned ahead, off the request path.
+  const big = await feederServer(100_000);
+  const small = await feederServer(10_000);
   // The baseline answers with a real lease's bytes.
-  const sample = feeder.leaseRaw({ run: 'sample', rank: 0, worldSize: 1, batchSize: BATCH });
+  const sample = big.feeder.leaseRaw({ run: 'sample', rank: 0, worldSize: 1, batchSize: BATCH });
   const bare = Fastify({ bodyLimit: 4 * 1024 * 1024 });
   bare.post('/v1/lease', async (_req, reply) => reply.type('application/json').send(sample.json));
-  bare.post('/v1/ack', async () => ({ acked: 'x', items: BATCH, rewards: BATCH }));
+  bare.post('/v1/ack', async () => ({ acked: 'x', items: BATCH, rewards: BATCH, remaining: 0 }));
   await bare.listen({ host: '127.0.0.1', port: 0 });
   const bareUrl = `http://127.0.0.1:${(bare.server.address() as { port: number }).port}`;
   const lines: string[] = [
-    `lease+ack round trips of ${BATCH}-item batches (~${Math.round(sample.json.length / 1024)} KiB), loopback, ${ROUNDS} per figure`,
+    `lease+ack round trips of ${BATCH}-item batches (~${Math.round(sample.json.length / 1024)} KiB), loopback, clients in another process, ${ROUNDS} per figure`,
   ];
+  const figure = (ms: number[], seconds: number) =>
+    `${fmt(ms.length / seconds)} round trips/s, p50 ${pct(ms, 0.5).toFixed(2)} ms, p99 ${pct(ms, 0.99).toFixed(2)} ms`;
   try {
     for (const clients of [1, 32]) {
-      await roundTrips(server.url, clients, `warm-${clients}`);
+      // A run's first lease plans its first epoch: each run is warmed up before it is measured.
       await roundTrips(bareUrl, clients, 'warm');
-      const t0 = performance.now();
-      const f = await roundTrips(server.url, clients, `bench-${clients}`);
-      const fs = (performance.now() - t0) / 1000;
-      const t1 = performance.now();
+      await roundTrips(big.url, clients, `big-${clients}`);
+      await roundTrips(small.url, clients, `small-${clients}`);
       const b = await roundTrips(bareUrl, clients, 'bare');
-      const bs = (performance.now() - t1) / 1000;
+      const f = await roundTrips(big.url, clients, `big-${clients}`);
+      const s = await roundTrips(small.url, clients, `small-${clients}`);
+      const p99 = (x: number[]) => `p99 ${(pct(x, 0.99) / pct(b.ms, 0.99)).toFixed(2)}x`;
       lines.push(
-        `${clients} client(s): feeder ${fmt(f.length / fs)} round trips/s, p50 ${pct(f, 0.5).toFixed(2)} ms, p99 ${pct(f, 0.99).toFixed(2)} ms` +
-          ` vs bare Fastify ${fmt(b.length / bs)}/s, p50 ${pct(b, 0.5).toFixed(2)} ms, p99 ${pct(b, 0.99).toFixed(2)} ms = ${(f.length / fs / (b.length / bs)).toFixed(2)}x`,
+        `${clients} client(s): bare Fastify ${figure(b.ms, b.seconds)}`,
+        `  feeder, 100,000-item pool: ${figure(f.ms, f.seconds)}: ${p99(f.ms)} of bare (goal 2x)`,
+        `  feeder, 10,000-item pool (${s.epochEnds} epoch ends of ${small.planned(`small-${clients}`)} items): ${figure(s.ms, s.seconds)}: ${p99(s.ms)} of bare`,
       );
     }
   } finally {
-    clearInterval(prepare);
     await bare.close();
-    await server.close();
-    feeder.close();
+    await big.close();
+    await small.close();
   }
   return lines;
 }

@@ -17,7 +17,7 @@ import {
   type RunStatus,
 } from '../../schemas/feeder.js';
 import type { MixState } from '../../schemas/mix-state.js';
-import type { RolloutBatch, RolloutItem } from '../../schemas/rollout-batch.js';
+import type { RolloutBatch } from '../../schemas/rollout-batch.js';
 import { copiesOf } from '../sampler/selection.js';
 import { epochOrder, epochSeed, type Slot } from './order.js';
 import { type PoolItem, rolloutRow } from './row.js';
@@ -128,7 +128,9 @@ export class Feeder {
     db.pragma('synchronous = NORMAL');
     db.exec(SCHEMA);
     migrate(db);
-    return new Feeder(db, FeederConfigSchema.parse(config), opts);
+    const parsed = FeederConfigSchema.parse(config);
+    keepRowsOf(db, parsed);
+    return new Feeder(db, parsed, opts);
   }
 
   close(): void {
@@ -144,7 +146,14 @@ export class Feeder {
     if (items.length) this.selected = null;
     this.db.transaction(() => {
       for (const it of items) {
-        this.q.putItem.run(it.id, JSON.stringify(it.topics), it.source, it.published, JSON.stringify(it));
+        this.q.putItem.run(
+          it.id,
+          JSON.stringify(it.topics),
+          it.source,
+          it.published,
+          JSON.stringify(it),
+          this.rowOf(it),
+        );
       }
     })();
   }
@@ -482,7 +491,11 @@ export class Feeder {
    */
   private kick(run: string): void {
     this.kicked.add(run);
-    if (this.background) return;
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.background || !this.db.open) return;
     this.background = setImmediate(() => {
       this.background = null;
       const runs = [...this.kicked];
@@ -694,15 +707,27 @@ export class Feeder {
 
   private renderItems(b: BatchRow, acked: readonly number[] = []): { items: string; slots: number[] } {
     const skip = new Set(acked);
-    const rows: RolloutItem[] = [];
+    const rows: string[] = [];
     const slots: number[] = [];
     (JSON.parse(b.slots) as BatchSlot[]).forEach(([id, copy, index], slot) => {
       if (skip.has(slot)) return;
-      const body = this.q.getItem.get(id) as { body: string };
-      rows.push(rolloutRow(JSON.parse(body.body) as PoolItem, this.config, { index, split: 'train', copy }));
+      const item = this.q.getItem.get(id) as { body: string; row: string | null };
+      const row = item.row ?? this.rowOf(JSON.parse(item.body) as PoolItem);
+      rows.push(row.replace(AT_INDEX, `"index":${index}`).replace(AT_COPY, `"copy":${copy}`));
       slots.push(slot);
     });
-    return { items: JSON.stringify(rows), slots };
+    return { items: `[${rows.join(',')}]`, slots };
+  }
+
+  /**
+   * An item's row as JSON with placeholders for its position and copy: made once, when the item
+   * arrives, so that a batch is put together from strings (rendering each row at each epoch was
+   * most of a lease's cost).
+   */
+  private rowOf(item: PoolItem): string {
+    return JSON.stringify(
+      rolloutRow(item, this.config, { index: INDEX_MARK, split: 'train', copy: COPY_MARK }),
+    );
   }
 }
 
@@ -712,7 +737,7 @@ function ackedSlots(b: BatchRow): number[] {
 }
 
 const SCHEMA = `
-CREATE TABLE IF NOT EXISTS items (id TEXT PRIMARY KEY, topics TEXT NOT NULL, source TEXT NOT NULL, published TEXT, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS items (id TEXT PRIMARY KEY, topics TEXT NOT NULL, source TEXT NOT NULL, published TEXT, body TEXT NOT NULL, row TEXT);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
   run TEXT PRIMARY KEY, world_size INTEGER NOT NULL, batch_size INTEGER NOT NULL, cut_size INTEGER NOT NULL, created INTEGER NOT NULL,
@@ -745,17 +770,44 @@ function migrate(db: Database.Database): void {
     );
   if (!columns('batches').has('acked_slots'))
     db.exec("ALTER TABLE batches ADD COLUMN acked_slots TEXT NOT NULL DEFAULT '[]'");
+  if (!columns('items').has('row')) db.exec('ALTER TABLE items ADD COLUMN row TEXT');
 }
+
+/**
+ * Rows are stored rendered with the settings they were rendered with (templates, data source,
+ * ability): a file opened with other settings forgets them, and rows are rendered from the items
+ * until the items arrive again.
+ */
+function keepRowsOf(db: Database.Database, config: FeederConfig): void {
+  const settings = JSON.stringify([config.templates, config.dataSource, config.ability]);
+  const held = db.prepare(`SELECT value FROM meta WHERE key = 'row-settings'`).get() as
+    | { value: string }
+    | undefined;
+  if (held?.value === settings) return;
+  db.transaction(() => {
+    db.exec('UPDATE items SET row = NULL');
+    db.prepare(
+      `INSERT INTO meta (key, value) VALUES ('row-settings', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+    ).run(settings);
+  })();
+}
+
+// Placeholders of a stored row (see rowOf): no item's own text can hold them, since a quote
+// inside a JSON string is escaped.
+const INDEX_MARK = Number.MAX_SAFE_INTEGER;
+const COPY_MARK = Number.MAX_SAFE_INTEGER - 1;
+const AT_INDEX = `"index":${INDEX_MARK}`;
+const AT_COPY = `"copy":${COPY_MARK}`;
 
 function statements(db: Database.Database) {
   const p = (sql: string) => db.prepare(sql);
   return {
     putItem: p(
-      `INSERT INTO items (id, topics, source, published, body) VALUES (?, ?, ?, ?, ?)
+      `INSERT INTO items (id, topics, source, published, body, row) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET topics = excluded.topics, source = excluded.source,
-       published = excluded.published, body = excluded.body`,
+       published = excluded.published, body = excluded.body, row = excluded.row`,
     ),
-    getItem: p('SELECT body FROM items WHERE id = ?'),
+    getItem: p('SELECT body, row FROM items WHERE id = ?'),
     allItems: p('SELECT id, topics, source, published FROM items ORDER BY id'),
     poolSize: p('SELECT count(*) AS n FROM items'),
     getMeta: p('SELECT value FROM meta WHERE key = ?'),

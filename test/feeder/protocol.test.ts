@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { Feeder, FeederError } from '../../processors/feeder/feeder.js';
-import type { LeaseRequest, LeaseResponse } from '../../schemas/feeder.js';
+import { rolloutRow } from '../../processors/feeder/row.js';
+import { FeederConfig, type LeaseRequest, type LeaseResponse } from '../../schemas/feeder.js';
 import { mix, poolItems } from './fixtures.js';
 
 // The protocol as trainers fetch (issue 20): prefetch across an epoch's end, release, per-slot
@@ -170,6 +171,30 @@ describe('feeder protocol', () => {
       [1, 3],
     ]);
     expect(status.epochs[0]!.acked).toBe(status.epochs[0]!.planned);
+  });
+
+  it('serves each row as rolloutRow renders it, also from a file opened with other templates', () => {
+    const { feeder, path } = setup();
+    const byId = new Map(poolItems(40).map((i) => [i.id, i]));
+    const expectRows = (f: Feeder, config: FeederConfig, run: string) => {
+      const l = leased(f.lease({ run, rank: 0, worldSize: 1 }));
+      // Copies and positions differ per slot: the stored row's placeholders are filled per slot.
+      for (const item of l.batch.items) {
+        const { index, copy, qa_id } = item.extra_info;
+        expect(item).toEqual(rolloutRow(byId.get(qa_id)!, config, { index, split: 'train', copy }));
+      }
+      return l.batch.items;
+    };
+    const items = expectRows(feeder, feeder.config, 'rows');
+    expect(new Set(items.map((i) => i.extra_info.index)).size).toBe(items.length);
+    feeder.close();
+    const other = FeederConfig.parse({ batchSize: 8, templates: { system: 'Be brief.' } });
+    const reopened = Feeder.open(path, other);
+    expect(expectRows(reopened, other, 'rows-2')[0]!.prompt[0]).toEqual({
+      role: 'system',
+      content: 'Be brief.',
+    });
+    reopened.close();
   });
 
   it('refuses bad input with a reason code and leaves the file exactly as it was', () => {
