@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { DeadLetter, DeadLetterCode } from '../schemas/dead-letter.js';
+import { type DeadLetter, type DeadLetterCode, deadLetterCodeOf } from '../schemas/dead-letter.js';
 import { deadLetterForRecord, type TopicCodecs } from './codec.js';
 import type { InputRecord, StateStore, StepContext } from './processor.js';
 import { GLOBAL, type LogRecord, type OutgoingRecord, type StateChange, stateKey } from './records.js';
@@ -89,8 +89,11 @@ export class Step implements StepContext {
     }
     this.push(scope, topic, key, value);
     // A dead letter made whole by the processor (ingest's readers make their own) counts like one
-    // made by deadLetter(): validated by now, so it has its code.
-    if (topic === this.topology.deadLetterTopic) this.countDeadLetter((value as DeadLetter).code);
+    // made by deadLetter(); validated by now, so it has a reason, and a code unless of the old layout.
+    if (topic === this.topology.deadLetterTopic) {
+      const dl = value as Pick<DeadLetter, 'reason'> & Partial<DeadLetter>;
+      this.countDeadLetter(dl.code ?? deadLetterCodeOf(dl.reason));
+    }
   }
 
   forward(input: InputRecord, topic: string, key: string | null = input.key): void {
