@@ -6,7 +6,7 @@ import * as parquet from 'parquet-wasm/node';
 import { z } from 'zod';
 import { normaliseDoi } from '../../schemas/ids.js';
 import type { EvalMatch, QaCandidate } from '../../schemas/qa.js';
-import { bandKeys, normaliseQuestion, signature, similarity } from './near-duplicates.js';
+import { MINHASH, normaliseQuestion, signature, similarity } from './near-duplicates.js';
 
 /**
  * Benchmark decontamination as a stage (issue 23): grade refuses a candidate that shares a word
@@ -194,11 +194,14 @@ function wordHash(word: string): number {
 }
 
 /**
- * The 13-grams of a word list as 53-bit numbers (two independent 32-bit folds of the words'
- * hashes): a number keys a Map far cheaper than the 13 words as a string. A hit is checked on the
- * item's words, so a hash collision never rejects a candidate.
+ * The 13-grams of a word list as 64-bit keys (two independent 32-bit folds of the words' hashes),
+ * far cheaper to hold than the 13 words as a string. A hit is checked on the item's words, so a
+ * hash collision never rejects a candidate.
  */
-function gramKeys(ws: readonly string[], each: (key: number, at: number) => boolean | undefined): void {
+function gramKeys(
+  ws: readonly string[],
+  each: (hi: number, lo: number, at: number) => boolean | undefined,
+): void {
   if (ws.length < GRAM_WORDS) return;
   const hs = ws.map(wordHash);
   for (let at = 0; at + GRAM_WORDS <= hs.length; at++) {
@@ -209,16 +212,85 @@ function gramKeys(ws: readonly string[], each: (key: number, at: number) => bool
       b = Math.imul(b ^ hs[k]!, 0x5bd1e995) >>> 0;
       b ^= b >>> 15;
     }
-    if (each(a * 0x200000 + (b >>> 11), at)) return;
+    if (each(a, b, at)) return;
   }
 }
 
 /** One eval item in the index. */
 interface Entry {
   readonly set: string;
-  readonly item: EvalItem;
+  readonly id: string;
   /** Its normalised gram text between spaces, to confirm a shared 13-gram. */
   readonly text: string;
+}
+
+/**
+ * A hash table from 64-bit keys (two uint32 halves) to an item's ref, on typed arrays with linear
+ * probing: millions of 13-grams fit in tens of MB, where a Map of them would take hundreds.
+ */
+class RefTable {
+  private hi: Uint32Array;
+  private lo: Uint32Array;
+  private refs: Int32Array;
+  private count = 0;
+
+  constructor(capacity = 1 << 12) {
+    this.hi = new Uint32Array(capacity);
+    this.lo = new Uint32Array(capacity);
+    this.refs = new Int32Array(capacity).fill(-1);
+  }
+
+  private slot(hi: number, lo: number): number {
+    const mask = this.refs.length - 1;
+    let i = (Math.imul(hi ^ (lo >>> 7), 0x9e3779b1) ^ lo) & mask;
+    while (this.refs[i] !== -1 && (this.hi[i] !== hi || this.lo[i] !== lo)) i = (i + 1) & mask;
+    return i;
+  }
+
+  /** The ref under the key, -1 if none. */
+  get(hi: number, lo: number): number {
+    return this.refs[this.slot(hi, lo)]!;
+  }
+
+  /** Puts `ref` under the key and returns the ref it replaced (-1 if none). */
+  swap(hi: number, lo: number, ref: number): number {
+    if ((this.count + 1) * 4 > this.refs.length * 3) this.grow();
+    const i = this.slot(hi, lo);
+    const before = this.refs[i]!;
+    if (before === -1) this.count++;
+    this.hi[i] = hi;
+    this.lo[i] = lo;
+    this.refs[i] = ref;
+    return before;
+  }
+
+  private grow(): void {
+    const { hi, lo, refs } = this;
+    this.hi = new Uint32Array(refs.length * 2);
+    this.lo = new Uint32Array(refs.length * 2);
+    this.refs = new Int32Array(refs.length * 2).fill(-1);
+    for (let i = 0; i < refs.length; i++) {
+      if (refs[i] === -1) continue;
+      const j = this.slot(hi[i]!, lo[i]!);
+      this.hi[j] = hi[i]!;
+      this.lo[j] = lo[i]!;
+      this.refs[j] = refs[i]!;
+    }
+  }
+}
+
+const { hashes: HASHES, bands: BANDS, rows: ROWS } = MINHASH;
+
+/** The key of a signature's band `b`: two 32-bit folds of its rows, seeded by the band. */
+function bandKey(sig: ArrayLike<number>, b: number): [number, number] {
+  let hi = Math.imul(b + 1, 0x85ebca6b) >>> 0;
+  let lo = Math.imul(b + 1, 0xc2b2ae35) >>> 0;
+  for (let r = b * ROWS; r < (b + 1) * ROWS; r++) {
+    hi = Math.imul(hi ^ sig[r]!, 0x01000193) >>> 0;
+    lo = Math.imul((lo ^ sig[r]!) + r, 0x5bd1e995) >>> 0;
+    lo ^= lo >>> 15;
+  }
+  return [hi, lo];
 }
 
 /**
@@ -227,8 +299,11 @@ interface Entry {
  */
 export class EvalIndex {
   private readonly entries: Entry[] = [];
-  private readonly grams = new Map<number, number>();
-  private readonly bands = new Map<string, number[]>();
+  /** 13-gram -> the first item holding it. */
+  private readonly grams = new RefTable();
+  /** Band key -> the last item with it; `bandNext[ref * BANDS + b]` chains to the one before. */
+  private readonly bands = new RefTable();
+  private bandNext = new Int32Array(0);
   private signatures = new Uint32Array(0);
   private readonly sources = new Map<string, number[]>();
   private readonly perSet = new Map<string, { items: number; sources: number }>();
@@ -261,25 +336,27 @@ export class EvalIndex {
 
   private *adding(set: EvalSet): Slices<void> {
     const first = this.entries.length;
-    const sigs = new Uint32Array((first + set.items.length) * 64);
+    const sigs = new Uint32Array((first + set.items.length) * HASHES);
     sigs.set(this.signatures);
     this.signatures = sigs;
+    const next = new Int32Array((first + set.items.length) * BANDS);
+    next.set(this.bandNext);
+    this.bandNext = next;
     let sourced = 0;
     for (const [i, item] of set.items.entries()) {
       if (i > 0 && i % 250 === 0) yield;
       const ref = first + i;
       const ws = words(gramText(item.question, item.options));
-      this.entries.push({ set: set.name, item, text: ` ${ws.join(' ')} ` });
-      gramKeys(ws, (key) => {
-        if (!this.grams.has(key)) this.grams.set(key, ref);
+      this.entries.push({ set: set.name, id: item.id, text: ` ${ws.join(' ')} ` });
+      gramKeys(ws, (hi, lo) => {
+        if (this.grams.get(hi, lo) === -1) this.grams.swap(hi, lo, ref);
         return undefined;
       });
       const sig = signature(normaliseQuestion(item.question));
-      this.signatures.set(sig, ref * 64);
-      for (const band of bandKeys(sig)) {
-        const refs = this.bands.get(band);
-        if (refs) refs.push(ref);
-        else this.bands.set(band, [ref]);
+      this.signatures.set(sig, ref * HASHES);
+      for (let b = 0; b < BANDS; b++) {
+        const [hi, lo] = bandKey(sig, b);
+        this.bandNext[ref * BANDS + b] = this.bands.swap(hi, lo, ref);
       }
       const ids = sourceKeys(item);
       if (ids.length) sourced++;
@@ -308,28 +385,28 @@ export class EvalIndex {
       const key = `${m.code}\u0000${e.set}`;
       if (seen.has(key)) return;
       seen.add(key);
-      matches.push({ ...m, evalSet: e.set, itemId: e.item.id });
+      matches.push({ ...m, evalSet: e.set, itemId: e.id });
     };
     for (const id of candidateSourceKeys(c))
       for (const ref of this.sources.get(id) ?? [])
         add(ref, { code: 'eval-source', how: id.startsWith('pmid:') ? 'pmid' : 'doi', evidence: id });
     const ws = words(gramText(c.question, c.options ?? []));
-    gramKeys(ws, (key, at) => {
-      const ref = this.grams.get(key);
-      if (ref === undefined) return undefined;
+    gramKeys(ws, (hi, lo, at) => {
+      const ref = this.grams.get(hi, lo);
+      if (ref === -1) return undefined;
       const gram = ws.slice(at, at + GRAM_WORDS).join(' ');
-      // Confirmed on the item's words: a 53-bit collision must not reject anyone.
+      // Confirmed on the item's words: a 64-bit collision must not reject anyone.
       if (this.entries[ref]!.text.includes(` ${gram} `))
         add(ref, { code: 'contaminated', how: '13-gram', evidence: gram });
       return undefined;
     });
     const sig = signature(normaliseQuestion(c.question));
     const compared = new Set<number>();
-    for (const band of bandKeys(sig))
-      for (const ref of this.bands.get(band) ?? []) {
+    for (let b = 0; b < BANDS; b++)
+      for (let ref = this.bands.get(...bandKey(sig, b)); ref !== -1; ref = this.bandNext[ref * BANDS + b]!) {
         if (compared.has(ref)) continue;
         compared.add(ref);
-        const s = similarity(sig, this.signatures.subarray(ref * 64, ref * 64 + 64));
+        const s = similarity(sig, this.signatures.subarray(ref * HASHES, (ref + 1) * HASHES));
         if (s >= this.threshold)
           add(ref, {
             code: 'contaminated',

@@ -9,6 +9,8 @@ import type { StateStore } from '../../topology/processor.js';
 const HASHES = 64;
 const BANDS = 16;
 const ROWS = HASHES / BANDS;
+/** The signature's layout, for an index that bands signatures its own way (the eval index). */
+export const MINHASH = { hashes: HASHES, bands: BANDS, rows: ROWS } as const;
 const SHINGLE = 3;
 
 /** Lower case, punctuation and extra spaces gone: "What is X?" and "what is x" are one text. */
