@@ -16,6 +16,7 @@ import {
 import { viewTopicCounts } from '../analytics/qa-store.js';
 import type { Feeder } from '../processors/feeder/feeder.js';
 import { activePause, readPollerStates, stalledMs } from '../processors/poll.js';
+import { type EvalRejectionCounts, EvalRejectionTally } from '../processors/qa/decontaminate.js';
 import { jensenShannon } from '../processors/sampler/selection.js';
 import { normalise, smoothedShares } from '../processors/sampler/smoothing.js';
 import { DeadLetterCounts, type DeadLetterGroup } from '../schemas/dead-letter.js';
@@ -116,6 +117,8 @@ export interface Snapshot {
   };
   /** Each literature poller from its committed state: a stalled one says why and since when. */
   readonly pollers: PollerView[];
+  /** Grade's rejections per eval set (grade.evalSets): contaminated, eval-source. */
+  readonly evalRejections: EvalRejectionCounts;
   /** Milliseconds each part took to gather, for the benchmark and the page's footer. */
   readonly timings: Record<string, number>;
 }
@@ -173,9 +176,40 @@ export class DeadLetterTail {
   }
 }
 
+/** qa.rejected tallied by eval set (EvalRejectionTally), read incrementally from the log. */
+export class EvalRejectionTail {
+  private readonly next = new Map<number, number>();
+  private readonly tally = new EvalRejectionTally();
+
+  get counts(): EvalRejectionCounts {
+    return this.tally.counts;
+  }
+
+  async update(runtime: Runtime): Promise<void> {
+    const ends = await runtime.endOffsets('qa.rejected').catch(() => [] as number[]);
+    for (const [partition, end] of ends.entries()) {
+      let from = this.next.get(partition) ?? 0;
+      while (from < end) {
+        const records = await runtime.read('qa.rejected', partition, from, 1000);
+        if (records.length === 0) break;
+        for (const r of records) {
+          try {
+            this.tally.add(JSON.parse(r.value));
+          } catch {
+            // Not JSON: anyone can produce to the topic, and such a record names no eval set.
+          }
+        }
+        from = records[records.length - 1]!.offset + 1;
+      }
+      this.next.set(partition, from);
+    }
+  }
+}
+
 /** Gathers snapshots; keeps what incremental sources need (dead-letter offsets, committed offsets). */
 export class DashboardData {
   private readonly dlq = new DeadLetterTail();
+  private readonly evalRejections = new EvalRejectionTail();
   private lastCommitted = new Map<string, { at: number; committed: number }>();
 
   constructor(private readonly sources: DashboardSources) {}
@@ -207,6 +241,10 @@ export class DashboardData {
     const pollers = await time('pollers', async () =>
       this.sources.runtime ? pollerViews(await readPollerStates(this.sources.runtime), new Date(now)) : [],
     );
+    const evalRejections = await time('evalRejections', async () => {
+      if (this.sources.runtime) await this.evalRejections.update(this.sources.runtime);
+      return this.evalRejections.counts;
+    });
     return {
       at: now,
       window: { ...w, span: opts.windowSeconds },
@@ -226,6 +264,7 @@ export class DashboardData {
       llm,
       feeder,
       pollers,
+      evalRejections,
       timings,
     };
   }

@@ -167,6 +167,18 @@ function pollers(list) {
   );
 }
 
+// Grade's eval-set rejections: the total, and per set and code in the tooltip.
+function evalRejections(counts) {
+  const el = document.getElementById('eval-rejections');
+  const sets = Object.entries(counts);
+  el.textContent = sets.length
+    ? fmt(sets.reduce((n, [, c]) => n + c.contaminated + c['eval-source'], 0))
+    : 'none';
+  el.title = sets
+    .map(([set, c]) => `${set}: ${c.contaminated} contaminated, ${c['eval-source']} eval-source`)
+    .join('\n');
+}
+
 function draw(s) {
   // Every time chart spans the whole window, so they line up and a lone point is not a day wide.
   timeAxis = { type: 'time', min: s.window.from * 1000, max: s.window.to * 1000 };
@@ -177,6 +189,7 @@ function draw(s) {
   text('mix-version', s.totals.mixVersion === null ? 'none' : String(s.totals.mixVersion));
   text('dead-letters', fmt(s.totals.deadLetters));
   pollers(s.pollers);
+  evalRejections(s.evalRejections);
   drawTopics(s.topics);
   timeSeries('chart-drift', s.drift.t, s.drift.series, { max: 1, connectNulls: true });
   timeSeries('chart-qa-source', s.rates.t, s.rates.qaBySource, { unit: 'per minute', stack: true });
