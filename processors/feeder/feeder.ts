@@ -106,7 +106,7 @@ export class Feeder {
     { epoch: number; version: number; selection: unknown; slots: Slot[]; json: string }
   >();
   /** Runs a request touched since the last background slice, and that slice. */
-  private readonly kicked = new Set<string>();
+  private readonly kicked = new Map<string, Set<number>>();
   private background: NodeJS.Immediate | null = null;
 
   private constructor(db: Database.Database, config: FeederConfig, opts: FeederOptions) {
@@ -247,7 +247,7 @@ export class Feeder {
       this.q.setRankEpoch.run(req.run, req.rank, epoch + 1);
       return JSON.stringify({ status: 'epoch-end', epoch } satisfies LeaseResponse);
     })();
-    this.kick(req.run);
+    this.kick(req.run, req.rank);
     return { json };
   }
 
@@ -256,7 +256,7 @@ export class Feeder {
    * reward; the other slots stay leased under the same lease.
    */
   ack(req: AckRequest): AckResponse {
-    const res = this.db.transaction((): AckResponse => {
+    return this.db.transaction((): AckResponse => {
       const batch = this.heldBatch(req);
       const slots = JSON.parse(batch.slots) as BatchSlot[];
       const acked = new Set(ackedSlots(batch));
@@ -332,22 +332,21 @@ export class Feeder {
       if (rows.length) this.q.queueRewards.run(JSON.stringify(rows));
       return { acked: batch.id, items: target.length, rewards: rewarded, remaining };
     })();
-    this.kick(req.run);
-    return res;
   }
 
   /** Gives a held batch's unacked slots back untrained: the rank's next lease gets them first. */
   release(req: ReleaseRequest): ReleaseResponse {
-    const res = this.db.transaction((): ReleaseResponse => {
-      const batch = this.heldBatch(req);
-      this.q.release.run(batch.id);
-      return {
-        released: batch.id,
-        items: (JSON.parse(batch.slots) as unknown[]).length - ackedSlots(batch).length,
-      };
+    const batch = this.db.transaction((): BatchRow => {
+      const held = this.heldBatch(req);
+      this.q.release.run(held.id);
+      return held;
     })();
-    this.kick(req.run);
-    return res;
+    // Rendered again for its redelivery, after this response.
+    this.kick(req.run, batch.rank);
+    return {
+      released: batch.id,
+      items: (JSON.parse(batch.slots) as unknown[]).length - ackedSlots(batch).length,
+    };
   }
 
   extend(req: ExtendRequest): { leaseDeadline: string } {
@@ -445,11 +444,11 @@ export class Feeder {
    * has `readyBatches` waiting in its epoch (no more: the rest waits for acks), renders them, and
    * once the epoch is cut to its end plans the next one, so that no lease plans or renders.
    */
-  private prepareRun(name: string): number {
+  private prepareRun(name: string, ranks?: Iterable<number>): number {
     return this.db.transaction(() => {
       const run = this.q.getRun.get(name) as RunRow;
       let n = 0;
-      for (let rank = 0; rank < run.world_size; rank++) {
+      for (const rank of ranks ?? Array.from({ length: run.world_size }, (_, r) => r)) {
         const epoch = this.rankEpoch(name, rank);
         // The run's epoch as it is now: an earlier rank of this loop may have opened the next one.
         if (epoch < (this.q.getRun.get(name) as RunRow).epoch) continue;
@@ -486,21 +485,19 @@ export class Feeder {
   }
 
   /**
-   * Schedules prepareRun for a run a request touched, after the response is sent: the request
-   * never waits for cutting, rendering or planning, and the work is one run's, not every run's.
+   * Schedules prepareRun for the rank of a run a lease or release touched, after the response is
+   * sent: the request never waits for cutting, rendering or planning, and the work is that rank's,
+   * not every rank's (the processor's timer still keeps every rank ready).
    */
-  private kick(run: string): void {
-    this.kicked.add(run);
-    this.schedule();
-  }
-
-  private schedule(): void {
+  private kick(run: string, rank: number): void {
+    const ranks = this.kicked.get(run) ?? new Set<number>();
+    this.kicked.set(run, ranks.add(rank));
     if (this.background || !this.db.open) return;
     this.background = setImmediate(() => {
       this.background = null;
-      const runs = [...this.kicked];
+      const kicked = [...this.kicked];
       this.kicked.clear();
-      if (this.mix && this.db.open) for (const r of runs) this.prepareRun(r);
+      if (this.mix && this.db.open) for (const [r, ranks] of kicked) this.prepareRun(r, ranks);
     });
   }
 
