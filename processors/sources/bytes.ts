@@ -41,7 +41,7 @@ async function* gunzip(compressed: AsyncIterable<Uint8Array>): AsyncGenerator<Bu
     if (e instanceof SourceError) throw e;
     const code = (e as NodeJS.ErrnoException).code;
     const what = code === 'Z_BUF_ERROR' ? 'truncated gzip' : 'corrupt gzip';
-    throw new SourceError(`${what}: ${(e as Error).message}`);
+    throw new SourceError('malformed', `${what}: ${(e as Error).message}`);
   } finally {
     input.destroy();
     gz.destroy();
@@ -66,7 +66,7 @@ export async function* byteChunks(src: ByteSource, opts: ByteOptions = {}): Asyn
       first = { done: false, value: Buffer.concat([first.value, next.value]) };
     }
   } catch (e) {
-    throw new SourceError(`cannot read: ${(e as Error).message}`);
+    throw new SourceError('cannot-read', `cannot read: ${(e as Error).message}`);
   }
   if (first.done) return;
   const raw = chain(first.value, iterator);
@@ -76,13 +76,17 @@ export async function* byteChunks(src: ByteSource, opts: ByteOptions = {}): Asyn
     for await (const chunk of bytes) {
       total += chunk.length;
       if (opts.maxBytes !== undefined && total > opts.maxBytes) {
-        throw new SourceError(`over the size limit of ${opts.maxBytes} bytes`, `byte ${opts.maxBytes}`);
+        throw new SourceError(
+          'too-large',
+          `over the size limit of ${opts.maxBytes} bytes`,
+          `byte ${opts.maxBytes}`,
+        );
       }
       yield Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
     }
   } catch (e) {
     const at = `byte ${total}`;
-    if (e instanceof SourceError) throw new SourceError(e.reason, e.position ?? at, e.payload);
-    throw new SourceError(`cannot read: ${(e as Error).message}`, at);
+    if (e instanceof SourceError) throw new SourceError(e.code, e.reason, e.position ?? at, e.payload);
+    throw new SourceError('cannot-read', `cannot read: ${(e as Error).message}`, at);
   }
 }

@@ -99,6 +99,7 @@ export async function* textChunks(
     const nul = head.subarray(0, HEAD_BYTES).indexOf(0);
     if (nul >= 0) {
       throw new SourceError(
+        'bad-encoding',
         'unsupported encoding: NUL bytes, so UTF-16 without a byte order mark or binary data',
         `byte ${nul}`,
         hexAround(head, nul),
@@ -132,13 +133,14 @@ async function* utf8(chunks: AsyncIterable<Buffer>): AsyncGenerator<string> {
     if (!isUtf8(whole)) {
       const bad = firstInvalidUtf8(whole);
       if (bad > 0) yield whole.subarray(0, bad).toString('utf8');
-      throw new SourceError('invalid UTF-8', `byte ${offset + bad}`, hexAround(whole, bad));
+      throw new SourceError('bad-encoding', 'invalid UTF-8', `byte ${offset + bad}`, hexAround(whole, bad));
     }
     if (cut > 0) yield whole.toString('utf8');
     offset += cut;
     carry = cut < buf.length ? Buffer.from(buf.subarray(cut)) : null;
   }
-  if (carry) throw new SourceError('invalid UTF-8: input ends inside a character', `byte ${offset}`);
+  if (carry)
+    throw new SourceError('bad-encoding', 'invalid UTF-8: input ends inside a character', `byte ${offset}`);
 }
 
 async function* other(chunks: AsyncIterable<Buffer>, label: string): AsyncGenerator<string> {
@@ -146,7 +148,7 @@ async function* other(chunks: AsyncIterable<Buffer>, label: string): AsyncGenera
   try {
     decoder = new TextDecoder(label, { fatal: true });
   } catch {
-    throw new SourceError(`unsupported encoding: ${label}`, 'byte 0');
+    throw new SourceError('bad-encoding', `unsupported encoding: ${label}`, 'byte 0');
   }
   let offset = 0;
   for await (const chunk of chunks) {
@@ -154,7 +156,11 @@ async function* other(chunks: AsyncIterable<Buffer>, label: string): AsyncGenera
     try {
       s = decoder.decode(chunk, { stream: true });
     } catch {
-      throw new SourceError(`invalid ${label}`, `within bytes ${offset}..${offset + chunk.length}`);
+      throw new SourceError(
+        'bad-encoding',
+        `invalid ${label}`,
+        `within bytes ${offset}..${offset + chunk.length}`,
+      );
     }
     offset += chunk.length;
     if (s) yield s;
@@ -163,6 +169,10 @@ async function* other(chunks: AsyncIterable<Buffer>, label: string): AsyncGenera
     const tail = decoder.decode();
     if (tail) yield tail;
   } catch {
-    throw new SourceError(`invalid ${label}: input ends inside a character`, `byte ${offset}`);
+    throw new SourceError(
+      'bad-encoding',
+      `invalid ${label}: input ends inside a character`,
+      `byte ${offset}`,
+    );
   }
 }

@@ -1,10 +1,5 @@
 import type { Article } from '../../schemas/article.js';
-import {
-  DeadLetter,
-  type DeadLetterCode,
-  deadLetterCodeOf,
-  truncatePayload,
-} from '../../schemas/dead-letter.js';
+import { DeadLetter, type DeadLetterCode, truncatePayload } from '../../schemas/dead-letter.js';
 import { contentHash } from '../../schemas/ids.js';
 
 /** What every reader yields: an article, or the reason something in the input could not become one. */
@@ -27,6 +22,7 @@ export const labelOf = (src: string | AsyncIterable<Uint8Array>, path?: string) 
  */
 export class SourceError extends Error {
   constructor(
+    readonly code: DeadLetterCode,
     readonly reason: string,
     readonly position: string | null = null,
     readonly payload = '',
@@ -42,14 +38,11 @@ export function joinPosition(...parts: (string | null | undefined)[]): string | 
   return kept.length ? kept.join(', ') : null;
 }
 
-/**
- * A reader's dead letter. Without a code, the code its reason implies (deadLetterCodeOf): the
- * readers' reasons are fixed texts, and old dead letters are read the same way.
- */
+/** A reader's dead letter: its code (what it is grouped by) and its reason in words. */
 export function deadLetter(opts: {
   path: string;
   position: string | null;
-  code?: DeadLetterCode;
+  code: DeadLetterCode;
   reason: string;
   processor: string;
   payload?: string;
@@ -57,7 +50,7 @@ export function deadLetter(opts: {
   const dl: DeadLetter = {
     // Where and why, not the payload: the same failure replayed gets the same id.
     id: contentHash('dead-letter', opts.processor, opts.path, opts.position, opts.reason),
-    code: opts.code ?? deadLetterCodeOf(opts.reason),
+    code: opts.code,
     reason: opts.reason,
     processor: opts.processor,
     origin: { kind: 'file', path: opts.path, position: opts.position },
@@ -72,11 +65,18 @@ export function articleItem(article: Article, position: string | null): SourceIt
 
 /**
  * Anything thrown while reading, as the reason a dead letter gives: a SourceError's own reason;
- * anything else (a bug, not bad input) as 'reader fault: <error name>: <message>'. Readers that
- * know more (which record, which element) say so before it; see xml-reader's recordFaultReason.
+ * anything else (a bug, not bad input) as 'reader fault: <error name>: <message>', code
+ * reader-fault. Readers that know more (which record, which element) say so before it; see
+ * xml-reader's recordFaultReason.
  */
-export function reasonOf(e: unknown): { reason: string; position: string | null; payload: string } {
-  if (e instanceof SourceError) return { reason: e.reason, position: e.position, payload: e.payload };
+export function reasonOf(e: unknown): {
+  code: DeadLetterCode;
+  reason: string;
+  position: string | null;
+  payload: string;
+} {
+  if (e instanceof SourceError)
+    return { code: e.code, reason: e.reason, position: e.position, payload: e.payload };
   const what = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
-  return { reason: `reader fault: ${what}`, position: null, payload: '' };
+  return { code: 'reader-fault', reason: `reader fault: ${what}`, position: null, payload: '' };
 }

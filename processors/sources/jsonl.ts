@@ -172,7 +172,13 @@ export async function* readJsonl(src: ByteSource, opts: JsonlOptions = {}): Asyn
   try {
     mapping = resolveMapping(opts.mapping);
   } catch (e) {
-    yield deadLetter({ path, position: null, reason: (e as Error).message, processor });
+    yield deadLetter({
+      path,
+      position: null,
+      code: 'unknown-format',
+      reason: (e as Error).message,
+      processor,
+    });
     return;
   }
   let sawLine = false;
@@ -186,6 +192,7 @@ export async function* readJsonl(src: ByteSource, opts: JsonlOptions = {}): Asyn
         yield deadLetter({
           path,
           position,
+          code: 'too-large',
           reason: `line over the size limit: ${line.length} characters`,
           processor,
         });
@@ -200,6 +207,7 @@ export async function* readJsonl(src: ByteSource, opts: JsonlOptions = {}): Asyn
         yield deadLetter({
           path,
           position,
+          code: 'malformed',
           reason: `invalid JSON: ${(e as Error).message}`,
           processor,
           payload: line.text,
@@ -207,17 +215,33 @@ export async function* readJsonl(src: ByteSource, opts: JsonlOptions = {}): Asyn
         continue;
       }
       if (!isObject(record)) {
-        yield deadLetter({ path, position, reason: 'not a JSON object', processor, payload: line.text });
+        yield deadLetter({
+          path,
+          position,
+          code: 'malformed',
+          reason: 'not a JSON object',
+          processor,
+          payload: line.text,
+        });
         continue;
       }
       const m = mapping === 'auto' ? (looksLikeS2orc(record) ? S2ORC_MAPPING : GENERIC_MAPPING) : mapping;
       const done = finishArticle(jsonToDraft(record, m, path));
       if (done.ok) yield articleItem(done.article, position);
-      else yield deadLetter({ path, position, reason: done.reason, processor, payload: line.text });
+      else
+        yield deadLetter({
+          path,
+          position,
+          code: done.code,
+          reason: done.reason,
+          processor,
+          payload: line.text,
+        });
     }
-    if (!sawLine) yield deadLetter({ path, position: null, reason: 'empty file', processor });
+    if (!sawLine)
+      yield deadLetter({ path, position: null, code: 'empty-file', reason: 'empty file', processor });
   } catch (e) {
-    const { reason, position, payload } = reasonOf(e);
-    yield deadLetter({ path, position: position ?? `line ${lastLine + 1}`, reason, processor, payload });
+    const fault = reasonOf(e);
+    yield deadLetter({ path, processor, ...fault, position: fault.position ?? `line ${lastLine + 1}` });
   }
 }

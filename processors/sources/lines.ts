@@ -46,7 +46,7 @@ export async function* lines(
         r = await it.next();
       } catch (e) {
         if (e instanceof SourceError)
-          throw new SourceError(e.reason, joinPosition(`line ${number}`, e.position), e.payload);
+          throw new SourceError(e.code, e.reason, joinPosition(`line ${number}`, e.position), e.payload);
         throw e;
       }
       if (r.done) break;

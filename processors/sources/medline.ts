@@ -170,7 +170,7 @@ export function medlineToDraft(record: XmlElement, sourceUri?: string): ArticleD
   switch (record.name) {
     case 'PubmedArticle': {
       const citation = child(record, 'MedlineCitation');
-      if (!citation) throw new SourceError('PubmedArticle without MedlineCitation');
+      if (!citation) throw new SourceError('malformed', 'PubmedArticle without MedlineCitation');
       return citationToDraft(record, citation, sourceUri);
     }
     case 'MedlineCitation':
@@ -181,7 +181,7 @@ export function medlineToDraft(record: XmlElement, sourceUri?: string): ArticleD
     case 'DeleteDocument':
       return null;
     default:
-      throw new SourceError(`unexpected <${record.name}> in a MEDLINE file`);
+      throw new SourceError('malformed', `unexpected <${record.name}> in a MEDLINE file`);
   }
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Article } from '../../schemas/article.js';
+import type { DeadLetterCode } from '../../schemas/dead-letter.js';
 import { articleId, contentHash, normaliseDoi } from '../../schemas/ids.js';
 
 /** An article before it has an id: what a reader builds. */
@@ -159,7 +160,9 @@ export function articleContentHash(a: Pick<Article, 'title' | 'abstract' | 'sect
   return contentHash(a.title, a.abstract, ...a.sections.flatMap((s) => [s.heading, s.text]));
 }
 
-export type Finished = { ok: true; article: Article } | { ok: false; reason: string };
+export type Finished =
+  | { ok: true; article: Article }
+  | { ok: false; code: Extract<DeadLetterCode, 'no-text' | 'invalid-article'>; reason: string };
 
 /**
  * Cleans a draft, computes its content hash and stable id (DOI > PMID > PMCID > hash) and
@@ -177,7 +180,8 @@ export function finishArticle(draft: ArticleDraft): Finished {
     abstract: cleanText(draft.abstract),
     sections,
   };
-  if (!body.title && !body.abstract && sections.length === 0) return { ok: false, reason: 'no text' };
+  if (!body.title && !body.abstract && sections.length === 0)
+    return { ok: false, code: 'no-text', reason: 'no text' };
   const hash = articleContentHash(body);
   const ids = {
     doi: doi && /^10\.\S+\/\S+$/.test(doi) ? doi : null,
@@ -203,6 +207,11 @@ export function finishArticle(draft: ArticleDraft): Finished {
     contentHash: hash,
   };
   const parsed = Article.safeParse(candidate);
-  if (!parsed.success) return { ok: false, reason: `invalid article: ${z.prettifyError(parsed.error)}` };
+  if (!parsed.success)
+    return {
+      ok: false,
+      code: 'invalid-article',
+      reason: `invalid article: ${z.prettifyError(parsed.error)}`,
+    };
   return { ok: true, article: parsed.data };
 }

@@ -124,8 +124,8 @@ export async function pdfToDraft(data: Uint8Array, opts: { sourceUri?: string } 
     }).promise;
   } catch (e) {
     const name = (e as Error).name;
-    if (name === 'PasswordException') throw new SourceError('encrypted PDF: needs a password');
-    throw new SourceError(`malformed PDF: ${(e as Error).message}`);
+    if (name === 'PasswordException') throw new SourceError('encrypted', 'encrypted PDF: needs a password');
+    throw new SourceError('malformed', `malformed PDF: ${(e as Error).message}`);
   }
   try {
     const lines: Line[] = [];
@@ -182,18 +182,17 @@ export async function* readPdf(src: ByteSource, opts: PdfReadOptions = {}): Asyn
       parts.push(chunk);
     const data = Buffer.concat(parts);
     if (data.length === 0) {
-      yield deadLetter({ path, position: null, reason: 'empty file', processor });
+      yield deadLetter({ path, position: null, code: 'empty-file', reason: 'empty file', processor });
       return;
     }
     if (!data.subarray(0, 1024).includes('%PDF-'))
-      throw new SourceError('malformed PDF: no %PDF- header', 'byte 0');
+      throw new SourceError('malformed', 'malformed PDF: no %PDF- header', 'byte 0');
     const done = finishArticle(
       await pdfToDraft(new Uint8Array(data.buffer, data.byteOffset, data.length), { sourceUri: path }),
     );
     if (done.ok) yield articleItem(done.article, null);
-    else yield deadLetter({ path, position: null, reason: done.reason, processor });
+    else yield deadLetter({ path, position: null, code: done.code, reason: done.reason, processor });
   } catch (e) {
-    const { reason, position, payload } = reasonOf(e);
-    yield deadLetter({ path, position, reason, processor, payload });
+    yield deadLetter({ path, processor, ...reasonOf(e) });
   }
 }

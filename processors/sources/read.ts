@@ -165,17 +165,30 @@ async function* readFile(path: string, opts: ReadOptions): AsyncGenerator<Source
 }
 
 function faultOf(path: string, e: unknown): SourceItem {
-  const { reason, position, payload } = reasonOf(e);
-  const code = (e as NodeJS.ErrnoException | undefined)?.code;
-  const why = code ? `cannot read: ${(e as Error).message}` : reason;
-  return deadLetter({ path, position, reason: why, processor: 'sources/read', payload });
+  const fault = reasonOf(e);
+  // A file-system error (ENOENT: removed mid-walk, EACCES) is no fault of a reader.
+  if ((e as NodeJS.ErrnoException | undefined)?.code)
+    return deadLetter({
+      ...fault,
+      path,
+      code: 'cannot-read',
+      reason: `cannot read: ${(e as Error).message}`,
+      processor: 'sources/read',
+    });
+  return deadLetter({ ...fault, path, processor: 'sources/read' });
 }
 
 async function* readDetected(path: string, opts: ReadOptions): AsyncGenerator<SourceItem> {
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
   const detected = opts.format ?? (await detectFormat(path));
   if (typeof detected !== 'string') {
-    yield deadLetter({ path, position: null, reason: detected.unknown, processor: 'sources/read' });
+    yield deadLetter({
+      path,
+      position: null,
+      code: 'unknown-format',
+      reason: detected.unknown,
+      processor: 'sources/read',
+    });
     return;
   }
   if (WHOLE_FILE.has(detected) && !path.toLowerCase().endsWith('.gz')) {
@@ -185,6 +198,7 @@ async function* readDetected(path: string, opts: ReadOptions): AsyncGenerator<So
       yield deadLetter({
         path,
         position: `byte ${maxBytes}`,
+        code: 'too-large',
         reason: `over the size limit of ${maxBytes} bytes (${size} bytes)`,
         processor: `sources/${detected === 'markdown' ? 'text' : detected}`,
       });

@@ -293,12 +293,12 @@ export async function* readText(src: ByteSource, opts: TextReadOptions = {}): As
     for await (const chunk of textChunks(byteChunks(src, { maxBytes: opts.maxBytes ?? DEFAULT_MAX_BYTES })))
       text += chunk;
   } catch (e) {
-    const { reason, position, payload } = reasonOf(e);
-    yield deadLetter({ path, position, reason, processor, payload: payload || text });
+    const fault = reasonOf(e);
+    yield deadLetter({ path, processor, ...fault, payload: fault.payload || text });
     return;
   }
   if (!text.trim()) {
-    yield deadLetter({ path, position: null, reason: 'empty file', processor });
+    yield deadLetter({ path, position: null, code: 'empty-file', reason: 'empty file', processor });
     return;
   }
   const draft = opts.markdown
@@ -306,5 +306,13 @@ export async function* readText(src: ByteSource, opts: TextReadOptions = {}): As
     : plainTextToDraft(text, { sourceUri: path });
   const done = finishArticle(draft);
   if (done.ok) yield articleItem(done.article, null);
-  else yield deadLetter({ path, position: null, reason: done.reason, processor, payload: text });
+  else
+    yield deadLetter({
+      path,
+      position: null,
+      code: done.code,
+      reason: done.reason,
+      processor,
+      payload: text,
+    });
 }

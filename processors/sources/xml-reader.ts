@@ -94,7 +94,7 @@ export async function* readXml(
       const position = `record ${ev.index}, line ${ev.line}`;
       if (ev.kind === 'oversize') {
         const reason = `record over the size limit: ${ev.chars} characters in <${ev.name}>`;
-        yield deadLetter({ path, position, reason, processor });
+        yield deadLetter({ path, position, code: 'too-large', reason, processor });
         continue;
       }
       let done: ReturnType<typeof finishArticle> | null;
@@ -103,30 +103,47 @@ export async function* readXml(
         done = draft === null ? null : finishArticle(draft);
       } catch (e) {
         // Bad input a format recognised says so itself; anything else names the record and the element.
-        const reason =
-          e instanceof SourceError ? e.reason : recordFaultReason(format, ev.element, position, e);
-        yield deadLetter({ path, position, reason, processor, payload: toXml(ev.element) });
+        const { code, reason } =
+          e instanceof SourceError
+            ? e
+            : { code: 'reader-fault' as const, reason: recordFaultReason(format, ev.element, position, e) };
+        yield deadLetter({ path, position, code, reason, processor, payload: toXml(ev.element) });
         continue;
       }
       if (done === null) continue;
       if (done.ok) yield articleItem(done.article, position);
-      else yield deadLetter({ path, position, reason: done.reason, processor, payload: toXml(ev.element) });
+      else
+        yield deadLetter({
+          path,
+          position,
+          code: done.code,
+          reason: done.reason,
+          processor,
+          payload: toXml(ev.element),
+        });
     }
-    if (root === null) yield deadLetter({ path, position: null, reason: 'empty file', processor });
+    if (root === null)
+      yield deadLetter({ path, position: null, code: 'empty-file', reason: 'empty file', processor });
     else if (lastRecord === 0) {
       const names = [...format.recordsAt].map((n) => `<${n}>`).join(', ');
       const reason = `no record element (${names}) under the root <${root}>`;
-      yield deadLetter({ path, position: null, reason, processor });
+      yield deadLetter({ path, position: null, code: 'malformed', reason, processor });
     }
   } catch (e) {
     const after = lastRecord ? `after record ${lastRecord}` : 'before the first record';
-    const { reason, position, payload } =
+    const { code, reason, position, payload } =
       e instanceof SourceError
         ? reasonOf(e)
-        : { reason: `reader fault ${after}: ${errorText(e)}`, position: null, payload: '' };
+        : {
+            code: 'reader-fault' as const,
+            reason: `reader fault ${after}: ${errorText(e)}`,
+            position: null,
+            payload: '',
+          };
     yield deadLetter({
       path,
       position: position ? `${position} (${after})` : after,
+      code,
       reason,
       processor,
       payload,

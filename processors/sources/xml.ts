@@ -317,7 +317,8 @@ export async function* xmlRecords(
   });
   parser.on('doctype', (doctype: string) => {
     const refused = refusedDoctype(doctype);
-    if (refused !== null) throw new SourceError(`refused XML: ${refused}`, where(), doctype.slice(0, 2048));
+    if (refused !== null)
+      throw new SourceError('refused-xml', `refused XML: ${refused}`, where(), doctype.slice(0, 2048));
     // Entities an internal subset declares (&nbsp; and the like in some exports) read as declared.
     const declared = declaredEntities(doctype);
     for (const [name, value] of Object.entries(declared))
@@ -400,7 +401,12 @@ export async function* xmlRecords(
   };
   const fail = (e: unknown): never => {
     if (e instanceof SourceError) throw e;
-    throw new SourceError(`malformed XML: ${stripSaxesPrefix((e as Error).message)}`, where(), context());
+    throw new SourceError(
+      'malformed',
+      `malformed XML: ${stripSaxesPrefix((e as Error).message)}`,
+      where(),
+      context(),
+    );
   };
 
   let sawText = false;
@@ -414,7 +420,7 @@ export async function* xmlRecords(
         // The text underneath failed (bad encoding, truncated gzip): deliver what parsed, then say where.
         yield* pending.splice(0);
         if (!(e instanceof SourceError)) throw e;
-        throw new SourceError(e.reason, joinPosition(where(), e.position), e.payload);
+        throw new SourceError(e.code, e.reason, joinPosition(where(), e.position), e.payload);
       }
       if (r.done) break;
       if (!sawText && /\S/.test(r.value)) sawText = true;

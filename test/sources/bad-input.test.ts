@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readPath } from '../../processors/sources/read.js';
-import type { DeadLetter } from '../../schemas/dead-letter.js';
+import { type DeadLetter, deadLetterCodeOf } from '../../schemas/dead-letter.js';
 import { collect, fixture, scratchDir } from './helpers/collect.js';
 import { makePdf } from './helpers/make-pdf.js';
 import { PUBMED_HEAD, PUBMED_TAIL, pubmedRecord } from './helpers/medline-gen.js';
@@ -28,6 +28,8 @@ function expectOne(deadLetters: DeadLetter[], path: string, reason: RegExp, posi
   expect(deadLetters).toHaveLength(1);
   const dl = deadLetters[0]!;
   expect(dl.reason).toMatch(reason);
+  // The reader's code is the one an old dead letter with this reason is read with (migration).
+  expect(dl.code, dl.reason).toBe(deadLetterCodeOf(dl.reason));
   expect(dl.origin).toMatchObject({ kind: 'file', path });
   if (dl.origin.kind !== 'file') throw new Error('unreachable');
   if (position) expect(dl.origin.position).toMatch(position);

@@ -18,6 +18,7 @@ describe('dead letters from readers', () => {
       deadLetter({
         path: 'a.xml',
         position: 'record 2',
+        code: 'no-text',
         reason: 'no text',
         processor: 'sources/medline',
         payload: 'x'.repeat(70_000),
@@ -30,6 +31,7 @@ describe('dead letters from readers', () => {
     const b = deadLetter({
       path: 'a.xml',
       position: 'record 3',
+      code: 'no-text',
       reason: 'no text',
       processor: 'sources/medline',
     });

@@ -167,7 +167,7 @@ describe('finishArticle', () => {
 
   it("refuses an article with no title, no abstract and no section text as 'no text', MeSH or not", () => {
     const empty = { ...base, title: ' \u200b ', abstract: ' ', sections: [{ heading: 'x', text: '\n' }] };
-    expect(finishArticle(empty)).toEqual({ ok: false, reason: 'no text' });
+    expect(finishArticle(empty)).toEqual({ ok: false, code: 'no-text', reason: 'no text' });
     expect(
       finishArticle({
         ...empty,
@@ -175,12 +175,13 @@ describe('finishArticle', () => {
         keywords: ['soil'],
         mesh: [{ descriptorUi: 'D012988', name: 'Soil Microbiology', majorTopic: true, qualifiers: [] }],
       }),
-    ).toEqual({ ok: false, reason: 'no text' });
+    ).toEqual({ ok: false, code: 'no-text', reason: 'no text' });
   });
 
   it('reports a schema violation as a reason, not an exception', () => {
     const r = finishArticle({ ...base, source: '' });
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.reason).toMatch(/^invalid article/);
+    if (!r.ok) expect(r.code).toBe('invalid-article');
   });
 });
