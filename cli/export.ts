@@ -1,15 +1,25 @@
-import { exportRows, writeJsonl, writeVerlParquet } from '../processors/feeder/export.js';
+import {
+  type ArticleText,
+  articleText,
+  cptRows,
+  exportRows,
+  sftRow,
+  writeJsonl,
+  writeVerlParquet,
+} from '../processors/feeder/export.js';
 import { type PoolItem, poolItem } from '../processors/feeder/row.js';
 import { pipelineTopology } from '../processors/pipeline.js';
+import type { Article } from '../schemas/article.js';
 import type { MixState } from '../schemas/mix-state.js';
 import type { ClassifiedQa } from '../schemas/qa.js';
+import type { RolloutItem } from '../schemas/rollout-batch.js';
 import { openRuntime } from '../topology/runtime/open.js';
 import type { Runtime } from '../topology/runtime/types.js';
 import { configOf } from './context.js';
 import { type GlobalOptions, UsageError } from './usage.js';
 
 export interface ExportOptions extends GlobalOptions {
-  format: 'verl-parquet' | 'jsonl';
+  format: 'verl-parquet' | 'jsonl' | 'sft-jsonl' | 'cpt-text';
   split: 'train' | 'heldout';
   out: string;
 }
@@ -23,6 +33,17 @@ async function* readAll(runtime: Runtime, topic: string): AsyncGenerator<string>
       from = records.at(-1)!.offset + 1;
     }
   }
+}
+
+/** The text of each article of `ids` (the last record of one, if it came in twice). */
+async function articlesOf(runtime: Runtime, ids: ReadonlySet<string>): Promise<ArticleText[]> {
+  const out = new Map<string, ArticleText>();
+  for await (const value of readAll(runtime, 'articles')) {
+    const a = JSON.parse(value) as Article;
+    if (ids.has(a.id))
+      out.set(a.id, { id: a.id, text: articleText(a), source: a.source, published: a.published });
+  }
+  return [...out.values()];
 }
 
 export async function exportSplit(opts: ExportOptions): Promise<void> {
@@ -44,11 +65,22 @@ export async function exportSplit(opts: ExportOptions): Promise<void> {
           'let bioalchemy run make a new mix, then export again',
       );
     const items = new Map<string, PoolItem>();
+    const rationales = new Map<string, string>();
     for await (const value of readAll(runtime, 'qa.classified')) {
-      const item = poolItem(JSON.parse(value) as ClassifiedQa);
+      const qa = JSON.parse(value) as ClassifiedQa;
+      const item = poolItem(qa);
       items.set(item.id, item);
+      rationales.set(item.id, qa.candidate.rationale);
     }
-    const rows = exportRows([...items.values()], mix, opts.split, config.feeder);
+    const pool = [...items.values()];
+    const rows =
+      opts.format === 'cpt-text'
+        ? cptRows(await articlesOf(runtime, new Set(pool.map((i) => i.articleId))), pool, mix, opts.split)
+        : opts.format === 'sft-jsonl'
+          ? exportRows(pool, mix, opts.split, config.feeder).map((r) =>
+              sftRow(r, rationales.get(r.extra_info.qa_id) ?? ''),
+            )
+          : exportRows(pool, mix, opts.split, config.feeder);
     // An empty file only fails later, in the trainer ('Instruction "train" corresponds to no data!').
     if (rows.length === 0)
       throw new UsageError(
@@ -56,8 +88,8 @@ export async function exportSplit(opts: ExportOptions): Promise<void> {
           ? `the held-out rule of mix version ${mix.version} (sampler.heldOut) matches no item`
           : `mix version ${mix.version} selects no item`,
       );
-    if (opts.format === 'jsonl') writeJsonl(rows, opts.out);
-    else writeVerlParquet(rows, opts.out);
+    if (opts.format === 'verl-parquet') writeVerlParquet(rows as RolloutItem[], opts.out);
+    else writeJsonl(rows, opts.out);
     process.stderr.write(`${rows.length} ${opts.split} rows (mix version ${mix.version}) -> ${opts.out}\n`);
   } finally {
     await runtime.close();
