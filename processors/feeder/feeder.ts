@@ -19,7 +19,7 @@ import {
 import type { MixState } from '../../schemas/mix-state.js';
 import type { RolloutBatch } from '../../schemas/rollout-batch.js';
 import { copiesOf } from '../sampler/selection.js';
-import { epochOrder, epochSeed, type Slot } from './order.js';
+import { epochOrder, epochOrderSteps, epochSeed, type Slot } from './order.js';
 import { type PoolItem, rolloutRow } from './row.js';
 
 // Leases and acks are answered over HTTP, outside the processor's steps, so they are kept in a
@@ -77,6 +77,36 @@ interface BatchRow {
   acked_slots: string;
 }
 
+/** How long one turn of the event loop may spend planning epochs ahead. */
+const PLAN_SLICE_MS = 2;
+
+/** A run's next epoch planned ahead: its order and stored form once `steps` is done. */
+interface AheadPlan {
+  epoch: number;
+  version: number;
+  selection: unknown;
+  slots: Slot[] | null;
+  json: string | null;
+  steps: Generator<void, void> | null;
+}
+
+/** The steps of a plan ahead: the order, then its stored form a chunk at a time. */
+function* planSteps(plan: AheadPlan, order: Generator<void, Slot[]>): Generator<void, void> {
+  let step = order.next();
+  while (!step.done) {
+    yield;
+    step = order.next();
+  }
+  const slots = step.value;
+  const parts: string[] = [];
+  for (let k = 0; k < slots.length; k += 4096) {
+    parts.push(JSON.stringify(slots.slice(k, k + 4096).map((s) => [s.id, s.copy])).slice(1, -1));
+    yield;
+  }
+  plan.json = `[${parts.join(',')}]`;
+  plan.slots = slots;
+}
+
 /** A slot of a batch: the item, its copy, its position in the epoch. */
 type BatchSlot = [id: string, copy: number, index: number];
 
@@ -100,11 +130,8 @@ export class Feeder {
   /** Rendered items (a JSON array) and their slots, of batches cut and not yet leased. */
   private readonly rendered = new Map<string, { items: string; slots: number[] }>();
   private readonly q: ReturnType<typeof statements>;
-  /** Each run's next epoch, planned ahead (with its stored form) for the selection it was made of. */
-  private readonly ahead = new Map<
-    string,
-    { epoch: number; version: number; selection: unknown; slots: Slot[]; json: string }
-  >();
+  /** Each run's next epoch, planned ahead (or being planned) for the selection it was made of. */
+  private readonly ahead = new Map<string, AheadPlan>();
   /** Runs a request touched since the last background slice, and that slice. */
   private readonly kicked = new Map<string, Set<number>>();
   private background: NodeJS.Immediate | null = null;
@@ -468,20 +495,31 @@ export class Feeder {
     })();
   }
 
-  /** The next epoch's order, made while the current one is still being leased. */
+  /**
+   * Starts planning the run's next epoch while the current one is still being leased: the order
+   * and its stored form are made in steps by the background work (planSteps).
+   */
   private planAhead(run: RunRow): void {
     const epoch = run.epoch + 1;
     const version = this.mix!.version;
+    const selection = this.selection();
     const held = this.ahead.get(run.run);
-    if (held?.epoch === epoch && held.version === version && held.selection === this.selected) return;
-    const slots = epochOrder(this.selection(), epochSeed(this.mix!.seed, run.run, epoch));
-    this.ahead.set(run.run, {
-      epoch,
-      version,
-      selection: this.selected,
-      slots,
-      json: JSON.stringify(slots.map((s) => [s.id, s.copy])),
-    });
+    if (held?.epoch === epoch && held.version === version && held.selection === selection) return;
+    const plan: AheadPlan = { epoch, version, selection, slots: null, json: null, steps: null };
+    plan.steps = planSteps(plan, epochOrderSteps(selection, epochSeed(this.mix!.seed, run.run, epoch)));
+    this.ahead.set(run.run, plan);
+    this.schedule();
+  }
+
+  /** Advances plans ahead for up to PLAN_SLICE_MS; true while some are unfinished. */
+  private planSlice(): boolean {
+    const until = performance.now() + PLAN_SLICE_MS;
+    let left = false;
+    for (const plan of this.ahead.values()) {
+      while (plan.steps && performance.now() < until) if (plan.steps.next().done) plan.steps = null;
+      left ||= plan.steps !== null;
+    }
+    return left;
   }
 
   /**
@@ -492,12 +530,19 @@ export class Feeder {
   private kick(run: string, rank: number): void {
     const ranks = this.kicked.get(run) ?? new Set<number>();
     this.kicked.set(run, ranks.add(rank));
+    this.schedule();
+  }
+
+  /** One slice of background work per turn of the event loop, while there is some. */
+  private schedule(): void {
     if (this.background || !this.db.open) return;
     this.background = setImmediate(() => {
       this.background = null;
+      if (!this.db.open || !this.mix) return;
       const kicked = [...this.kicked];
       this.kicked.clear();
-      if (this.mix && this.db.open) for (const [r, ranks] of kicked) this.prepareRun(r, ranks);
+      for (const [r, ranks] of kicked) this.prepareRun(r, ranks);
+      if (this.planSlice()) this.schedule();
     });
   }
 
@@ -589,6 +634,8 @@ export class Feeder {
       ahead.selection === selection
         ? ahead
         : null;
+    // A plan ahead not finished yet is finished here (the lease waits for what is left of it).
+    while (planned?.steps) if (planned.steps.next().done) planned.steps = null;
     let order = planned?.slots ?? epochOrder(selection, epochSeed(mix.seed, run.run, epoch));
     if (run.epoch === epoch) {
       // A new mix version within the epoch: what it selects, less what this epoch already cut.

@@ -17,16 +17,33 @@ export function epochSeed(mixSeed: number, run: string, epoch: number): number {
  * so when a new mix version changes the selection, the slots both versions share keep their
  * relative order.
  */
-export function epochOrder(items: Iterable<{ id: string; copies: number }>, seed: number): Slot[] {
+export function epochOrder(items: readonly { id: string; copies: number }[], seed: number): Slot[] {
+  const steps = epochOrderSteps(items, seed);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/**
+ * epochOrder as steps of about `chunk` slots each (a yield between them), so that planning an
+ * epoch of 100,000 slots in the background never holds the event loop for more than a few ms.
+ */
+export function* epochOrderSteps(
+  items: readonly { id: string; copies: number }[],
+  seed: number,
+  chunk = 4096,
+): Generator<void, Slot[]> {
   const ids: string[] = [];
   const copies: number[] = [];
   const us: number[] = [];
-  for (const { id, copies: n } of items) {
+  for (const [k, { id, copies: n }] of items.entries()) {
     for (let copy = 0; copy < n; copy++) {
       ids.push(id);
       copies.push(copy);
       us.push(uniformOf(itemKey(`${id}#${copy}`), seed));
     }
+    if (k % chunk === chunk - 1) yield;
   }
   const n = ids.length;
   // A bucket sort: the hashes are uniform in [0, 1), so n buckets hold one slot each on average
@@ -39,6 +56,7 @@ export function epochOrder(items: Iterable<{ id: string; copies: number }>, seed
   const fill = start.slice(0, n);
   const order = new Uint32Array(n);
   for (let i = 0; i < n; i++) order[fill[bucket(i)]!++] = i;
+  yield;
   const before = (a: number, b: number) =>
     us[a]! < us[b]! ||
     (us[a] === us[b] && (ids[a]! < ids[b]! || (ids[a] === ids[b] && copies[a]! < copies[b]!)));
@@ -54,5 +72,10 @@ export function epochOrder(items: Iterable<{ id: string; copies: number }>, seed
       order[j + 1] = x;
     }
   }
-  return Array.from(order, (i) => ({ id: ids[i]!, copy: copies[i]! }));
+  const slots: Slot[] = [];
+  for (let k = 0; k < n; k++) {
+    slots.push({ id: ids[order[k]!]!, copy: copies[order[k]!]! });
+    if (k % chunk === chunk - 1) yield;
+  }
+  return slots;
 }

@@ -173,6 +173,42 @@ describe('feeder protocol', () => {
     expect(status.epochs[0]!.acked).toBe(status.epochs[0]!.planned);
   });
 
+  it('plans the next epoch off the request path, in the order a lease would plan it', async () => {
+    // The plan ahead is private: read here to check that it was made, and made before epoch 1.
+    const ahead = (f: Feeder) =>
+      (f as unknown as { ahead: Map<string, { epoch: number; steps: unknown }> }).ahead.get('ahead');
+    const order = async (background: boolean) => {
+      const { feeder } = setup({ items: 200 });
+      const req = { run: 'ahead', rank: 0, worldSize: 1 };
+      const ids: string[] = [];
+      for (let ends = 0; ends < 2; ) {
+        const r = feeder.lease(req);
+        if (r.status === 'epoch-end') {
+          ends++;
+          // Epoch 0 is leased to its end: epoch 1 is planned, in the background only.
+          if (ends === 1) expect(ahead(feeder)).toMatchObject(background ? { epoch: 1, steps: null } : {});
+          if (ends === 1 && !background) expect(ahead(feeder)).toBeUndefined();
+          continue;
+        }
+        const l = leased(r);
+        ids.push(...slotKeys(l));
+        feeder.ack({ run: 'ahead', batchId: l.batch.id, leaseId: l.leaseId });
+        // The work a lease leaves runs after it (setImmediate), in slices, until none is left.
+        if (background)
+          do await new Promise((resolve) => setImmediate(resolve));
+          while (ahead(feeder)?.steps);
+      }
+      feeder.close();
+      return ids;
+    };
+    const inBackground = await order(true);
+    expect(inBackground).toEqual(await order(false));
+    // Two epochs of the same items, in two orders.
+    const half = inBackground.length / 2;
+    expect([...inBackground.slice(0, half)].sort()).toEqual([...inBackground.slice(half)].sort());
+    expect(inBackground.slice(0, half)).not.toEqual(inBackground.slice(half));
+  });
+
   it('serves each row as rolloutRow renders it, also from a file opened with other templates', () => {
     const { feeder, path } = setup();
     const byId = new Map(poolItems(40).map((i) => [i.id, i]));
