@@ -134,7 +134,7 @@ export const Config = z
           .array(z.string().min(1))
           .default([])
           .describe(
-            'benchmark eval sets (JSON lines or parquet of {id, question, options?, pmid?, doi?}), or folders of them: a candidate sharing a word 13-gram with an item or near-duplicating its question is rejected `contaminated`, one from an item\'s source article `eval-source`; files are looked at again while running',
+            "benchmark eval sets (JSON lines or parquet of {id, question, options?, pmid?, doi?}), or folders of them: a candidate sharing a word 13-gram with an item or near-duplicating its question is rejected `contaminated`, one from an item's source article `eval-source`; files are looked at again while running",
           ),
         evalSetMaxMb: z
           .number()
