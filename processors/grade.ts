@@ -214,7 +214,7 @@ function matchReason(m: EvalMatch): string {
  * that names every article (a list of the corpus given as an eval set, say) would leave the
  * pipeline with no QA, each refusal recorded but easy to miss.
  */
-class EvalSourceShare {
+export class EvalSourceShare {
   private graded = 0;
   private readonly sourced = new Map<string, number>();
   private readonly warned = new Set<string>();

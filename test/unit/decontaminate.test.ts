@@ -5,7 +5,7 @@ import { tableFromArrays, tableToIPC } from 'apache-arrow';
 import * as parquet from 'parquet-wasm/node';
 import { type Counter, Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gradeProcessor } from '../../processors/grade.js';
+import { EvalSourceShare, gradeProcessor } from '../../processors/grade.js';
 import { EvalIndex, EvalSetError, EvalSets, parseEvalSet } from '../../processors/qa/decontaminate.js';
 import { Config } from '../../schemas/config.js';
 import type { GradedQa, QaCandidate } from '../../schemas/qa.js';
@@ -261,5 +261,28 @@ describe('grade with eval sets', () => {
     } finally {
       await driver.close();
     }
+  });
+});
+
+describe('an eval set that names every article', () => {
+  it('is told once, with counts, when it is the source of nearly every candidate graded', () => {
+    const share = new EvalSourceShare();
+    const source = [
+      { code: 'eval-source' as const, evalSet: 'corpus', itemId: 'i', how: 'pmid' as const, evidence: '' },
+    ];
+    const warnings: string[] = [];
+    for (let i = 0; i < 19; i++) warnings.push(...share.count(source));
+    expect(warnings).toEqual([]);
+    warnings.push(...share.count(source));
+    expect(warnings).toEqual([
+      'eval set corpus names the source article of 20 of the 20 candidates graded since start: every one is rejected eval-source; check that it is an eval set',
+    ]);
+    for (let i = 0; i < 10; i++) warnings.push(...share.count(source));
+    expect(warnings).toHaveLength(1);
+    // A set that is the source of few articles is no warning.
+    const few = new EvalSourceShare();
+    const told: string[] = [];
+    for (let i = 0; i < 100; i++) told.push(...few.count(i % 10 === 0 ? source : []));
+    expect(told).toEqual([]);
   });
 });
