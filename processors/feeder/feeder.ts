@@ -755,12 +755,18 @@ export class Feeder {
     const slots: number[] = [];
     (JSON.parse(b.slots) as BatchSlot[]).forEach(([id, copy, index], slot) => {
       if (skip.has(slot)) return;
-      const item = this.q.getItem.get(id) as { body: string; row: string | null };
-      const row = item.row ?? this.rowOf(JSON.parse(item.body) as PoolItem);
+      const row = (this.q.getRow.get(id) as { row: string | null }).row ?? this.storeRow(id);
       rows.push(row.replace(AT_INDEX, `"index":${index}`).replace(AT_COPY, `"copy":${copy}`));
       slots.push(slot);
     });
     return { items: `[${rows.join(',')}]`, slots };
+  }
+
+  /** The row of an item whose stored row was forgotten (other settings), stored again. */
+  private storeRow(id: string): string {
+    const row = this.rowOf(JSON.parse((this.q.getItem.get(id) as { body: string }).body) as PoolItem);
+    this.q.putRow.run(row, id);
+    return row;
   }
 
   /**
@@ -819,8 +825,8 @@ function migrate(db: Database.Database): void {
 
 /**
  * Rows are stored rendered with the settings they were rendered with (templates, data source,
- * ability): a file opened with other settings forgets them, and rows are rendered from the items
- * until the items arrive again.
+ * ability): a file opened with other settings forgets them, and each is rendered again from its
+ * item the first time a batch needs it.
  */
 function keepRowsOf(db: Database.Database, config: FeederConfig): void {
   const settings = JSON.stringify([config.templates, config.dataSource, config.ability]);
@@ -851,7 +857,9 @@ function statements(db: Database.Database) {
        ON CONFLICT (id) DO UPDATE SET topics = excluded.topics, source = excluded.source,
        published = excluded.published, body = excluded.body, row = excluded.row`,
     ),
-    getItem: p('SELECT body, row FROM items WHERE id = ?'),
+    getItem: p('SELECT body FROM items WHERE id = ?'),
+    getRow: p('SELECT row FROM items WHERE id = ?'),
+    putRow: p('UPDATE items SET row = ? WHERE id = ?'),
     allItems: p('SELECT id, topics, source, published FROM items ORDER BY id'),
     poolSize: p('SELECT count(*) AS n FROM items'),
     getMeta: p('SELECT value FROM meta WHERE key = ?'),
