@@ -475,6 +475,8 @@ export class EvalSets {
   private lookedAt = Date.now();
   private looking: Promise<EvalIndex> | null = null;
   private readonly notices: EvalSetNotice[] = [];
+  /** The modification stamp of each file whose version failed to load. */
+  private readonly failed = new Map<string, string>();
 
   constructor(private readonly opts: EvalSetsOptions) {
     for (const file of this.filesSync()) {
@@ -523,13 +525,21 @@ export class EvalSets {
         next.set(file.path, before);
         continue;
       }
+      // A version that failed already is told once, not at every look, until the file changes.
+      const stamp = `${file.mtimeMs}:${file.size}`;
+      if (this.failed.get(file.path) === stamp) {
+        if (before) next.set(file.path, before);
+        continue;
+      }
       changed = true;
       try {
         if (file.size > this.opts.maxBytes) throw new EvalSetError(tooLarge(file, this.opts.maxBytes));
         const set = await parseEvalSetYielding(file.path, await readFile(file.path), file.mtimeMs);
         next.set(file.path, set);
+        this.failed.delete(file.path);
         this.noteLoaded(set);
       } catch (e) {
+        this.failed.set(file.path, stamp);
         this.notices.push({
           level: 'error',
           msg: `${(e as Error).message}${before ? '; its previous version stays in force' : '; not applied'}`,

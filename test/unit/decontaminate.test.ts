@@ -154,7 +154,8 @@ describe('eval index', () => {
       join(d, 'one.jsonl'),
       jsonl([{ id: 'a', question: 'What limits telomerase in somatic cells?' }]),
     );
-    const sets = new EvalSets({ paths: [d], threshold: 0.8, maxBytes: 1e6, pollMs: 1 });
+    // pollMs 0: every current() looks at the files.
+    const sets = new EvalSets({ paths: [d], threshold: 0.8, maxBytes: 1e6, pollMs: 0 });
     const q = candidate('x', 'What drives chromatin loop extrusion in mammalian interphase nuclei?');
     expect((await sets.current()).check(q)).toEqual([]);
     writeFileSync(
@@ -178,6 +179,9 @@ describe('eval index', () => {
       })
       .toMatch(/two.jsonl: neither JSON lines .*previous version stays in force/);
     expect((await sets.current()).check(q)).toHaveLength(1);
+    // Told once: the next looks at the same broken file say nothing more.
+    for (let i = 0; i < 3; i++) await sets.current();
+    expect(sets.drainNotices()).toEqual([]);
   });
 });
 
