@@ -101,8 +101,10 @@ export class RegistryWire implements ValueWire {
     const out: Buffer[] = [];
     for (const r of records) {
       const topic = this.names.topic(r.topic);
+      // A JSON null is a compacted topic's tombstone (a settled llm.journal reply), which the
+      // serializer refuses ("message is empty"): it travels plain, and reads back as it went.
       out.push(
-        this.registered.has(topic)
+        this.registered.has(topic) && r.value !== 'null'
           ? await this.serializer.serialize(topic, JSON.parse(r.value))
           : plainBytes(r.value),
       );
