@@ -19,7 +19,7 @@ import {
 import type { MixState } from '../../schemas/mix-state.js';
 import type { RolloutBatch } from '../../schemas/rollout-batch.js';
 import { copiesOf } from '../sampler/selection.js';
-import { epochOrder, epochOrderSteps, epochSeed, type Slot } from './order.js';
+import { epochOrder, epochOrderSteps, epochSeed, nextBatchSize, paddingOf, type Slot } from './order.js';
 import { type PoolItem, rolloutRow } from './row.js';
 
 // Leases and acks are answered over HTTP, outside the processor's steps, so they are kept in a
@@ -637,21 +637,42 @@ export class Feeder {
     // A plan ahead not finished yet is finished here (the lease waits for what is left of it).
     while (planned?.steps) if (planned.steps.next().done) planned.steps = null;
     let order = planned?.slots ?? epochOrder(selection, epochSeed(mix.seed, run.run, epoch));
+    let json = planned?.json ?? null;
+    // The epoch's slots cut so far, in order: the start of the epoch a padding repeats.
+    const cut: Slot[] = [];
     if (run.epoch === epoch) {
-      // A new mix version within the epoch: what it selects, less what this epoch already cut.
-      const cutCopies = new Map<string, number>();
+      // A new mix version within the epoch: what it selects, less what this epoch already cut
+      // (distinct slots: a padding's repeat is no further copy).
       for (const b of this.q.batchesOfEpoch.all(run.run, epoch) as { slots: string }[]) {
-        for (const [id] of JSON.parse(b.slots) as BatchSlot[])
-          cutCopies.set(id, (cutCopies.get(id) ?? 0) + 1);
+        for (const [id, copy] of JSON.parse(b.slots) as BatchSlot[]) cut.push({ id, copy });
       }
-      order = order.filter((s) => s.copy >= (cutCopies.get(s.id) ?? 0));
+      const cutCopies = new Map<string, Set<number>>();
+      for (const s of cut) cutCopies.set(s.id, (cutCopies.get(s.id) ?? new Set()).add(s.copy));
+      order = order.filter((s) => s.copy >= (cutCopies.get(s.id)?.size ?? 0));
+      json = null;
+    }
+    // Whole rounds of worldSize batches (see nextBatchSize): the epoch's first slots again.
+    const padding = paddingOf(
+      order.length,
+      run.epoch === epoch ? run.next_index : 0,
+      run.world_size,
+      run.epoch === epoch ? run.cut_size : run.batch_size,
+    );
+    if (padding > 0) {
+      const start = [...cut.slice(0, padding), ...order.slice(0, padding)];
+      const repeats = Array.from({ length: padding }, (_, i) => start[i % start.length]!);
+      const tail = JSON.stringify(repeats.map((s) => [s.id, s.copy]));
+      json = json === null ? null : `${json.slice(0, -1)}${order.length ? ',' : ''}${tail.slice(1)}`;
+      order = order.concat(repeats);
+    }
+    if (run.epoch === epoch) {
       this.q.replan.run({ version: mix.version, left: order.length, run: run.run });
       this.q.epochPlanned.run({ run: run.run, epoch });
     } else {
       this.q.newEpoch.run(epoch, mix.version, order.length, run.run);
       this.q.insertEpoch.run({ run: run.run, epoch });
     }
-    this.q.putPlan.run(run.run, planned?.json ?? JSON.stringify(order.map((s) => [s.id, s.copy])));
+    this.q.putPlan.run(run.run, json ?? JSON.stringify(order.map((s) => [s.id, s.copy])));
     this.plans.set(run.run, { epoch, version: mix.version, slots: order });
     Object.assign(run, this.q.getRun.get(run.run));
     return order;
@@ -673,7 +694,8 @@ export class Feeder {
     let seq = run.cut;
     let found: BatchRow | undefined;
     while (!found && pos < slots.length) {
-      const take = slots.slice(pos, pos + run.cut_size);
+      const size = nextBatchSize(slots.length - pos, index, run.world_size, run.cut_size);
+      const take = slots.slice(pos, pos + size);
       const batchSlots: BatchSlot[] = take.map((s, i) => [s.id, s.copy, run.base + pos + i]);
       const batchRank = index % run.world_size;
       const id = `${run.run}/e${epoch}/b${index}`;
@@ -901,7 +923,7 @@ function statements(db: Database.Database) {
       'INSERT INTO batches (id, run, epoch, idx, rank, seq, mix_version, slots) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     ),
     getBatch: p('SELECT * FROM batches WHERE id = ?'),
-    batchesOfEpoch: p('SELECT slots FROM batches WHERE run = ? AND epoch = ?'),
+    batchesOfEpoch: p('SELECT slots FROM batches WHERE run = ? AND epoch = ? ORDER BY idx'),
     // What was delivered before (released, or its lease expired), of any epoch up to the rank's,
     // comes first; then the epoch's fresh batches in order.
     nextForRank: p(

@@ -79,3 +79,39 @@ export function* epochOrderSteps(
   }
   return slots;
 }
+
+// Data-parallel ranks must take the same number of steps in an epoch: a DDP rank that runs out of
+// batches while the others still train stops answering their all-reduce, and a rank with no batch
+// at all in an epoch that has fewer batches than ranks would only see `epoch-end` and race through
+// epochs. Batches go to ranks in turn (batch i to rank i mod worldSize), so every epoch is cut
+// into whole rounds of worldSize batches, as torch's DistributedSampler (drop_last=false) does: the
+// last round splits what is left evenly over its batches (each smaller than batchSize if need be),
+// and the few slots short of an even split (fewer than worldSize) repeat the epoch's first slots.
+// Padding, not dropping, so no selected item is left out of an epoch; a smaller last round, not a
+// full one, so the repeats stay under worldSize slots.
+
+/**
+ * The size of the next batch cut: batchSize, or in the epoch's last round an even share of what is
+ * left over the round's batches still to cut. `left` is the plan's slots not yet cut (padding
+ * included), `index` the batches of the epoch already cut.
+ */
+export function nextBatchSize(left: number, index: number, worldSize: number, batchSize: number): number {
+  const round = worldSize - (index % worldSize);
+  return left >= round * batchSize ? batchSize : Math.ceil(left / round);
+}
+
+/**
+ * How many slots to add to the end of a plan of `left` slots not yet cut so that the epoch ends on
+ * a whole round of batches with nextBatchSize: 0 when it already does.
+ */
+export function paddingOf(left: number, index: number, worldSize: number, batchSize: number): number {
+  let round = worldSize - (index % worldSize);
+  if (left >= round * batchSize) {
+    left = (left - round * batchSize) % (worldSize * batchSize);
+    round = worldSize;
+    if (left === 0) return 0;
+  } else if (left === 0 && round === worldSize) {
+    return 0;
+  }
+  return round * Math.max(1, Math.ceil(left / round)) - left;
+}
