@@ -47,6 +47,9 @@ export interface GroupStatus {
   readonly lag: Record<string, number[]>;
 }
 
+/** Errors of a partition whose leader is being elected or does not serve yet: they pass. */
+const LEADER_MOVING = new Set(['NOT_LEADER_FOR_PARTITION', 'LEADER_NOT_AVAILABLE']);
+
 /** How long a compacted topic's segment stays open before the broker may compact it: an hour. */
 const COMPACTED_SEGMENT_MS = 3600_000;
 
@@ -151,33 +154,11 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
         }
       }
     }
-    await this.waitForLeaders(topics.map((t) => this.names.topic(t.name)));
     for (const t of topics) {
       this.partitionCounts.set(t.name, t.partitions);
       if (t.compacted) this.compacted.add(t.name);
     }
     await this.wire.register(topics);
-  }
-
-  /**
-   * Waits until every partition of the topics answers for its offsets. createTopics waits only for
-   * topics it created itself, and a leader in the metadata may not serve yet: with several workers
-   * started at once, those that lost the race to create went on and their first read failed ("This
-   * server is not the leader for that topic-partition"), which stopped them.
-   */
-  private async waitForLeaders(kafkaTopics: readonly string[]): Promise<void> {
-    const deadline = Date.now() + 60_000;
-    for (const topic of kafkaTopics) {
-      for (;;) {
-        try {
-          await this.admin.fetchTopicOffsets(topic);
-          break;
-        } catch (e) {
-          if (!(e as { retriable?: boolean }).retriable || Date.now() > deadline) throw e;
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-      }
-    }
   }
 
   async partitionsOf(topic: string): Promise<number> {
@@ -306,9 +287,23 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
     }
   }
 
+  /**
+   * Retries what may pass (a partition whose leader is not serving yet) for up to a minute:
+   * workers started at once that lost the race to create the topics, or whose partitions had a
+   * leader in the metadata that did not serve yet, died at their first read ("This server is not
+   * the leader for that topic-partition"); kafkajs's admin does not retry it.
+   */
   async endOffsets(topic: string): Promise<number[]> {
-    const offsets = await this.admin.fetchTopicOffsets(this.names.topic(topic));
-    return offsets.sort((a, b) => a.partition - b.partition).map((o) => Number(o.high));
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      try {
+        const offsets = await this.admin.fetchTopicOffsets(this.names.topic(topic));
+        return offsets.sort((a, b) => a.partition - b.partition).map((o) => Number(o.high));
+      } catch (e) {
+        if (!LEADER_MOVING.has((e as { type?: string }).type ?? '') || Date.now() > deadline) throw e;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
   }
 
   /** Committed offsets of a consumer group, per partition of each topic (0 where none). */
