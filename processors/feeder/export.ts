@@ -2,22 +2,11 @@ import { writeFileSync } from 'node:fs';
 import { Field, Float64, Int32, List, Struct, Table, tableToIPC, Utf8, vectorFromArray } from 'apache-arrow';
 import * as parquet from 'parquet-wasm/node';
 import type { Article } from '../../schemas/article.js';
-import type { HeldOut, MixState } from '../../schemas/mix-state.js';
+import type { MixState } from '../../schemas/mix-state.js';
 import type { ChatMessage, RolloutItem } from '../../schemas/rollout-batch.js';
-import { copiesOf, isHeldOut } from '../sampler/selection.js';
+import { copiesOf, heldOutArticles } from '../sampler/selection.js';
 import { epochOrder, epochSeed } from './order.js';
 import { type PoolItem, type RowSettings, rolloutRow } from './row.js';
-
-/**
- * The articles of the held-out split, one rule for every export format: an article is held out
- * when any of its QA is (a held-out topic among its labels, its source, its publication date), so
- * an article never feeds training through one QA while another of its QA is held out.
- */
-export function heldOutArticles(items: readonly PoolItem[], heldOut: HeldOut): Set<string> {
-  const out = new Set<string>();
-  for (const i of items) if (isHeldOut(heldOut, i)) out.add(i.articleId);
-  return out;
-}
 
 const byId = <T extends { id: string }>(a: T, b: T) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 

@@ -18,7 +18,7 @@ import {
 } from '../../schemas/feeder.js';
 import type { MixState } from '../../schemas/mix-state.js';
 import type { RolloutBatch } from '../../schemas/rollout-batch.js';
-import { copiesOf } from '../sampler/selection.js';
+import { copiesOf, heldOutArticles } from '../sampler/selection.js';
 import { epochOrder, epochOrderSteps, epochSeed, nextBatchSize, paddingOf, type Slot } from './order.js';
 import { type PoolItem, rolloutRow } from './row.js';
 
@@ -175,6 +175,7 @@ export class Feeder {
       for (const it of items) {
         this.q.putItem.run(
           it.id,
+          it.articleId,
           JSON.stringify(it.topics),
           it.source,
           it.published,
@@ -588,21 +589,31 @@ export class Feeder {
     return this.selected;
   }
 
+  /**
+   * The mix's copies of each pool item, less every QA of a held-out article (heldOutArticles, the
+   * exports' rule): no QA of an article held out for evaluation is ever leased for training.
+   */
   private select(mix: MixState): { id: string; copies: number }[] {
+    const pool = (
+      this.q.allItems.all() as {
+        id: string;
+        article_id: string;
+        topics: string;
+        source: string;
+        published: string | null;
+      }[]
+    ).map((row) => ({
+      id: row.id,
+      articleId: row.article_id,
+      topics: JSON.parse(row.topics) as string[],
+      source: row.source,
+      published: row.published,
+    }));
+    const held = heldOutArticles(pool, mix.heldOut);
     const out: { id: string; copies: number }[] = [];
-    for (const row of this.q.allItems.iterate() as Iterable<{
-      id: string;
-      topics: string;
-      source: string;
-      published: string | null;
-    }>) {
-      const copies = copiesOf(mix, {
-        id: row.id,
-        topics: JSON.parse(row.topics) as string[],
-        source: row.source,
-        published: row.published,
-      });
-      if (copies > 0) out.push({ id: row.id, copies });
+    for (const item of pool) {
+      const copies = held.has(item.articleId) ? 0 : copiesOf(mix, item);
+      if (copies > 0) out.push({ id: item.id, copies });
     }
     return out;
   }
@@ -809,7 +820,7 @@ function ackedSlots(b: BatchRow): number[] {
 }
 
 const SCHEMA = `
-CREATE TABLE IF NOT EXISTS items (id TEXT PRIMARY KEY, topics TEXT NOT NULL, source TEXT NOT NULL, published TEXT, body TEXT NOT NULL, row TEXT);
+CREATE TABLE IF NOT EXISTS items (id TEXT PRIMARY KEY, article_id TEXT NOT NULL, topics TEXT NOT NULL, source TEXT NOT NULL, published TEXT, body TEXT NOT NULL, row TEXT);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
   run TEXT PRIMARY KEY, world_size INTEGER NOT NULL, batch_size INTEGER NOT NULL, cut_size INTEGER NOT NULL, created INTEGER NOT NULL,
@@ -843,6 +854,10 @@ function migrate(db: Database.Database): void {
   if (!columns('batches').has('acked_slots'))
     db.exec("ALTER TABLE batches ADD COLUMN acked_slots TEXT NOT NULL DEFAULT '[]'");
   if (!columns('items').has('row')) db.exec('ALTER TABLE items ADD COLUMN row TEXT');
+  if (!columns('items').has('article_id'))
+    db.exec(
+      `ALTER TABLE items ADD COLUMN article_id TEXT NOT NULL DEFAULT ''; UPDATE items SET article_id = coalesce(json_extract(body, '$.articleId'), '')`,
+    );
 }
 
 /**
@@ -875,14 +890,14 @@ function statements(db: Database.Database) {
   const p = (sql: string) => db.prepare(sql);
   return {
     putItem: p(
-      `INSERT INTO items (id, topics, source, published, body, row) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET topics = excluded.topics, source = excluded.source,
+      `INSERT INTO items (id, article_id, topics, source, published, body, row) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET article_id = excluded.article_id, topics = excluded.topics, source = excluded.source,
        published = excluded.published, body = excluded.body, row = excluded.row`,
     ),
     getItem: p('SELECT body FROM items WHERE id = ?'),
     getRow: p('SELECT row FROM items WHERE id = ?'),
     putRow: p('UPDATE items SET row = ? WHERE id = ?'),
-    allItems: p('SELECT id, topics, source, published FROM items ORDER BY id'),
+    allItems: p('SELECT id, article_id, topics, source, published FROM items ORDER BY id'),
     poolSize: p('SELECT count(*) AS n FROM items'),
     getMeta: p('SELECT value FROM meta WHERE key = ?'),
     putMeta: p(

@@ -67,6 +67,20 @@ export function isHeldOut(spec: HeldOut, item: Pick<MixItem, 'topics' | 'source'
   );
 }
 
+/**
+ * The articles held out for evaluation, one rule for the live pool and every export: an article is
+ * held out when any of its QA is (a held-out topic among its labels, its source, its publication
+ * date), so an article never feeds training through one QA while another of its QA is held out.
+ */
+export function heldOutArticles(
+  items: Iterable<Pick<MixItem, 'topics' | 'source' | 'published'> & { readonly articleId: string }>,
+  heldOut: HeldOut,
+): Set<string> {
+  const out = new Set<string>();
+  for (const i of items) if (isHeldOut(heldOut, i)) out.add(i.articleId);
+  return out;
+}
+
 /** How many times one topic's rule takes an item with this draw. */
 function copiesFor(q: Pick<TopicQuota, 'level' | 'threshold'>, draw: number): number {
   if (q.level === 0) return 0;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { cptRows, exportRows, heldOutArticles, sftRow } from '../../processors/feeder/export.js';
+import { cptRows, exportRows, sftRow } from '../../processors/feeder/export.js';
+import { heldOutArticles } from '../../processors/sampler/selection.js';
 import { FeederConfig } from '../../schemas/feeder.js';
 import { mix, poolItems } from './fixtures.js';
 

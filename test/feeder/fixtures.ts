@@ -1,16 +1,21 @@
 import type { PoolItem } from '../../processors/feeder/row.js';
+import { copiesOf, heldOutArticles } from '../../processors/sampler/selection.js';
 import { MixState } from '../../schemas/mix-state.js';
 
 const TOPICS = ['Genetics', 'Ecology', 'Microbiology', 'Botany'];
 const LETTERS = 'ABCD';
 
-/** n multiple-choice items over four topics (every 5th a free-form one), deterministic. */
+/**
+ * n multiple-choice items over four topics (every 5th a free-form one), deterministic. An article
+ * holds three QA of one topic (items i, i + 4, i + 8), so holding out Botany holds out its
+ * articles and the few others one of whose QA has Botany as a second topic (every 7th item has two).
+ */
 export function poolItems(n: number, prefix = 'qa'): PoolItem[] {
   return Array.from({ length: n }, (_, i) => {
     const mcq = i % 5 !== 4;
     return {
       id: `${prefix}-${String(i).padStart(5, '0')}`,
-      articleId: `article-${Math.floor(i / 3)}`,
+      articleId: `article-${i % 4}-${Math.floor(i / 12)}`,
       kind: mcq ? 'mcq' : 'free-form',
       question: `Question ${i}: which organelle?`,
       options: mcq ? ['Mitochondria', 'Ribosome', 'Golgi apparatus', 'Nucleus'] : [],
@@ -94,4 +99,10 @@ export function classifiedQa(i: number, topics: string[]): Record<string, unknow
       classifiedBy: { model: 'm', promptVersion: 'v1' },
     },
   };
+}
+
+/** The copies of an item in the feeder's training pool: none for any QA of a held-out article. */
+export function trainCopies(items: readonly PoolItem[], m: MixState): (item: PoolItem) => number {
+  const held = heldOutArticles(items, m.heldOut);
+  return (item) => (held.has(item.articleId) ? 0 : copiesOf(m, item));
 }

@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { Feeder } from '../../processors/feeder/feeder.js';
 import { nextBatchSize, paddingOf } from '../../processors/feeder/order.js';
-import { copiesOf } from '../../processors/sampler/selection.js';
 import type { LeaseResponse } from '../../schemas/feeder.js';
-import { mix, poolItems } from './fixtures.js';
+import { mix, poolItems, trainCopies } from './fixtures.js';
 
 // Data-parallel ranks take the same number of steps per epoch (issue 20 follow-up): an epoch is cut
 // into whole rounds of worldSize batches, the last round an even split padded with repeats of the
@@ -43,9 +42,9 @@ function epochByRank(feeder: Feeder, run: string, worldSize: number, epoch: numb
 const slotKey = (i: Leased['batch']['items'][number]) => `${i.extra_info.qa_id}#${i.extra_info.copy}`;
 
 function selectionOf(items: number): string[] {
-  return poolItems(items).flatMap((it) =>
-    Array.from({ length: copiesOf(mix(1), it) }, (_, copy) => `${it.id}#${copy}`),
-  );
+  const pool = poolItems(items);
+  const copies = trainCopies(pool, mix(1));
+  return pool.flatMap((it) => Array.from({ length: copies(it) }, (_, copy) => `${it.id}#${copy}`));
 }
 
 describe('feeder ranks', () => {
