@@ -140,28 +140,41 @@ export async function viewTopicCounts(a: Analytics): Promise<TopicCount[]> {
 
 const ItemRow = z.object({
   id: z.string(),
+  article_id: z.string(),
   categories: z.array(z.string()),
   source: z.string(),
   published: z.string(),
 });
 
 /**
- * Every accepted QA item as the sampler sees it (id, topics, source, publication date), streamed
+ * Every accepted QA item as the sampler sees it (id, article, topics, source, publication date), streamed
  * so millions of rows never sit in memory as JSON at once.
  */
 export async function forEachQaItem(
   a: Analytics,
-  visit: (item: { id: string; topics: string[]; source: string; published: string | null }) => void,
+  visit: (item: {
+    id: string;
+    articleId: string;
+    topics: string[];
+    source: string;
+    published: string | null;
+  }) => void,
 ): Promise<number> {
   const rs = await a.client.query({
-    query: `SELECT id, categories, source, published FROM qa FINAL WHERE verdict = 'accept'`,
+    query: `SELECT id, article_id, categories, source, published FROM qa FINAL WHERE verdict = 'accept'`,
     format: 'JSONEachRow',
   });
   let n = 0;
   for await (const rows of rs.stream()) {
     for (const row of rows) {
       const r = ItemRow.parse(row.json());
-      visit({ id: r.id, topics: r.categories, source: r.source, published: r.published || null });
+      visit({
+        id: r.id,
+        articleId: r.article_id,
+        topics: r.categories,
+        source: r.source,
+        published: r.published || null,
+      });
       n++;
     }
   }

@@ -33,7 +33,8 @@ export const SAMPLER = {
 export const MIX_KEY = 'mix';
 
 /** One stored item: [key, topics, source, published]. */
-type StoredItem = [number, string[], string, string | null];
+/** [itemKey, topics, source, published, itemKey of the article (absent in chunks from before)]. */
+type StoredItem = [number, string[], string, string | null, number?];
 
 /** What the store holds besides the items: how many chunks, and the last mix. */
 interface Meta {
@@ -67,8 +68,8 @@ export function samplerProcessor(opts: SamplerOptions): Processor {
     if (meta.chunks !== chunks) {
       index = new ItemIndex();
       for (let k = 0; k < meta.chunks; k++) {
-        for (const [key, topics, source, published] of store.get<StoredItem[]>(`items:${k}`) ?? []) {
-          index.addKeyed(key, topics, source, published);
+        for (const [key, topics, source, published, article] of store.get<StoredItem[]>(`items:${k}`) ?? []) {
+          index.addKeyed(key, topics, source, published, article);
         }
       }
       chunks = meta.chunks;
@@ -133,6 +134,7 @@ export function samplerProcessor(opts: SamplerOptions): Processor {
           [...new Set(classification.labels.map((l) => l.category))],
           candidate.provenance.source,
           candidate.provenance.published,
+          itemKey(candidate.articleId),
         ];
         if (index.addKeyed(...item)) added.push(item);
       }

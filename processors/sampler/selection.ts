@@ -120,20 +120,32 @@ export class ItemIndex {
   readonly source: number[] = [];
   /** dateNumber(published), 0 when unknown. */
   readonly published: number[] = [];
+  /** itemKey of the item's article (its own key when unknown): the held-out rule holds out articles. */
+  readonly article: number[] = [];
 
   get size(): number {
     return this.keys.length;
   }
 
   /** Adds an item; false (and no change) when its id is already in. */
-  add(item: MixItem): boolean {
-    return this.addKeyed(itemKey(item.id), item.topics, item.source, item.published);
+  add(item: MixItem & { readonly articleId?: string }): boolean {
+    const key = itemKey(item.id);
+    const article = item.articleId === undefined ? key : itemKey(item.articleId);
+    return this.addKeyed(key, item.topics, item.source, item.published, article);
   }
 
-  addKeyed(key: number, topics: readonly string[], source: string, published: string | null): boolean {
+  /** `article`: itemKey of the article; an item without one is held out alone. */
+  addKeyed(
+    key: number,
+    topics: readonly string[],
+    source: string,
+    published: string | null,
+    article = key,
+  ): boolean {
     if (this.position.has(key)) return false;
     this.position.set(key, this.keys.length);
     this.keys.push(key);
+    this.article.push(article);
     for (const t of new Set(topics)) this.topicList.push(this.intern(t, this.categories, this.categoryIndex));
     this.topicStart.push(this.topicList.length);
     this.source.push(this.intern(source, this.sources, this.sourceIndex));
@@ -233,14 +245,21 @@ function frameOf(index: ItemIndex, params: SelectionParams): Frame {
   const heldSources = new Set(params.heldOut.sources);
   const from = params.heldOut.publishedFrom === null ? null : dateNumber(params.heldOut.publishedFrom);
   const counts = new Array<number>(index.categories.length).fill(0);
+  // Held out by article, as the feeder's pool and the exports hold out (heldOutArticles): every QA
+  // of an article one of whose QA the rule matches, so the quotas and metrics.heldOut count what
+  // training will never see.
+  const heldArticles = new Set<number>();
   for (let i = 0; i < n; i++) {
-    u[i] = uniformOf(index.keys[i]!, params.seed);
     let held =
       heldSources.has(index.sources[index.source[i]!]!) || (from !== null && index.published[i]! >= from);
     for (let j = index.topicStart[i]!; !held && j < index.topicStart[i + 1]!; j++) {
       held = heldTopics.has(index.categories[index.topicList[j]!]!);
     }
-    if (held) continue;
+    if (held) heldArticles.add(index.article[i]!);
+  }
+  for (let i = 0; i < n; i++) {
+    u[i] = uniformOf(index.keys[i]!, params.seed);
+    if (heldArticles.has(index.article[i]!)) continue;
     eligible[i] = 1;
     for (let j = index.topicStart[i]!; j < index.topicStart[i + 1]!; j++) counts[index.topicList[j]!]!++;
   }

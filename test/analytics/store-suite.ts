@@ -140,8 +140,14 @@ export function storeSuite(b: Backend): void {
       const items: unknown[] = [];
       expect(await forEachQaItem(a, (it) => items.push(it))).toBe(2);
       expect(items.sort((x, y) => JSON.stringify(x).localeCompare(JSON.stringify(y)))).toEqual([
-        { id: 'q1', topics: ['genetics', 'microbiology'], source: 'jats', published: '2023-04' },
-        { id: 'q3', topics: ['ecology'], source: 'medline', published: null },
+        {
+          id: 'q1',
+          articleId: 'doi:10.1000/xyz',
+          topics: ['genetics', 'microbiology'],
+          source: 'jats',
+          published: '2023-04',
+        },
+        { id: 'q3', articleId: 'doi:10.1000/xyz', topics: ['ecology'], source: 'medline', published: null },
       ]);
     });
 

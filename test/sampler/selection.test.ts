@@ -121,6 +121,22 @@ describe('the selection over a generated dataset', () => {
     expect(s.starving).toContain('ecology');
   });
 
+  it('holds out every QA of an article one of whose QA the rule matches, and counts them', () => {
+    const heldOut = HeldOut.parse({ topics: ['ecology'], publishedFrom: null, sources: [] });
+    // Articles of three consecutive items: an article with an ecology QA is held out whole.
+    const index = new ItemIndex();
+    const article = (i: number) => Math.floor(i / 3);
+    for (const [i, it] of items.entries()) index.add({ ...it, articleId: `a${article(i)}` });
+    const s = computeSelection(index, params({ heldOut }));
+    const heldArticles = new Set(
+      items.flatMap((it, i) => (it.topics.includes('ecology') ? [article(i)] : [])),
+    );
+    const held = items.filter((_, i) => heldArticles.has(article(i)));
+    expect(held.some((it) => !it.topics.includes('ecology'))).toBe(true);
+    expect(s.metrics.heldOut).toBe(held.length);
+    expect(held.some((it) => s.copies[items.indexOf(it)]! > 0)).toBe(false);
+  });
+
   it('marks topics without enough items as starving instead of shrinking the mix to them', () => {
     const few = items.filter((it) => !it.topics.includes('parasitology'));
     few.push({ id: 'lonely', topics: ['parasitology'], source: 'asm', published: null });
