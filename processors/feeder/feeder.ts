@@ -107,6 +107,64 @@ function* planSteps(plan: AheadPlan, order: Generator<void, Slot[]>): Generator<
   plan.slots = slots;
 }
 
+/** An item of a selection: its copies in an epoch. */
+type SelectedItem = { id: string; copies: number };
+
+/** A mix's selection over the pool (of one pool version), pool order. */
+interface Selected {
+  mix: MixState;
+  pool: number;
+  items: readonly SelectedItem[];
+}
+
+/** Pool rows read per step of a selection. */
+const SELECT_PAGE = 512;
+
+/**
+ * The mix's copies of each pool item, less every QA of a held-out article (heldOutArticles, the
+ * exports' rule: no QA of an article held out for evaluation is ever leased for training), in
+ * steps of a page of rows (a yield between them). Pages by id: an open SQLite iterator would keep
+ * the connection busy for the requests answered between steps.
+ */
+function* selectSteps(q: ReturnType<typeof statements>, mix: MixState): Generator<void, SelectedItem[]> {
+  const pool: {
+    id: string;
+    articleId: string;
+    topics: string[];
+    source: string;
+    published: string | null;
+  }[] = [];
+  const held = new Set<string>();
+  for (let after = ''; ; yield) {
+    const rows = q.itemsAfter.all(after, SELECT_PAGE) as {
+      id: string;
+      article_id: string;
+      topics: string;
+      source: string;
+      published: string | null;
+    }[];
+    for (const row of rows) {
+      pool.push({
+        id: row.id,
+        articleId: row.article_id,
+        topics: JSON.parse(row.topics) as string[],
+        source: row.source,
+        published: row.published,
+      });
+    }
+    for (const article of heldOutArticles(pool.slice(-rows.length), mix.heldOut)) held.add(article);
+    if (rows.length < SELECT_PAGE) break;
+    after = rows.at(-1)!.id;
+  }
+  const out: SelectedItem[] = [];
+  for (const [k, item] of pool.entries()) {
+    const copies = held.has(item.articleId) ? 0 : copiesOf(mix, item);
+    if (copies > 0) out.push({ id: item.id, copies });
+    if (k % SELECT_PAGE === SELECT_PAGE - 1) yield;
+  }
+  return out;
+}
+
 /** A slot of a batch: the item, its copy, its position in the epoch. */
 type BatchSlot = [id: string, copy: number, index: number];
 
@@ -123,10 +181,17 @@ export class Feeder {
   /** The epoch order of each run's current epoch, read from the file once. */
   private readonly plans = new Map<string, { epoch: number; version: number; slots: Slot[] }>();
   /**
-   * The current mix's selection over the pool, made once per mix version and pool change: every
-   * run's plan reads it, and walking the pool for each (100,000 items) was the feeder's tail latency.
+   * The mix's selection over the pool made last: every run's plan reads it, and walking the pool
+   * for each (100,000 items) was the feeder's tail latency. Plans follow its mix (planMix).
    */
-  private selected: readonly { id: string; copies: number }[] | null = null;
+  private current: Selected | null = null;
+  /**
+   * The selection of a newer mix version or pool, being made in slices by the background work:
+   * made in one piece it held the event loop for ~300 ms, and no lease was answered meanwhile.
+   */
+  private pending: { mix: MixState; pool: number; steps: Generator<void, SelectedItem[]> } | null = null;
+  /** Counts the pool's changes: a selection is of one pool. */
+  private poolVersion = 0;
   /** Rendered items (a JSON array) and their slots, of batches cut and not yet leased. */
   private readonly rendered = new Map<string, { items: string; slots: number[] }>();
   private readonly q: ReturnType<typeof statements>;
@@ -170,7 +235,6 @@ export class Feeder {
 
   /** Adds or replaces pool items (a replayed record rewrites the same row). */
   addItems(items: readonly PoolItem[]): void {
-    if (items.length) this.selected = null;
     this.db.transaction(() => {
       for (const it of items) {
         this.q.putItem.run(
@@ -184,6 +248,10 @@ export class Feeder {
         );
       }
     })();
+    if (items.length && this.mix) {
+      this.poolVersion++;
+      this.startSelecting();
+    }
   }
 
   /** Takes a mix version newer than the one held; an older or equal one is ignored. */
@@ -191,7 +259,7 @@ export class Feeder {
     if (this.mix && mix.version <= this.mix.version) return false;
     this.q.putMeta.run('mix', JSON.stringify(mix));
     this.mix = mix;
-    this.selected = null;
+    this.startSelecting();
     return true;
   }
 
@@ -449,7 +517,7 @@ export class Feeder {
     return {
       mixVersion: this.mixVersion,
       pool: (this.q.poolSize.get() as { n: number }).n,
-      selected: this.mix ? this.selection().reduce((s, i) => s + i.copies, 0) : 0,
+      selected: this.mix ? this.selection().items.reduce((s, i) => s + i.copies, 0) : 0,
       runs,
     };
   }
@@ -502,19 +570,18 @@ export class Feeder {
    */
   private planAhead(run: RunRow): void {
     const epoch = run.epoch + 1;
-    const version = this.mix!.version;
-    const selection = this.selection();
+    const { mix, items: selection } = this.selection();
+    const version = mix.version;
     const held = this.ahead.get(run.run);
     if (held?.epoch === epoch && held.version === version && held.selection === selection) return;
     const plan: AheadPlan = { epoch, version, selection, slots: null, json: null, steps: null };
-    plan.steps = planSteps(plan, epochOrderSteps(selection, epochSeed(this.mix!.seed, run.run, epoch)));
+    plan.steps = planSteps(plan, epochOrderSteps(selection, epochSeed(mix.seed, run.run, epoch)));
     this.ahead.set(run.run, plan);
     this.schedule();
   }
 
-  /** Advances plans ahead for up to PLAN_SLICE_MS; true while some are unfinished. */
-  private planSlice(): boolean {
-    const until = performance.now() + PLAN_SLICE_MS;
+  /** Advances plans ahead until `until` (performance.now()); true while some are unfinished. */
+  private planSlice(until: number): boolean {
     let left = false;
     for (const plan of this.ahead.values()) {
       while (plan.steps && performance.now() < until) if (plan.steps.next().done) plan.steps = null;
@@ -543,7 +610,9 @@ export class Feeder {
       const kicked = [...this.kicked];
       this.kicked.clear();
       for (const [r, ranks] of kicked) this.prepareRun(r, ranks);
-      if (this.planSlice()) this.schedule();
+      const until = performance.now() + PLAN_SLICE_MS;
+      const selecting = this.selectSlice(until);
+      if (this.planSlice(until) || selecting) this.schedule();
     });
   }
 
@@ -583,39 +652,57 @@ export class Feeder {
 
   // ---- helpers -------------------------------------------------------------------------------
 
-  /** The selection of the current mix over the pool: each item with its copies, pool order. */
-  private selection(): readonly { id: string; copies: number }[] {
-    this.selected ??= this.select(this.mix!);
-    return this.selected;
+  /**
+   * The selection plans read: the one made last, while a newer mix version's or pool's is made in
+   * slices (selectSlice); made here in one piece only when none was made yet (the first lease).
+   */
+  private selection(): Selected {
+    if (this.current?.mix !== this.mix || this.current.pool !== this.poolVersion) this.startSelecting();
+    if (!this.current) {
+      const pending = this.pending!;
+      let step = pending.steps.next();
+      while (!step.done) step = pending.steps.next();
+      this.current = { mix: pending.mix, pool: pending.pool, items: step.value };
+      this.pending = null;
+    }
+    return this.current;
   }
 
-  /**
-   * The mix's copies of each pool item, less every QA of a held-out article (heldOutArticles, the
-   * exports' rule): no QA of an article held out for evaluation is ever leased for training.
-   */
-  private select(mix: MixState): { id: string; copies: number }[] {
-    const pool = (
-      this.q.allItems.all() as {
-        id: string;
-        article_id: string;
-        topics: string;
-        source: string;
-        published: string | null;
-      }[]
-    ).map((row) => ({
-      id: row.id,
-      articleId: row.article_id,
-      topics: JSON.parse(row.topics) as string[],
-      source: row.source,
-      published: row.published,
-    }));
-    const held = heldOutArticles(pool, mix.heldOut);
-    const out: { id: string; copies: number }[] = [];
-    for (const item of pool) {
-      const copies = held.has(item.articleId) ? 0 : copiesOf(mix, item);
-      if (copies > 0) out.push({ id: item.id, copies });
+  /** The mix plans follow: the selection's made last (the newest before any is made). */
+  private get planMix(): MixState {
+    return this.current?.mix ?? this.mix!;
+  }
+
+  /** Resolves once the selection of the newest mix over the pool as it is has been made. */
+  async selectionMade(): Promise<void> {
+    while (this.mix && (this.current?.mix !== this.mix || this.current.pool !== this.poolVersion)) {
+      this.startSelecting();
+      await new Promise((resolve) => setImmediate(resolve));
     }
-    return out;
+  }
+
+  /** Starts making the selection of the newest mix over the pool as it is, unless under way. */
+  private startSelecting(): void {
+    const mix = this.mix!;
+    if (this.pending?.mix === mix && this.pending.pool === this.poolVersion) return;
+    this.pending = { mix, pool: this.poolVersion, steps: selectSteps(this.q, mix) };
+    this.schedule();
+  }
+
+  /** Advances the selection being made until `until`; true while it is unfinished. */
+  private selectSlice(until: number): boolean {
+    const pending = this.pending;
+    if (!pending) return false;
+    while (performance.now() < until) {
+      const step = pending.steps.next();
+      if (!step.done) continue;
+      // Runs re-plan for it at their next lease or prepare (a new mix version), or plan their
+      // next epoch with it (new items).
+      this.current = { mix: pending.mix, pool: pending.pool, items: step.value };
+      this.pending = null;
+      return false;
+    }
+    return true;
   }
 
   private rankEpoch(run: string, rank: number): number {
@@ -624,7 +711,7 @@ export class Feeder {
 
   /** The plan of the run's current epoch, made (or re-made for a new mix version) when needed. */
   private plan(run: RunRow, epoch: number): Slot[] {
-    const mix = this.mix!;
+    const mix = this.planMix;
     const cached = this.plans.get(run.run);
     if (run.epoch === epoch && run.mix_version === mix.version) {
       if (cached?.epoch === epoch && cached.version === mix.version) return cached.slots;
@@ -637,7 +724,7 @@ export class Feeder {
     }
     const ahead = this.ahead.get(run.run);
     this.ahead.delete(run.run);
-    const selection = this.selection();
+    const selection = this.selection().items;
     const planned =
       run.epoch !== epoch &&
       ahead?.epoch === epoch &&
@@ -897,7 +984,9 @@ function statements(db: Database.Database) {
     getItem: p('SELECT body FROM items WHERE id = ?'),
     getRow: p('SELECT row FROM items WHERE id = ?'),
     putRow: p('UPDATE items SET row = ? WHERE id = ?'),
-    allItems: p('SELECT id, article_id, topics, source, published FROM items ORDER BY id'),
+    itemsAfter: p(
+      'SELECT id, article_id, topics, source, published FROM items WHERE id > ? ORDER BY id LIMIT ?',
+    ),
     poolSize: p('SELECT count(*) AS n FROM items'),
     getMeta: p('SELECT value FROM meta WHERE key = ?'),
     putMeta: p(

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { Feeder, FeederError } from '../../processors/feeder/feeder.js';
 import { epochOrder, epochSeed } from '../../processors/feeder/order.js';
 import { copiesOf, heldOutArticles } from '../../processors/sampler/selection.js';
-import type { LeaseResponse } from '../../schemas/feeder.js';
+import { FeederConfig, type LeaseResponse } from '../../schemas/feeder.js';
 import { RolloutBatch } from '../../schemas/rollout-batch.js';
 import { mix, poolItems, trainCopies } from './fixtures.js';
 
@@ -220,7 +220,28 @@ describe('feeder', () => {
     expect(feeder.pendingRewards().rows).toEqual([]);
   });
 
-  it('follows a new mix version mid-epoch: the rest of the epoch is the new selection, less what was cut', () => {
+  it('answers leases from the selection before while a new mix version is selected in slices', async () => {
+    const feeder = feederWith(20_000);
+    expect(leased(feeder.lease({ run: 'sl', rank: 0, worldSize: 1 })).batch.mixVersion).toBe(1);
+    feeder.setMix(mix(2));
+    // The new selection is made by the background work, a slice per turn of the event loop.
+    expect(leased(feeder.lease({ run: 'sl', rank: 0, worldSize: 1 })).batch.mixVersion).toBe(1);
+    let turns = 0;
+    const made = feeder.selectionMade().then(() => turns);
+    while ((await Promise.race([made, null])) === null) {
+      expect(leased(feeder.lease({ run: 'sl', rank: 0, worldSize: 1 })).batch.mixVersion).toBe(1);
+      turns++;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(turns).toBeGreaterThan(1);
+    // Once made, the run re-plans for it: after the batches cut ahead under version 1.
+    const versions: number[] = [];
+    for (let k = 0; k <= FeederConfig.parse({}).readyBatches + 1; k++)
+      versions.push(leased(feeder.lease({ run: 'sl', rank: 0, worldSize: 1 })).batch.mixVersion);
+    expect(versions.at(-1)).toBe(2);
+  });
+
+  it('follows a new mix version mid-epoch: the rest of the epoch is the new selection, less what was cut', async () => {
     const feeder = feederWith(100);
     const first = leased(feeder.lease({ run: 'mv', rank: 0, worldSize: 1 }));
     expect(first.batch.mixVersion).toBe(1);
@@ -231,13 +252,25 @@ describe('feeder', () => {
       quotas: { Genetics: mix(1).quotas.Genetics, Microbiology: mix(1).quotas.Microbiology },
     });
     feeder.setMix(v2);
-    const rest = drainRank(feeder, 'mv', 0, 1);
+    await feeder.selectionMade();
+    // Batches cut ahead under version 1 (the background work's) come first, then version 2's.
+    const rest: string[] = [];
+    const restOfV2: string[] = [];
+    for (let r = feeder.lease({ run: 'mv', rank: 0, worldSize: 1 }); r.status !== 'epoch-end'; ) {
+      const l = leased(r);
+      const ids = l.batch.items.map((i) => i.extra_info.qa_id);
+      rest.push(...ids);
+      if (l.batch.mixVersion === 2) restOfV2.push(...ids);
+      feeder.ack({ run: 'mv', batchId: l.batch.id, leaseId: l.leaseId });
+      r = feeder.lease({ run: 'mv', rank: 0, worldSize: 1 });
+    }
+    expect(restOfV2.length).toBeGreaterThan(0);
     const batch = leased(feeder.lease({ run: 'mv', rank: 0, worldSize: 1 }));
     expect(batch.batch.epoch).toBe(1);
     const all = [...before, ...rest];
     const items = poolItems(100);
     const [v1Copies, v2Copies] = [trainCopies(items, mix(1)), trainCopies(items, v2)];
-    for (const id of rest) expect(v2Copies(items.find((i) => i.id === id)!)).toBeGreaterThan(0);
+    for (const id of restOfV2) expect(v2Copies(items.find((i) => i.id === id)!)).toBeGreaterThan(0);
     // Nothing of version 2's selection is missing or given more copies than it holds.
     for (const it of items) {
       const n = all.filter((id) => id === it.id).length;

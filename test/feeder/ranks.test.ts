@@ -85,7 +85,7 @@ describe('feeder ranks', () => {
     for (const b of byRank) for (const l of b.slice(0, -1)) expect(l.batch.items).toHaveLength(batchSize);
   });
 
-  it('a new mix version mid-round still ends the epoch on a whole round', () => {
+  it('a new mix version mid-round still ends the epoch on a whole round', async () => {
     const worldSize = 4;
     const feeder = feederWith(100, 4);
     // Rank 0 takes batch 0 of the first round; then Ecology leaves the mix.
@@ -95,8 +95,10 @@ describe('feeder ranks', () => {
     feeder.setMix(
       mix(2, { quotas: { Genetics: mix(1).quotas.Genetics, Microbiology: mix(1).quotas.Microbiology } }),
     );
+    await feeder.selectionMade();
     const byRank = epochByRank(feeder, 'mv', worldSize, 0);
     byRank[0]!.unshift(first);
+    expect(byRank.flat().filter((l) => l.batch.mixVersion === 2).length).toBeGreaterThan(0);
     expect(new Set(byRank.map((b) => b.length)).size).toBe(1);
   });
 
