@@ -152,7 +152,8 @@ function* selectSteps(q: ReturnType<typeof statements>, mix: MixState): Generato
         published: row.published,
       });
     }
-    for (const article of heldOutArticles(pool.slice(-rows.length), mix.heldOut)) held.add(article);
+    for (const article of heldOutArticles(pool.slice(pool.length - rows.length), mix.heldOut))
+      held.add(article);
     if (rows.length < SELECT_PAGE) break;
     after = rows.at(-1)!.id;
   }
