@@ -21,6 +21,11 @@ export class InputScope {
     if (committed) this.onCommit.set(id, committed);
   }
 
+  /** Whether nothing needs settling. */
+  get empty(): boolean {
+    return this.records.size === 0 && this.onCommit.size === 0;
+  }
+
   /** What settles this input: records for its step's transaction, callbacks for after its commit. */
   settlement(): { records: OutgoingRecord[]; committed: (() => void)[] } {
     return { records: [...this.records.values()], committed: [...this.onCommit.values()] };

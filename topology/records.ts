@@ -95,3 +95,6 @@ function murmur2(data: Buffer): number {
   h ^= h >>> 15;
   return h;
 }
+
+/** On a compacted topic, a record whose value is JSON null deletes its key (Kafka's tombstone, as JSON text). */
+export const TOMBSTONE = 'null';

@@ -272,13 +272,12 @@ export class ProcessorTask {
     const work = this.processor.window!;
     await this.attempt(
       records,
-      async (ctx, inputs, _step, settle) => {
-        for (const input of inputs) {
-          await work.finish(input, outcomes.get(outcomeKey(input))!, ctx);
-          settle(scopes.get(outcomeKey(input)));
-        }
+      async (ctx, inputs) => {
+        for (const input of inputs) await work.finish(input, outcomes.get(outcomeKey(input))!, ctx);
       },
       true,
+      GLOBAL,
+      scopes,
     );
   }
 
@@ -356,18 +355,29 @@ export class ProcessorTask {
    * the transaction, so the consumer need not move. A RetryableError is retried for as long as it
    * takes; any other error, once attempts run out, sends the batch through record by record so
    * that only the record that fails on its own is dead-lettered, with the error as its reason.
+   *
+   * Whatever finishes the records (their step, or their dead letters) settles what their work
+   * used (see InputScope): the scopes their work started in outside the step (`inputScopes`, by
+   * outcomeKey), and those of every try. Without it a reply an input used before it was
+   * dead-lettered would stay in the response journal for good.
    */
   private async attempt(
     polled: readonly LogRecord[],
-    body: (ctx: StepContext, inputs: InputRecord[], step: Step, settle: Settle) => Promise<void>,
+    body: (ctx: StepContext, inputs: InputRecord[], step: Step) => Promise<void>,
     interval: boolean,
     timerScope = GLOBAL,
+    inputScopes?: ReadonlyMap<string, InputScope>,
   ): Promise<void> {
     const maxAttempts = this.opts.maxAttempts ?? 3;
+    const settling: Settling = { tries: [], inputs: [] };
+    for (const r of polled) {
+      const scope = inputScopes?.get(outcomeKey(r));
+      if (scope) settling.inputs.push(scope);
+    }
     let lastError: unknown;
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.runStep(polled, body, interval, timerScope);
+        await this.runStep(polled, body, interval, timerScope, settling);
         return;
       } catch (e) {
         lastError = e;
@@ -402,11 +412,14 @@ export class ProcessorTask {
         },
         interval,
         timerScope,
+        settling,
         true,
       );
       return;
     }
-    for (const record of polled) await this.attempt([record], body, interval);
+    // A try of the whole batch may have used replies of any of its records: each record's own
+    // tries use them again (the journal still holds them), so each settles with its own step.
+    for (const record of polled) await this.attempt([record], body, interval, timerScope, inputScopes);
   }
 
   /**
@@ -416,9 +429,10 @@ export class ProcessorTask {
    */
   private async runStep(
     polled: readonly LogRecord[],
-    body: (ctx: StepContext, inputs: InputRecord[], step: Step, settle: Settle) => Promise<void>,
+    body: (ctx: StepContext, inputs: InputRecord[], step: Step) => Promise<void>,
     interval: boolean,
-    timerScope = GLOBAL,
+    timerScope: number,
+    settling: Settling,
     whole = false,
   ): Promise<void> {
     const ctx = new Step(
@@ -432,8 +446,6 @@ export class ProcessorTask {
       timerScope,
       this.partitioned,
     );
-    const settled: InputScope[] = [];
-    const settle: Settle = (scope) => void (scope && settled.push(scope));
     const inputs: InputRecord[] = [];
     for (const r of polled) {
       try {
@@ -459,8 +471,8 @@ export class ProcessorTask {
         // Work a processor does inside its step (process(), not a window) settles with that step.
         const scoped = (c: StepContext, p: number, some: InputRecord[]) => {
           const scope = new InputScope(p);
-          settled.push(scope);
-          return inScope(scope, () => body(c, some, ctx, settle));
+          settling.tries.push(scope);
+          return inScope(scope, () => body(c, some, ctx));
         };
         if (!this.partitioned || whole || inputs.length === 0) await scoped(ctx, ctx.scope, inputs);
         else {
@@ -482,7 +494,8 @@ export class ProcessorTask {
       ctx.changes.size === 0 &&
       ctx.sinkWrites.length === 0 &&
       ctx.deadLettered.size === 0 &&
-      ctx.onCommitted.length === 0
+      ctx.onCommitted.length === 0 &&
+      settling.tries.every((s) => s.empty)
     )
       return;
     this.adding = true;
@@ -498,7 +511,7 @@ export class ProcessorTask {
         };
       }
       filling = this.filling;
-      settlement = settled.map((s) => s.settlement());
+      settlement = [...settling.inputs, ...settling.tries].map((s) => s.settlement());
       try {
         await filling.checkpoint.add({
           sinkWrites: ctx.sinkWrites,
@@ -568,8 +581,13 @@ export class ProcessorTask {
   }
 }
 
-/** Adds an input's scope to the step that finishes it (see InputScope). */
-type Settle = (scope: InputScope | undefined) => void;
+/** What the step that finishes some records settles (see ProcessorTask.attempt). */
+interface Settling {
+  /** Each try's scope of the work done inside the step. */
+  readonly tries: InputScope[];
+  /** The scopes the records' work started in, outside the step. */
+  readonly inputs: InputScope[];
+}
 
 /** Inputs by partition number (their scope), each in the order polled. */
 function byPartition(inputs: readonly InputRecord[]): Map<number, InputRecord[]> {

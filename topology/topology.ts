@@ -10,9 +10,25 @@ export const TopicSpec = z
     retentionMs: z.number().int().positive().nullable().default(null).describe('null keeps records forever'),
     schema: z.enum(RECORD_SCHEMA_NAMES as [RecordSchemaName, ...RecordSchemaName[]]).nullable(),
     description: z.string().default(''),
+    // Only a cache may grow. Elsewhere a key's partition is part of correctness: a store's changelog
+    // and a processor's state are per input partition, a key's records keep their order only
+    // within one partition, and consumer offsets count per partition. Growing moves keys (hash
+    // modulo the count), so their old records and state would sit where no reader of the key looks.
+    // The journal's records are only replies to reuse: dropped, each costs at most one call again.
+    cache: z
+      .boolean()
+      .optional()
+      .describe(
+        'its records are a cache (the response journal): its partitions may grow, and what it held is then dropped',
+      ),
   })
   .strict();
 export type TopicSpec = z.infer<typeof TopicSpec>;
+
+/** Why a topic that is no cache keeps its partition count: the end of ensureTopics' refusal. */
+export const PARTITIONS_FIXED =
+  "a topic's keys, records and state are placed by its partition count, so only a cache topic's may " +
+  'grow; start over with `bioalchemy reset` (Kafka) or a new data folder (embedded)';
 export type TopicInput = z.input<typeof TopicSpec>;
 
 /**

@@ -1,6 +1,6 @@
 import { LlmJournalReply } from '../../schemas/llm.js';
 import { inputScope } from '../../topology/input-scope.js';
-import { GLOBAL, partitionForKey } from '../../topology/records.js';
+import { GLOBAL, partitionForKey, TOMBSTONE } from '../../topology/records.js';
 import type { Runtime } from '../../topology/runtime/types.js';
 import type { TopicSpec } from '../../topology/topology.js';
 import type { ResponseJournal } from './journal.js';
@@ -12,10 +12,11 @@ import type { ResponseJournal } from './journal.js';
  * input it serves (the pipeline's topics have as many partitions as this one).
  *
  * A reply is needed until the step that used it commits: its tombstone (the value `null`) joins
- * that step's transaction (topology/input-scope.ts), so the journal holds the work in flight, not
- * the history. The embedded log's compaction removes both; on Kafka the `null` record (the key and
- * four bytes) replaces the reply and stays, as the engine's changelog deletions do: reading a
- * partition there still passes one small record per key ever journaled, and keeps none. After a kill -9 a restarted worker finds every reply
+ * the step that finishes its input, whatever the outcome, dead letters included
+ * (topology/input-scope.ts), so the journal holds the work in flight, not the history. The
+ * embedded log's compaction removes both; on Kafka the broker compacts the reply away within the
+ * hour (segment.ms) and drops the tombstone an hour later (delete.retention.ms, set for a cache
+ * topic in topology/runtime/kafka/index.ts). After a kill -9 a restarted worker finds every reply
  * that arrived for inputs not yet committed, and pays again only for calls whose replies had not.
  * A worker reads a partition of the journal the first time one of its inputs asks for a reply:
  * only the partitions it works on.
@@ -24,14 +25,13 @@ export const JOURNAL_TOPIC: TopicSpec = {
   name: 'llm.journal',
   partitions: 4,
   compacted: true,
+  // A journal of fewer partitions (1 before this layout) is grown at start, its replies dropped.
+  cache: true,
   retentionMs: null,
   schema: 'llm-reply',
   description:
     'LLM replies of the inputs in flight, by request key, in their input partition (the response journal)',
 };
-
-/** A reply's tombstone: JSON null, as the compacted topic's value (see topology/runtime/embedded.ts TOMBSTONE). */
-const TOMBSTONE = 'null';
 
 /** What reading one partition of the journal found. */
 export interface JournalRestore {

@@ -9,7 +9,7 @@ import { partitionForKey } from '../../topology/records.js';
 import { updateLag } from '../../topology/runner.js';
 import type { Runtime } from '../../topology/runtime/types.js';
 import { ProcessorTask } from '../../topology/task.js';
-import { defineTopology, type Topology } from '../../topology/topology.js';
+import { defineTopology, type TopicSpec, type Topology } from '../../topology/topology.js';
 import { sampleArticle } from '../fixtures/records.js';
 import { conformanceTopology, doubler, windowedDoubler } from './processors.js';
 
@@ -126,6 +126,43 @@ export function runtimeConformance(label: string, harness: Harness): void {
       }
       const ends = await runtime.endOffsets(input);
       expect(ends.reduce((a, b) => a + b, 0)).toBe(120);
+    });
+
+    it("grows only a cache topic's partitions, dropping what it held; refuses any other change of count", async () => {
+      const spec = (name: string, partitions: number, cache: boolean): TopicSpec => ({
+        name: `${prefix}.${name}`,
+        partitions,
+        compacted: true,
+        cache,
+        retentionMs: null,
+        schema: null,
+        description: '',
+      });
+      await runtime.ensureTopics([spec('cache', 1, true), spec('store', 1, false)]);
+      await runtime.append([
+        { topic: `${prefix}.cache`, key: 'a', value: '{"v":1}' },
+        { topic: `${prefix}.cache`, key: 'b', value: '{"v":2}' },
+        { topic: `${prefix}.store`, key: 'a', value: '{"v":1}' },
+      ]);
+      // A store's keys would move to other partitions, away from their state: refused, saying why.
+      await expect(runtime.ensureTopics([spec('store', 4, false)])).rejects.toThrow(
+        /exists with 1 partitions.*the topology wants 4.*only a cache topic's may grow/,
+      );
+      await runtime.ensureTopics([spec('cache', 4, true)]);
+      expect(await runtime.endOffsets(`${prefix}.cache`)).toHaveLength(4);
+      const latest = new Map((await readAll(runtime, `${prefix}.cache`)).map((r) => [r.key, r.value]));
+      expect([...latest]).toEqual([
+        ['a', null],
+        ['b', null],
+      ]);
+      // Grown, it takes records in its new partitions, and is left as it is at the next start.
+      await runtime.append([{ topic: `${prefix}.cache`, key: 'c', value: '{"v":3}', partition: 3 }]);
+      await runtime.ensureTopics([spec('cache', 4, true)]);
+      expect((await runtime.read(`${prefix}.cache`, 3, 0, 10)).map((r) => r.key)).toEqual(['c']);
+      // Fewer partitions would leave records where no reader looks: refused, cache or not.
+      await expect(runtime.ensureTopics([spec('cache', 2, true)])).rejects.toThrow(
+        /exists with 4 partitions/,
+      );
     });
 
     it('resumes a consumer group from its committed offsets', async () => {

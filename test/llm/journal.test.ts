@@ -1,9 +1,18 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { JOURNAL_TOPIC, LogJournal } from '../../llm/index.js';
 import type { JournalRestore } from '../../llm/journal/log.js';
 import type { LlmJournalReply } from '../../schemas/llm.js';
 import { InputScope, inScope } from '../../topology/input-scope.js';
+import { EngineMetrics } from '../../topology/metrics.js';
 import { EmbeddedRuntime } from '../../topology/runtime/embedded.js';
+import { ProcessorTask } from '../../topology/task.js';
+import { defineTopology } from '../../topology/topology.js';
+import { windowed } from '../../topology/window.js';
+import { readAll } from '../conformance/suite.js';
 
 const reply = (n: number): LlmJournalReply => ({
   content: `{"answer":${n}}`,
@@ -115,4 +124,110 @@ describe('the response journal on the log', () => {
     expect(await reopened.get('by-hand')).toEqual(reply(3));
     await runtime.close();
   });
+
+  it('a data folder from before the journal had 4 partitions starts: its replies are dropped, not refused', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'journal-upgrade-'));
+    const before = EmbeddedRuntime.open(dir);
+    await before.ensureTopics([{ ...JOURNAL_TOPIC, partitions: 1 }]);
+    await before.append(
+      Array.from({ length: 3 }, (_, i) => ({
+        topic: JOURNAL_TOPIC.name,
+        key: `old-${i}`,
+        value: JSON.stringify(reply(i)),
+        partition: 0,
+      })),
+    );
+    await before.close();
+
+    const runtime = EmbeddedRuntime.open(dir);
+    await runtime.ensureTopics([JOURNAL_TOPIC]);
+    expect(await runtime.endOffsets(JOURNAL_TOPIC.name)).toHaveLength(4);
+    // Placed for one partition, the old replies are dropped: each costs at most a call again.
+    expect(await runtime.maintain()).toBe(6);
+    expect(await readAll(runtime, JOURNAL_TOPIC.name)).toEqual([]);
+    const { journal, restores } = await journalOn(runtime);
+    expect(await inScope(new InputScope(0), () => journal.get('old-0'))).toBeUndefined();
+    expect(restores).toEqual([{ partition: 0, replies: 0, unreadable: 0 }]);
+    await inScope(new InputScope(3), () => journal.put('new', reply(9)));
+    expect((await runtime.read(JOURNAL_TOPIC.name, 3, 0, 10)).map((r) => r.key)).toEqual(['new']);
+    await runtime.close();
+  });
+});
+
+/**
+ * A stage whose every input pays for one reply (journaled at once) and whose odd inputs then fail
+ * in finish(), every try, until they are dead-lettered.
+ */
+function failingOddInputs(journal: () => LogJournal) {
+  return windowed<number>({
+    name: 'calls',
+    reads: ['in'],
+    writes: ['out'],
+    stores: [],
+    window: {
+      inFlight: 8,
+      async start(input) {
+        const { n } = input.value as { n: number };
+        await journal().put(`k${n}`, reply(n));
+        return n;
+      },
+      finish(_input, outcome, ctx) {
+        if (!outcome.ok) throw outcome.error;
+        if (outcome.value % 2 === 1) throw new Error('a reply the stage cannot use');
+        ctx.emit('out', String(outcome.value), { n: outcome.value });
+      },
+    },
+  });
+}
+
+describe('the step that finishes an input settles its replies, whatever the outcome', () => {
+  for (const driven of ['step', 'run'] as const) {
+    it(`a dead letter after the retries too (${driven === 'step' ? 'work inside the step' : 'work in flight outside it'})`, async () => {
+      const runtime = await openLog();
+      let journal: LogJournal | undefined;
+      const processor = failingOddInputs(() => journal!);
+      const topology = defineTopology({
+        topics: [
+          { name: 'in', partitions: 2, schema: null },
+          { name: 'out', partitions: 2, schema: null },
+          { name: 'dlq', schema: 'dead-letter' },
+          JOURNAL_TOPIC,
+        ],
+        processors: [processor],
+      });
+      await runtime.ensureTopics(topology.topics);
+      journal = await LogJournal.open(runtime);
+      const task = await new ProcessorTask(runtime, topology, processor, {
+        log: pino({ level: 'silent' }),
+        metrics: new EngineMetrics(),
+        backoffMs: () => 1,
+      }).open();
+      await runtime.append(
+        Array.from({ length: 6 }, (_, n) => ({ topic: 'in', key: `i${n}`, value: JSON.stringify({ n }) })),
+      );
+      const deadline = Date.now() + 30_000;
+      if (driven === 'step') {
+        for (let done = 0; done < 6 && Date.now() < deadline; ) done += await task.step(100);
+      } else {
+        const stop = new AbortController();
+        const running = task.run(stop.signal);
+        while (task.committedInputs < 6 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+        stop.abort();
+        await running;
+      }
+      await task.close();
+      expect(task.committedInputs).toBe(6);
+      expect((await readAll(runtime, 'dlq')).map((r) => (r.value as { reason: string }).reason)).toEqual([
+        expect.stringMatching(/processor failed 3 times: a reply the stage cannot use/),
+        expect.stringMatching(/processor failed 3 times/),
+        expect.stringMatching(/processor failed 3 times/),
+      ]);
+      expect(await readAll(runtime, 'out')).toHaveLength(3);
+      // Every reply, the dead-lettered inputs' too, left memory and, compacted, the log.
+      expect(journal.size).toBe(0);
+      await runtime.maintain();
+      expect(await readAll(runtime, JOURNAL_TOPIC.name)).toEqual([]);
+      await runtime.close();
+    });
+  }
 });

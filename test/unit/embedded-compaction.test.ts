@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EmbeddedRuntime, MAINTENANCE_SLICE_ROWS, TOMBSTONE } from '../../topology/runtime/embedded.js';
+import { TOMBSTONE } from '../../topology/records.js';
+import { EmbeddedRuntime, MAINTENANCE_SLICE_ROWS } from '../../topology/runtime/embedded.js';
 import type { TopicSpec } from '../../topology/topology.js';
 
 const COMPACTED: TopicSpec = {

@@ -10,8 +10,9 @@ import {
   partitionForKey,
   partitionKey,
   type StateChange,
+  TOMBSTONE,
 } from '../records.js';
-import type { TopicSpec } from '../topology.js';
+import { PARTITIONS_FIXED, type TopicSpec } from '../topology.js';
 import {
   FencedError,
   type LogTask,
@@ -187,10 +188,14 @@ export class EmbeddedRuntime implements Runtime {
       for (const t of topics) {
         const existing = this.stmts.topic.get(t.name);
         if (existing) {
+          if (t.cache && t.compacted && existing.compacted && existing.partitions < t.partitions) {
+            this.growCache(t.name, existing.partitions, t.partitions);
+            continue;
+          }
           if (existing.partitions !== t.partitions || Boolean(existing.compacted) !== t.compacted) {
             throw new Error(
               `topic "${t.name}" exists with ${existing.partitions} partitions${existing.compacted ? ', compacted' : ''}; ` +
-                `the topology wants ${t.partitions}${t.compacted ? ', compacted' : ''}`,
+                `the topology wants ${t.partitions}${t.compacted ? ', compacted' : ''}${existing.partitions !== t.partitions ? `: ${PARTITIONS_FIXED}` : ''}`,
             );
           }
           continue;
@@ -205,6 +210,28 @@ export class EmbeddedRuntime implements Runtime {
       }
     });
     create.immediate();
+  }
+
+  /**
+   * Grows a cache topic (see TopicSpec.cache) from `from` to `to` partitions, inside ensureTopics'
+   * transaction. Every key it held gets a tombstone first: records were placed for `from`
+   * partitions, and a reader of the new layout must not hold them (the journal's partition 0 of
+   * a data folder from before it had 4 held every reply ever made). A reply dropped so costs at
+   * most one call made again.
+   */
+  private growCache(topic: string, from: number, to: number): void {
+    const keys = this.db
+      .prepare<[string], { partition: number; key: string }>(
+        'SELECT DISTINCT partition, key FROM records WHERE topic = ? AND key IS NOT NULL',
+      )
+      .all(topic);
+    this.appendInTransaction(keys.map(({ partition, key }) => ({ topic, key, value: TOMBSTONE, partition })));
+    this.db.prepare('UPDATE topics SET partitions = ? WHERE name = ?').run(to, topic);
+    const addPartition = this.db.prepare(
+      'INSERT INTO partitions (topic, partition, next_offset) VALUES (?, ?, 0)',
+    );
+    for (let p = from; p < to; p++) addPartition.run(topic, p);
+    this.topicCache.delete(topic);
   }
 
   /** Appends inside the caller's SQLite transaction; offsets are allocated per partition. */
@@ -446,9 +473,6 @@ function toRecord(
     ...(r.validated_as === null ? {} : { validatedAs: r.validated_as }),
   };
 }
-
-/** On a compacted topic, a record whose value is JSON null deletes its key (Kafka's tombstone, as JSON text). */
-export const TOMBSTONE = 'null';
 
 /** Most rows one maintenance transaction touches: the longest the event loop waits for compaction. */
 export const MAINTENANCE_SLICE_ROWS = 1000;

@@ -3,8 +3,8 @@ import { hostname } from 'node:os';
 import kafkajs from 'kafkajs';
 import pino, { type Logger } from 'pino';
 import type { LogRecord, OutgoingRecord } from '../../records.js';
-import { GLOBAL, partitionForKey, partitionKey } from '../../records.js';
-import type { TopicSpec } from '../../topology.js';
+import { GLOBAL, partitionForKey, partitionKey, TOMBSTONE } from '../../records.js';
+import { PARTITIONS_FIXED, type TopicSpec } from '../../topology.js';
 import type { LogTask, Runtime, StoredValue, TaskSpec } from '../types.js';
 import { type KafkaUrl, parseKafkaUrl } from './config.js';
 import type { KafkaConnection } from './connection.js';
@@ -52,6 +52,27 @@ const LEADER_MOVING = new Set(['NOT_LEADER_FOR_PARTITION', 'LEADER_NOT_AVAILABLE
 
 /** How long a compacted topic's segment stays open before the broker may compact it: an hour. */
 const COMPACTED_SEGMENT_MS = 3600_000;
+
+/**
+ * How long the broker keeps a cache topic's tombstones after compacting the segment that holds
+ * them: an hour, not the default day. Only a reader that read the reply before its compaction and
+ * reaches the tombstone over an hour later misses it; it then holds a settled reply in memory,
+ * which costs memory, never a call. A store's changelog keeps the default: a restore that missed
+ * a tombstone would bring a deleted key back.
+ */
+const CACHE_TOMBSTONE_MS = 3600_000;
+
+/** A topic's config on the broker, the same at creation and when a cache topic's is brought up to date. */
+function topicConfig(t: TopicSpec): { name: string; value: string }[] {
+  return [
+    { name: 'cleanup.policy', value: t.compacted ? 'compact' : 'delete' },
+    { name: 'retention.ms', value: String(t.retentionMs ?? -1) },
+    // The broker compacts only closed segments, by default a week's: llm.journal, read at
+    // start, would hold a week of replies that a newer `null` (settled) already replaced.
+    ...(t.compacted ? [{ name: 'segment.ms', value: String(COMPACTED_SEGMENT_MS) }] : []),
+    ...(t.cache && t.compacted ? [{ name: 'delete.retention.ms', value: String(CACHE_TOMBSTONE_MS) }] : []),
+  ];
+}
 
 /**
  * The distributed runtime: topics, offsets and consumer groups live in Kafka; a step is a Kafka
@@ -118,13 +139,7 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
           topic: this.names.topic(t.name),
           numPartitions: t.partitions,
           replicationFactor: 1,
-          configEntries: [
-            { name: 'cleanup.policy', value: t.compacted ? 'compact' : 'delete' },
-            { name: 'retention.ms', value: String(t.retentionMs ?? -1) },
-            // The broker compacts only closed segments, by default a week's: llm.journal, read at
-            // start, would hold a week of replies that a newer `null` (settled) already replaced.
-            ...(t.compacted ? [{ name: 'segment.ms', value: String(COMPACTED_SEGMENT_MS) }] : []),
-          ],
+          configEntries: topicConfig(t),
         })),
       });
     }
@@ -138,18 +153,35 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
         resources: present.map((t) => ({
           type: ConfigResourceTypes.TOPIC,
           name: this.names.topic(t.name),
-          configNames: ['cleanup.policy'],
+          configNames: ['cleanup.policy', 'delete.retention.ms'],
         })),
       });
       for (const t of present) {
         const kafkaName = this.names.topic(t.name);
         const partitions = meta.topics.find((m) => m.name === kafkaName)?.partitions.length ?? 0;
-        const policy = configs.resources.find((r) => r.resourceName === kafkaName)?.configEntries[0]
-          ?.configValue;
+        const entries = configs.resources.find((r) => r.resourceName === kafkaName)?.configEntries ?? [];
+        const configured = (name: string) => entries.find((e) => e.configName === name)?.configValue;
+        const policy = configured('cleanup.policy');
+        if (
+          t.cache &&
+          policy === 'compact' &&
+          configured('delete.retention.ms') !== String(CACHE_TOMBSTONE_MS)
+        ) {
+          // A cache topic made before its tombstones had a short life: alterConfigs sets a topic's
+          // whole config, so it is given all of it.
+          await this.admin.alterConfigs({
+            validateOnly: false,
+            resources: [{ type: ConfigResourceTypes.TOPIC, name: kafkaName, configEntries: topicConfig(t) }],
+          });
+        }
+        if (t.cache && t.compacted && policy === 'compact' && partitions < t.partitions) {
+          await this.growCache(t, partitions);
+          continue;
+        }
         if (partitions !== t.partitions || (policy === 'compact') !== t.compacted) {
           throw new Error(
             `topic "${kafkaName}" exists with ${partitions} partitions, cleanup.policy=${policy}; ` +
-              `the topology wants ${t.partitions}${t.compacted ? ', compacted' : ''}`,
+              `the topology wants ${t.partitions}${t.compacted ? ', compacted' : ''}${partitions !== t.partitions ? `: ${PARTITIONS_FIXED}` : ''}`,
           );
         }
       }
@@ -159,6 +191,34 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
       if (t.compacted) this.compacted.add(t.name);
     }
     await this.wire.register(topics);
+  }
+
+  /**
+   * Grows a cache topic (see TopicSpec.cache) from `from` partitions to the spec's. Every key it
+   * held gets a tombstone first, in its partition: records were placed for `from` partitions, and
+   * a reader of the new layout must not hold them (the journal's partition 0 of a cluster from
+   * before it had 4 held every reply ever made). A reply dropped so costs at most one call made
+   * again. Stopped halfway, the next start does it again: both steps may repeat.
+   */
+  private async growCache(t: TopicSpec, from: number): Promise<void> {
+    this.partitionCounts.set(t.name, from);
+    this.compacted.add(t.name);
+    const ends = await this.endOffsets(t.name);
+    for (const [partition, end] of ends.entries()) {
+      for (let offset = 0; offset < end; ) {
+        const records = await this.read(t.name, partition, offset, 5000);
+        if (records.length === 0) break;
+        const keys = new Set(
+          records.flatMap((r) => (r.key === null || r.value === TOMBSTONE ? [] : [r.key])),
+        );
+        if (keys.size > 0)
+          await this.append([...keys].map((key) => ({ topic: t.name, key, value: TOMBSTONE, partition })));
+        offset = records[records.length - 1]!.offset + 1;
+      }
+    }
+    await this.admin.createPartitions({
+      topicPartitions: [{ topic: this.names.topic(t.name), count: t.partitions }],
+    });
   }
 
   async partitionsOf(topic: string): Promise<number> {
