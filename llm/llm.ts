@@ -210,7 +210,13 @@ export class Llm {
     // The same request already on its way (two passages with one text, say): wait for its reply
     // instead of paying for it twice.
     const pending = this.sending.get(key);
-    if (pending) return record((await pending).reply, true, 0);
+    if (pending) {
+      const { reply } = await pending;
+      // This input used the reply too, so its step settles it as well (a journal hit settles): the
+      // reply leaves the journal even if the asker's step never commits (fenced, say).
+      await this.journal.get(key);
+      return record(reply, true, 0);
+    }
     const sending = this.send(target, stage, messages, schema, params, key);
     this.sending.set(key, sending);
     try {

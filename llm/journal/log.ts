@@ -43,8 +43,11 @@ export interface JournalRestore {
 }
 
 export class LogJournal implements ResponseJournal {
-  /** Replies by request key: of the partitions read, those not settled yet, and this process's own. */
-  private readonly replies = new Map<string, LlmJournalReply>();
+  /**
+   * Replies by request key, with the journal partition each lies in: of the partitions read, those
+   * not settled yet, and this process's own.
+   */
+  private readonly replies = new Map<string, { reply: LlmJournalReply; partition: number }>();
   /** Per journal partition, its reading (started on first use). */
   private readonly restored = new Map<number, Promise<void> | true>();
   /** Records read that are no reply, over the partitions read so far. */
@@ -73,20 +76,21 @@ export class LogJournal implements ResponseJournal {
   }
 
   get(key: string): LlmJournalReply | undefined | Promise<LlmJournalReply | undefined> {
-    const partition = this.partitionOf(key);
     const found = () => {
-      const reply = this.replies.get(key);
-      if (reply) this.settle(key, partition);
-      return reply;
+      const held = this.replies.get(key);
+      // Its tombstone goes where it lies: an input of another partition may use it (it waited on
+      // the same request in flight).
+      if (held) this.settle(key, held.partition);
+      return held?.reply;
     };
-    const restoring = this.restore(partition);
+    const restoring = this.restore(this.partitionOf(key));
     return restoring === true ? found() : restoring.then(found);
   }
 
   async put(key: string, reply: LlmJournalReply): Promise<void> {
     const partition = this.partitionOf(key);
     await this.runtime.append([{ topic: this.topic, key, value: JSON.stringify(reply), partition }]);
-    this.replies.set(key, reply);
+    this.replies.set(key, { reply, partition });
     this.settle(key, partition);
   }
 
@@ -157,7 +161,8 @@ export class LogJournal implements ResponseJournal {
       from = records[records.length - 1]!.offset + 1;
     }
     // A reply this process journaled while the partition was being read is newer than what was read.
-    for (const [key, reply] of pending) if (!this.replies.has(key)) this.replies.set(key, reply);
+    for (const [key, reply] of pending)
+      if (!this.replies.has(key)) this.replies.set(key, { reply, partition });
     this.unreadable += unreadable;
     this.onRestore({ partition, replies: pending.size, unreadable });
   }

@@ -13,6 +13,8 @@ import { ProcessorTask } from '../../topology/task.js';
 import { defineTopology } from '../../topology/topology.js';
 import { windowed } from '../../topology/window.js';
 import { readAll } from '../conformance/suite.js';
+import { start } from '../llm-server/server.js';
+import { mcq, rig } from './helpers.js';
 
 const reply = (n: number): LlmJournalReply => ({
   content: `{"answer":${n}}`,
@@ -151,6 +153,42 @@ describe('the response journal on the log', () => {
     await inScope(new InputScope(3), () => journal.put('new', reply(9)));
     expect((await runtime.read(JOURNAL_TOPIC.name, 3, 0, 10)).map((r) => r.key)).toEqual(['new']);
     await runtime.close();
+  });
+});
+
+describe('an input that waited on the same request in flight', () => {
+  it("settles the reply too, in the partition it lies in: it leaves memory even if the asker's step never commits", async () => {
+    const runtime = await openLog();
+    const { journal } = await journalOn(runtime);
+    const server = await start({ latency: { kind: 'fixed', ms: 20 } });
+    const r = await rig({}, { journal }, server);
+    try {
+      const asker = new InputScope(0);
+      const waiter = new InputScope(1);
+      // Both partitions read first: the asker, started first, is the one that sends.
+      await inScope(asker, () => journal.get('none'));
+      await inScope(waiter, () => journal.get('none'));
+      const [asked, waited] = await Promise.all([
+        inScope(asker, () => r.llm.complete(mcq(1))),
+        inScope(waiter, () => r.llm.complete(mcq(1))),
+      ]);
+      expect(server.stats().requests).toBe(1);
+      expect(waited.value).toEqual(asked.value);
+      const [reply] = await readAll(runtime, JOURNAL_TOPIC.name);
+      expect(reply?.partition).toBe(0);
+      expect(waiter.settlement().records).toEqual([
+        { topic: JOURNAL_TOPIC.name, key: reply!.key, value: 'null', partition: 0, from: 1 },
+      ]);
+      // The asker was fenced: only the waiter's step commits.
+      await commit(runtime, waiter);
+      expect(journal.size).toBe(0);
+      await runtime.maintain();
+      expect(await readAll(runtime, JOURNAL_TOPIC.name)).toEqual([]);
+    } finally {
+      await r.close();
+      await server.stop();
+      await runtime.close();
+    }
   });
 });
 
