@@ -150,25 +150,15 @@ export function pollerViews(states: (PollerState & { cursorKey: string })[], now
  * one without a code under the code its reason implies.
  */
 export class DeadLetterTail {
-  private readonly next = new Map<number, number>();
   private readonly counts = new DeadLetterCounts();
+  private readonly tail = new TopicTail('dlq', (value) => this.counts.add(value));
 
   get total(): number {
     return this.counts.total;
   }
 
-  async update(runtime: Runtime): Promise<void> {
-    const ends = await runtime.endOffsets('dlq').catch(() => [] as number[]);
-    for (const [partition, end] of ends.entries()) {
-      let from = this.next.get(partition) ?? 0;
-      while (from < end) {
-        const records = await runtime.read('dlq', partition, from, 1000);
-        if (records.length === 0) break;
-        for (const r of records) this.counts.add(r.value);
-        from = records[records.length - 1]!.offset + 1;
-      }
-      this.next.set(partition, from);
-    }
+  update(runtime: Runtime): Promise<void> {
+    return this.tail.update(runtime);
   }
 
   byCode(): DeadLetterGroup[] {
@@ -178,27 +168,41 @@ export class DeadLetterTail {
 
 /** qa.rejected tallied by eval set (EvalRejectionTally), read incrementally from the log. */
 export class EvalRejectionTail {
-  private readonly next = new Map<number, number>();
   private readonly tally = new EvalRejectionTally();
+  private readonly tail = new TopicTail('qa.rejected', (value) => {
+    try {
+      this.tally.add(JSON.parse(value));
+    } catch {
+      // Not JSON: anyone can produce to the topic, and such a record names no eval set.
+    }
+  });
 
   get counts(): EvalRejectionCounts {
     return this.tally.counts;
   }
 
+  update(runtime: Runtime): Promise<void> {
+    return this.tail.update(runtime);
+  }
+}
+
+/** A topic read incrementally from the log: each update hands every value since the last to `add`. */
+class TopicTail {
+  private readonly next = new Map<number, number>();
+
+  constructor(
+    private readonly topic: string,
+    private readonly add: (value: string) => void,
+  ) {}
+
   async update(runtime: Runtime): Promise<void> {
-    const ends = await runtime.endOffsets('qa.rejected').catch(() => [] as number[]);
+    const ends = await runtime.endOffsets(this.topic).catch(() => [] as number[]);
     for (const [partition, end] of ends.entries()) {
       let from = this.next.get(partition) ?? 0;
       while (from < end) {
-        const records = await runtime.read('qa.rejected', partition, from, 1000);
+        const records = await runtime.read(this.topic, partition, from, 1000);
         if (records.length === 0) break;
-        for (const r of records) {
-          try {
-            this.tally.add(JSON.parse(r.value));
-          } catch {
-            // Not JSON: anyone can produce to the topic, and such a record names no eval set.
-          }
-        }
+        for (const r of records) this.add(r.value);
         from = records[records.length - 1]!.offset + 1;
       }
       this.next.set(partition, from);

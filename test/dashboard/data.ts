@@ -2,6 +2,8 @@ import type { Analytics } from '../../analytics/clickhouse.js';
 import { insertLlmCalls } from '../../analytics/llm-calls.js';
 import { insertMixVersions } from '../../analytics/mix-store.js';
 import type { LlmCallRecord } from '../../schemas/llm.js';
+import type { LogRecord } from '../../topology/records.js';
+import type { Runtime } from '../../topology/runtime/types.js';
 import { generateItems, prng } from '../sampler/generated.js';
 import { mixFixture } from '../sampler/mix-fixture.js';
 
@@ -133,4 +135,18 @@ export async function insertRewards(
   }));
   for (let s = 0; s < values.length; s += 50_000)
     await a.client.insert({ table: 'rewards', values: values.slice(s, s + 50_000), format: 'JSONEachRow' });
+}
+
+/**
+ * A log holding one partition of `topic` with these values, read as the dashboard reads it (end
+ * offsets, reads from an offset); read when asked, so values pushed later are new records.
+ */
+export function onePartitionLog(topic: string, values: string[]): Runtime {
+  const records = (): LogRecord[] =>
+    values.map((value, offset) => ({ topic, partition: 0, offset, key: null, value, timestamp: 0 }));
+  return {
+    endOffsets: async () => [values.length],
+    read: async (_topic: string, _partition: number, from: number, max: number) =>
+      records().slice(from, from + max),
+  } as unknown as Runtime;
 }

@@ -1,34 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { DeadLetterTail } from '../../server/dashboard-data.js';
-import type { LogRecord } from '../../topology/records.js';
-import type { Runtime } from '../../topology/runtime/types.js';
+import { onePartitionLog } from './data.js';
 
 const origin = { kind: 'record', topic: 'qa.candidates', partition: 0, offset: '1' };
 const letter = (fields: Record<string, unknown>) =>
   JSON.stringify({ id: 'x', processor: 'grade', origin, payload: '', ...fields });
 
-/** A dead-letter topic of one partition holding these values, read as the dashboard reads it. */
-function dlqOf(values: string[]): Runtime {
-  const records: LogRecord[] = values.map((value, offset) => ({
-    topic: 'dlq',
-    partition: 0,
-    offset,
-    key: null,
-    value,
-    timestamp: 0,
-  }));
-  return {
-    endOffsets: async () => [records.length],
-    read: async (_topic: string, _partition: number, from: number, max: number) =>
-      records.slice(from, from + max),
-  } as unknown as Runtime;
-}
-
 describe('dashboard dead-letter panel', () => {
   it('has one row per code and processor, each with its reasons by count; old letters get their derived code', async () => {
     const tail = new DeadLetterTail();
     await tail.update(
-      dlqOf([
+      onePartitionLog('dlq', [
         letter({ code: 'llm-reply-invalid', reason: 'grade: judge: not valid JSON: Unexpected token' }),
         letter({ code: 'llm-reply-invalid', reason: 'grade: judge: not valid JSON: Unexpected token' }),
         letter({ code: 'llm-reply-invalid', reason: 'grade: judge: does not match the schema: x' }),

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EvalRejectionTail } from '../../server/dashboard-data.js';
-import type { LogRecord } from '../../topology/records.js';
-import type { Runtime } from '../../topology/runtime/types.js';
+import { onePartitionLog } from './data.js';
 
 const rejected = (id: string, matches: { code: string; evalSet: string }[]) =>
   JSON.stringify({
@@ -11,24 +10,6 @@ const rejected = (id: string, matches: { code: string; evalSet: string }[]) =>
       evalMatches: matches.map((m) => ({ ...m, itemId: 'i', how: '13-gram', evidence: '' })),
     },
   });
-
-/** A qa.rejected of one partition that grows, read as the dashboard reads it. */
-function topicOf(values: string[]): Runtime {
-  const records = (): LogRecord[] =>
-    values.map((value, offset) => ({
-      topic: 'qa.rejected',
-      partition: 0,
-      offset,
-      key: null,
-      value,
-      timestamp: 0,
-    }));
-  return {
-    endOffsets: async () => [values.length],
-    read: async (_topic: string, _partition: number, from: number, max: number) =>
-      records().slice(from, from + max),
-  } as unknown as Runtime;
-}
 
 describe('dashboard eval-set rejections', () => {
   it('counts each candidate once per set and code, incrementally; other rejections and non-JSON count nowhere', async () => {
@@ -41,7 +22,7 @@ describe('dashboard eval-set rejections', () => {
       JSON.stringify({ candidate: { id: 'c' }, grade: { codes: ['low-quality'] } }),
       'not json',
     ];
-    const runtime = topicOf(values);
+    const runtime = onePartitionLog('qa.rejected', values);
     const tail = new EvalRejectionTail();
     await tail.update(runtime);
     expect(tail.counts).toEqual({
