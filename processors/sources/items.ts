@@ -1,6 +1,7 @@
 import type { Article } from '../../schemas/article.js';
 import { DeadLetter, type DeadLetterCode, truncatePayload } from '../../schemas/dead-letter.js';
 import { contentHash } from '../../schemas/ids.js';
+import type { Finished } from './normalise.js';
 
 /** What every reader yields: an article, or the reason something in the input could not become one. */
 export type SourceItem =
@@ -61,6 +62,16 @@ export function deadLetter(opts: {
 
 export function articleItem(article: Article, position: string | null): SourceItem {
   return { kind: 'article', article, position };
+}
+
+/** A file reader's item for a finished draft: its article, or a dead letter with finishArticle's code and reason. */
+export function finishedItem(
+  done: Finished,
+  where: { path: string; position: string | null; processor: string; payload?: string },
+): SourceItem {
+  return done.ok
+    ? articleItem(done.article, where.position)
+    : deadLetter({ ...where, code: done.code, reason: done.reason });
 }
 
 /**

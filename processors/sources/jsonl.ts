@@ -1,7 +1,7 @@
 import type { Section } from '../../schemas/article.js';
 import { type ByteSource, byteChunks } from './bytes.js';
 import { textChunks } from './decode.js';
-import { articleItem, DEFAULT_MAX_BYTES, deadLetter, labelOf, reasonOf, type SourceItem } from './items.js';
+import { DEFAULT_MAX_BYTES, deadLetter, finishedItem, labelOf, reasonOf, type SourceItem } from './items.js';
 import {
   GENERIC_MAPPING,
   type JsonlMapping,
@@ -226,17 +226,12 @@ export async function* readJsonl(src: ByteSource, opts: JsonlOptions = {}): Asyn
         continue;
       }
       const m = mapping === 'auto' ? (looksLikeS2orc(record) ? S2ORC_MAPPING : GENERIC_MAPPING) : mapping;
-      const done = finishArticle(jsonToDraft(record, m, path));
-      if (done.ok) yield articleItem(done.article, position);
-      else
-        yield deadLetter({
-          path,
-          position,
-          code: done.code,
-          reason: done.reason,
-          processor,
-          payload: line.text,
-        });
+      yield finishedItem(finishArticle(jsonToDraft(record, m, path)), {
+        path,
+        position,
+        processor,
+        payload: line.text,
+      });
     }
     if (!sawLine)
       yield deadLetter({ path, position: null, code: 'empty-file', reason: 'empty file', processor });

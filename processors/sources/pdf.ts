@@ -2,9 +2,9 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { type ByteSource, byteChunks } from './bytes.js';
 import {
-  articleItem,
   DEFAULT_MAX_BYTES,
   deadLetter,
+  finishedItem,
   labelOf,
   reasonOf,
   SourceError,
@@ -190,8 +190,7 @@ export async function* readPdf(src: ByteSource, opts: PdfReadOptions = {}): Asyn
     const done = finishArticle(
       await pdfToDraft(new Uint8Array(data.buffer, data.byteOffset, data.length), { sourceUri: path }),
     );
-    if (done.ok) yield articleItem(done.article, null);
-    else yield deadLetter({ path, position: null, code: done.code, reason: done.reason, processor });
+    yield finishedItem(done, { path, position: null, processor });
   } catch (e) {
     yield deadLetter({ path, processor, ...reasonOf(e) });
   }

@@ -2,7 +2,7 @@ import type { Section } from '../../schemas/article.js';
 import { type ByteSource, byteChunks } from './bytes.js';
 import { textChunks } from './decode.js';
 import { displayHeading, HeadingPath, headingOf } from './headings.js';
-import { articleItem, DEFAULT_MAX_BYTES, deadLetter, labelOf, reasonOf, type SourceItem } from './items.js';
+import { DEFAULT_MAX_BYTES, deadLetter, finishedItem, labelOf, reasonOf, type SourceItem } from './items.js';
 import { type ArticleDraft, cleanInline, finishArticle, parseDate, stripMarkup } from './normalise.js';
 
 /**
@@ -304,15 +304,5 @@ export async function* readText(src: ByteSource, opts: TextReadOptions = {}): As
   const draft = opts.markdown
     ? markdownToDraft(text, { sourceUri: path })
     : plainTextToDraft(text, { sourceUri: path });
-  const done = finishArticle(draft);
-  if (done.ok) yield articleItem(done.article, null);
-  else
-    yield deadLetter({
-      path,
-      position: null,
-      code: done.code,
-      reason: done.reason,
-      processor,
-      payload: text,
-    });
+  yield finishedItem(finishArticle(draft), { path, position: null, processor, payload: text });
 }

@@ -1,9 +1,9 @@
 import { type ByteSource, byteChunks } from './bytes.js';
 import { textChunks } from './decode.js';
 import {
-  articleItem,
   DEFAULT_MAX_BYTES,
   deadLetter,
+  finishedItem,
   labelOf,
   reasonOf,
   SourceError,
@@ -110,17 +110,7 @@ export async function* readXml(
         yield deadLetter({ path, position, code, reason, processor, payload: toXml(ev.element) });
         continue;
       }
-      if (done === null) continue;
-      if (done.ok) yield articleItem(done.article, position);
-      else
-        yield deadLetter({
-          path,
-          position,
-          code: done.code,
-          reason: done.reason,
-          processor,
-          payload: toXml(ev.element),
-        });
+      if (done !== null) yield finishedItem(done, { path, position, processor, payload: toXml(ev.element) });
     }
     if (root === null)
       yield deadLetter({ path, position: null, code: 'empty-file', reason: 'empty file', processor });
