@@ -216,9 +216,22 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
         offset = records[records.length - 1]!.offset + 1;
       }
     }
-    await this.admin.createPartitions({
-      topicPartitions: [{ topic: this.names.topic(t.name), count: t.partitions }],
-    });
+    const kafkaName = this.names.topic(t.name);
+    try {
+      await this.admin.createPartitions({ topicPartitions: [{ topic: kafkaName, count: t.partitions }] });
+    } catch (e) {
+      // Workers started at once: another may have grown it first.
+      const meta = await this.admin.fetchTopicMetadata({ topics: [kafkaName] });
+      if ((meta.topics[0]?.partitions.length ?? 0) < t.partitions) throw e;
+    }
+    // Clients that knew the topic with its old partitions keep that view until their next metadata
+    // refresh (minutes): the producer drops records for the new partitions without an error, and
+    // the reader reads them as empty. Both start over from fresh metadata.
+    await this.producer.disconnect();
+    await this.producer.connect();
+    const reader = this.reader;
+    this.reader = undefined;
+    await (await reader)?.close();
   }
 
   async partitionsOf(topic: string): Promise<number> {
