@@ -9,6 +9,7 @@ import { type LlmServer, start } from '../llm-server/server.js';
 import { classifiedOf } from '../sampler/classified.js';
 import { generateItems } from '../sampler/generated.js';
 import { CHROMIUM } from '../tools-setup.js';
+import { until } from '../until.js';
 import { metricNames, parsePrometheus, sampleValue } from './prometheus.js';
 
 // Real Chromium (Debian's chromium, driven by playwright-core) against `bioalchemy run` on a
@@ -42,22 +43,6 @@ function logLine(child: ChildProcess, msg: string, deadlineMs = 60_000): Promise
       }
     });
   });
-}
-
-/** Polls `check` until it returns a value, or fails at the deadline with the last reason. */
-async function until<T>(what: string, check: () => Promise<T | undefined>, deadlineMs = 60_000): Promise<T> {
-  const deadline = Date.now() + deadlineMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await check();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`${what}: not within ${deadlineMs} ms (${String(last ?? 'no value')})`);
 }
 
 interface Snapshot {

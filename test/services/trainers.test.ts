@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { BIN, cli, workspace } from '../e2e/helpers.js';
 import { classifiedOf } from '../sampler/classified.js';
 import { generateItems } from '../sampler/generated.js';
+import { until } from '../until.js';
 import { clickHouseServer, type ServerDatabase } from './clickhouse-server.js';
 
 // Real trainers on `bioalchemy run`: TRL's GRPOTrainer (CPU, a tiny Qwen2 built from a config) and
@@ -14,22 +15,6 @@ import { clickHouseServer, type ServerDatabase } from './clickhouse-server.js';
 // to a database of this test's own on the ClickHouse server. The venv is deploy/trainer-venv.sh's
 // (CI makes it in a step of its own, .ci/run; this test makes it where it is missing).
 const PYTHON = '.deploy/trainer-venv/bin/python';
-
-/** Polls `check` until it returns a value, or fails at the deadline with the last reason. */
-async function until<T>(what: string, check: () => Promise<T | undefined>, deadlineMs = 60_000): Promise<T> {
-  const deadline = Date.now() + deadlineMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await check();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`${what}: not within ${deadlineMs} ms (${String(last ?? 'no value')})`);
-}
 
 const Report = z.object({ run: z.string(), acked: z.number().int() });
 
