@@ -10,7 +10,7 @@ import { EvalIndex, EvalSetError, EvalSets, parseEvalSet } from '../../processor
 import { Config } from '../../schemas/config.js';
 import type { GradedQa, QaCandidate } from '../../schemas/qa.js';
 import { TestDriver } from '../../topology/test-driver.js';
-import { acceptingJudgeReply } from '../fixtures/records.js';
+import { acceptingJudgeReply, testProvenance } from '../fixtures/records.js';
 import { type Rig, rig } from '../llm/helpers.js';
 
 const EVAL_QUESTION =
@@ -30,12 +30,8 @@ const candidate = (
   answer: 'polymerase',
   rationale: '',
   provenance: {
-    articleId: over.articleId ?? 'doi:10.1/x',
-    source: 'test',
-    licence: null,
-    journal: null,
-    published: null,
-    articleMesh: [],
+    ...testProvenance,
+    articleId: over.articleId ?? testProvenance.articleId,
     ...(over.pmid ? { pmid: over.pmid } : {}),
     ...(over.doi ? { doi: over.doi } : {}),
   },

@@ -6,7 +6,7 @@ import { Config, formatIssues } from '../../schemas/config.js';
 import type { ClassifiedQa, GradedQa, QaCandidate } from '../../schemas/qa.js';
 import { loadTaxonomy } from '../../schemas/taxonomy.js';
 import { TestDriver } from '../../topology/test-driver.js';
-import { acceptingJudgeReply } from '../fixtures/records.js';
+import { acceptingJudgeReply, testProvenance } from '../fixtures/records.js';
 import { type Rig, rig } from '../llm/helpers.js';
 import type { ChatRequest } from '../llm-server/server.js';
 
@@ -26,14 +26,7 @@ const candidate = (
   question,
   answer,
   rationale: '',
-  provenance: {
-    articleId: 'doi:10.1/x',
-    source: 'test',
-    licence: null,
-    journal: null,
-    published: null,
-    articleMesh: [],
-  },
+  provenance: testProvenance,
   generatedBy: { model: 'm', promptVersion: 'freeform-v1' },
 });
 

@@ -4,20 +4,14 @@ import { looksEnglish } from '../../processors/qa/language.js';
 import { NearDuplicateIndex, normaliseQuestion } from '../../processors/qa/near-duplicates.js';
 import type { QaCandidate } from '../../schemas/qa.js';
 import type { StateStore } from '../../topology/processor.js';
+import { testProvenance } from '../fixtures/records.js';
 
 const base = {
   id: 'q1',
   articleId: 'doi:10.1/x',
   passage: { sectionIndex: -1, start: 0, end: 10, text: 'Some text.' },
   rationale: '',
-  provenance: {
-    articleId: 'doi:10.1/x',
-    source: 'test',
-    licence: null,
-    journal: null,
-    published: null,
-    articleMesh: [],
-  },
+  provenance: testProvenance,
   generatedBy: { model: 'm', promptVersion: 'mcq-v1' },
 };
 const mcq = (over: Partial<Extract<QaCandidate, { kind: 'multiple-choice' }>> = {}): QaCandidate => ({
