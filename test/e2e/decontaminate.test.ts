@@ -3,43 +3,32 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normaliseQuestion } from '../../processors/qa/near-duplicates.js';
 import type { ClassifiedQa, GradedQa } from '../../schemas/qa.js';
-import { openRuntime } from '../../topology/runtime/open.js';
-import { readAll } from '../conformance/suite.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
 import {
   cli,
   cliAsync,
   expectSummaryAddsUp,
-  FIXTURES,
-  runUntilIdle,
+  ingestAndRun,
   summaryCounts,
+  topicValues,
   workspace,
 } from './helpers.js';
 
-const ARTICLES = [`${FIXTURES}jats`, `${FIXTURES}medline/pubmed-sample.xml`];
 /** pubmed-sample.xml's article: DOI 10.5555/TMR.2024.0042 (its article id), PMID 39000001. */
 const SOURCE_PMID = '39000001';
 
 async function topics(dir: string) {
-  const runtime = await openRuntime(`file:${dir}/log`);
-  const values = async <T>(topic: string) => (await readAll(runtime, topic)).map((r) => r.value as T);
-  try {
-    return {
-      graded: await values<GradedQa>('qa.graded'),
-      rejected: await values<GradedQa>('qa.rejected'),
-      classified: await values<ClassifiedQa>('qa.classified'),
-    };
-  } finally {
-    await runtime.close();
-  }
+  return {
+    graded: await topicValues<GradedQa>(dir, 'qa.graded'),
+    rejected: await topicValues<GradedQa>(dir, 'qa.rejected'),
+    classified: await topicValues<ClassifiedQa>(dir, 'qa.classified'),
+  };
 }
 
-async function ingestAndRun(config: string) {
-  const ingest = cli(['ingest', ...ARTICLES, '--config', config]);
-  expect(ingest.status, ingest.stderr).toBe(0);
-  const run = await runUntilIdle(config);
-  expect(run.code, run.stderr).toBe(0);
+/** The fixture articles ingested and run, the summary adding up. */
+async function ingestAndRunAddingUp(config: string) {
+  const run = await ingestAndRun(config);
   expectSummaryAddsUp(summaryCounts(run.stdout), expect);
   return run;
 }
@@ -58,7 +47,7 @@ describe('decontamination (eval sets in grade)', () => {
 
   it('a fresh run rejects every question of an eval set made from an earlier run; report and mix tell it', async () => {
     const first = workspace(server.url);
-    await ingestAndRun(first.config);
+    await ingestAndRunAddingUp(first.config);
     const earlier = await topics(first.dir);
     expect(earlier.graded.length).toBeGreaterThan(0);
     const fromSource = earlier.graded.filter((g) => g.candidate.provenance.pmid === SOURCE_PMID);
@@ -96,7 +85,7 @@ describe('decontamination (eval sets in grade)', () => {
 
     // A fresh run over the same articles with the folder in grade.evalSets.
     const fresh = workspace(server.url, { grade: { evalSets: [evals] } });
-    const run = await ingestAndRun(fresh.config);
+    const run = await ingestAndRunAddingUp(fresh.config);
     const now = await topics(fresh.dir);
     const evalQuestions = new Set(items.map((i) => normaliseQuestion(i.question)));
     for (const g of now.graded)

@@ -4,11 +4,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Article } from '../../schemas/article.js';
 import type { ClassifiedQa } from '../../schemas/qa.js';
-import { openRuntime } from '../../topology/runtime/open.js';
-import { readAll } from '../conformance/suite.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
-import { cli, FIXTURES, runUntilIdle, workspace } from './helpers.js';
+import { cli, FIXTURES, ingestAndRun, topicValues, workspace } from './helpers.js';
 
 const PYTHON = new URL('../../.deploy/py-venv/bin/python', import.meta.url).pathname;
 const FORMATS = ['verl-parquet', 'jsonl', 'sft-jsonl', 'cpt-text'] as const;
@@ -40,20 +38,9 @@ describe('exports for every stage', () => {
 
   it('every format and split loads in datasets; no article published from the rule on reaches a train export', async () => {
     const ws = workspace(server.url, { sampler: { heldOut: { publishedFrom: PUBLISHED_FROM } } });
-    const ingest = cli(['ingest', `${FIXTURES}jats`, `${FIXTURES}medline`, '--config', ws.config]);
-    expect(ingest.status, ingest.stderr).toBe(0);
-    const run = await runUntilIdle(ws.config);
-    expect(run.code, run.stderr).toBe(0);
-
-    const runtime = await openRuntime(`file:${ws.dir}/log`);
-    let articles: Article[];
-    let classified: ClassifiedQa[];
-    try {
-      articles = (await readAll(runtime, 'articles')).map((r) => r.value as Article);
-      classified = (await readAll(runtime, 'qa.classified')).map((r) => r.value as ClassifiedQa);
-    } finally {
-      await runtime.close();
-    }
+    await ingestAndRun(ws.config, [`${FIXTURES}jats`, `${FIXTURES}medline`]);
+    const articles = await topicValues<Article>(ws.dir, 'articles');
+    const classified = await topicValues<ClassifiedQa>(ws.dir, 'qa.classified');
     const withQa = new Set(classified.map((c) => c.candidate.articleId));
     const held = new Set(
       articles.filter((a) => withQa.has(a.id) && (a.published ?? '0') >= PUBLISHED_FROM).map((a) => a.id),

@@ -2,9 +2,13 @@ import { type SpawnSyncReturns, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { openRuntime } from '../../topology/runtime/open.js';
+import { readAll } from '../conformance/suite.js';
 
 export const BIN = new URL('../../bin/bioalchemy.js', import.meta.url).pathname;
 export const FIXTURES = new URL('../fixtures/sources/', import.meta.url).pathname;
+/** The fixture articles the pipeline runs are fed: the JATS folder and the MEDLINE sample. */
+export const FIXTURE_ARTICLES = [`${FIXTURES}jats`, `${FIXTURES}medline/pubmed-sample.xml`];
 
 /** A data folder and a config pointing the pipeline at an OpenAI-compatible endpoint. */
 export function workspace(llmUrl: string, extra: Record<string, unknown> = {}) {
@@ -31,6 +35,31 @@ const env = { ...process.env, E2E_LLM_KEY: 'test-key', BIOALCHEMY_LOG_LEVEL: 'wa
 
 export function cli(args: string[], input?: string, timeout = 300_000): SpawnSyncReturns<string> {
   return spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env, timeout, input });
+}
+
+/**
+ * `ingest` of these inputs, then `run --until-idle`; throws with the command's stderr where either
+ * fails (this module is also used outside vitest, by the chaos suite). The run's result.
+ */
+export async function ingestAndRun(
+  config: string,
+  inputs: string[] = FIXTURE_ARTICLES,
+): Promise<ChildResult> {
+  const ingest = cli(['ingest', ...inputs, '--config', config]);
+  if (ingest.status !== 0) throw new Error(`ingest exited ${ingest.status}:\n${ingest.stderr}`);
+  const run = await runUntilIdle(config);
+  if (run.code !== 0) throw new Error(`run exited ${run.code}:\n${run.stderr}`);
+  return run;
+}
+
+/** The values of one topic of a workspace's log, opened for this read alone. */
+export async function topicValues<T = unknown>(dir: string, topic: string): Promise<T[]> {
+  const runtime = await openRuntime(`file:${dir}/log`);
+  try {
+    return (await readAll(runtime, topic)).map((r) => r.value as T);
+  } finally {
+    await runtime.close();
+  }
 }
 
 /** `run --until-idle` in a child; see cliAsync. */

@@ -4,11 +4,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openClickHouse } from '../../analytics/clickhouse.js';
 import { spendByStage } from '../../analytics/llm-calls.js';
-import { openRuntime } from '../../topology/runtime/open.js';
-import { readAll } from '../conformance/suite.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
-import { cli, runUntilIdle, syntheticArticles, workspace } from './helpers.js';
+import { cli, runUntilIdle, syntheticArticles, topicValues, workspace } from './helpers.js';
 
 // ClickHouse opens only in a process that runs a processor that uses it (issue 21): workers of
 // the LLM stages account their calls through the log, and the llm-calls sink writes them.
@@ -37,8 +35,7 @@ describe('LLM accounting through the log', () => {
       setClickHouse('http://127.0.0.1:1/nowhere');
       const worker = await runUntilIdle(ws.config, { extraArgs: ['--processors', 'extract,grade,classify'] });
       expect(worker.code, worker.stderr).toBe(0);
-      const runtime = await openRuntime(`file:${ws.dir}/log`);
-      const calls = await readAll(runtime, 'llm.calls').finally(() => runtime.close());
+      const calls = await topicValues(ws.dir, 'llm.calls');
       expect(calls.length).toBeGreaterThan(0);
 
       setClickHouse(chdb);

@@ -1,10 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GradedQa } from '../../schemas/qa.js';
-import { openRuntime } from '../../topology/runtime/open.js';
-import { readAll } from '../conformance/suite.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
-import { cli, cliAsync, FIXTURES, runUntilIdle, summaryCounts, workspace } from './helpers.js';
+import {
+  cli,
+  cliAsync,
+  ingestAndRun,
+  runUntilIdle,
+  summaryCounts,
+  topicValues,
+  workspace,
+} from './helpers.js';
 
 // The whole pipeline on the embedded runtime, through the CLI as a user runs it, against the
 // project's OpenAI-compatible test server behind the real `openai` client.
@@ -17,30 +23,12 @@ describe('the pipeline end to end (embedded, test LLM server)', () => {
     await server.stop();
   });
 
-  async function topic(config: { dir: string }, name: string) {
-    const runtime = await openRuntime(`file:${config.dir}/log`);
-    try {
-      return await readAll(runtime, name);
-    } finally {
-      await runtime.close();
-    }
-  }
-
   it('turns fixture articles into classified QA with provenance; every refusal has a reason; the summary adds up', async () => {
     server.resetStats();
     const ws = workspace(server.url);
-    const ingest = cli([
-      'ingest',
-      `${FIXTURES}jats`,
-      `${FIXTURES}medline/pubmed-sample.xml`,
-      '--config',
-      ws.config,
-    ]);
-    expect(ingest.status, ingest.stderr).toBe(0);
-    const run = await runUntilIdle(ws.config);
-    expect(run.code, run.stderr).toBe(0);
+    const run = await ingestAndRun(ws.config);
     const counts = summaryCounts(run.stdout);
-    const articles = await topic(ws, 'articles');
+    const articles = await topicValues<{ id: string }>(ws.dir, 'articles');
     expect(counts.extract!.in).toBe(articles.length);
     // Every input of grade and classify ends in exactly one place.
     const g = counts.grade!;
@@ -51,23 +39,23 @@ describe('the pipeline end to end (embedded, test LLM server)', () => {
     expect(c.in).toBe((c['qa.classified'] ?? 0) + c['dead letters']!);
     expect(g['qa.rejected']).toBeGreaterThan(0);
 
-    const classified = await topic(ws, 'qa.classified');
+    const classified = await topicValues(ws.dir, 'qa.classified');
     expect(classified.length).toBe(c['qa.classified']);
     expect(classified.length).toBeGreaterThan(5);
     // One article is in the fixtures twice: its candidates are graded once, the repeats rejected
     // as duplicates of themselves, not dead letters (no operator need look at them).
-    const classifiedIds = classified.map((r) => (r.value as { candidate: { id: string } }).candidate.id);
+    const classifiedIds = classified.map((qa) => (qa as { candidate: { id: string } }).candidate.id);
     expect(new Set(classifiedIds).size).toBe(classifiedIds.length);
-    const repeats = (await topic(ws, 'qa.rejected'))
-      .map((r) => r.value as GradedQa)
-      .filter((g) => g.grade.duplicateOf === g.candidate.id);
+    const repeats = (await topicValues<GradedQa>(ws.dir, 'qa.rejected')).filter(
+      (g) => g.grade.duplicateOf === g.candidate.id,
+    );
     expect(repeats.length).toBeGreaterThan(0);
     for (const { grade } of repeats) expect(grade.codes).toEqual(['duplicate']);
-    expect((await topic(ws, 'dlq')).map((r) => (r.value as { code: string }).code)).not.toContain(
+    expect((await topicValues<{ code: string }>(ws.dir, 'dlq')).map((d) => d.code)).not.toContain(
       'duplicate',
     );
-    const ids = new Set(articles.map((a) => (a.value as { id: string }).id));
-    for (const { value } of classified) {
+    const ids = new Set(articles.map((a) => a.id));
+    for (const value of classified) {
       const qa = value as {
         candidate: {
           articleId: string;
@@ -93,20 +81,19 @@ describe('the pipeline end to end (embedded, test LLM server)', () => {
       // Labels under classify.minConfidence are dropped (a QA may be left with none: unlabelled).
       for (const label of qa.classification.labels) expect(label.confidence).toBeGreaterThanOrEqual(0.5);
     }
-    for (const { value } of await topic(ws, 'qa.rejected')) {
-      expect((value as GradedQa).grade.reasons.length).toBeGreaterThan(0);
-      expect((value as GradedQa).grade.codes.length).toBeGreaterThan(0);
+    for (const { grade } of await topicValues<GradedQa>(ws.dir, 'qa.rejected')) {
+      expect(grade.reasons.length).toBeGreaterThan(0);
+      expect(grade.codes.length).toBeGreaterThan(0);
     }
     // The context-bound questions the test model writes are refused by the checks, with that reason.
-    const reasons = (await topic(ws, 'qa.rejected')).flatMap(
-      (r) => (r.value as { grade: { reasons: string[] } }).grade.reasons,
-    );
+    const reasons = (await topicValues<GradedQa>(ws.dir, 'qa.rejected')).flatMap((g) => g.grade.reasons);
     expect(reasons.some((r) => r.startsWith('self-contained:'))).toBe(true);
     expect(reasons.some((r) => r.startsWith('judge:'))).toBe(true);
     expect(run.stdout).toMatch(/^LLM: \d+ calls paid/m);
     // The sampler saw every classified QA: its last mix counts each once.
-    const mixes = (await topic(ws, 'mix.state')).map(
-      (r) => r.value as { version: number; metrics: { items: number; heldOut: number } },
+    const mixes = await topicValues<{ version: number; metrics: { items: number; heldOut: number } }>(
+      ws.dir,
+      'mix.state',
     );
     expect(mixes.length).toBeGreaterThan(0);
     const last = mixes.at(-1)!;
