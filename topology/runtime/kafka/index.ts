@@ -224,6 +224,17 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
       const meta = await this.admin.fetchTopicMetadata({ topics: [kafkaName] });
       if ((meta.topics[0]?.partitions.length ?? 0) < t.partitions) throw e;
     }
+    // createPartitions answers before the new partitions' leaders serve (createTopics waits for them).
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const offsets = await this.admin.fetchTopicOffsets(kafkaName).catch((e: unknown) => {
+        if (Date.now() > deadline) throw e;
+        return [];
+      });
+      if (offsets.length >= t.partitions) break;
+      if (Date.now() > deadline) throw new Error(`topic "${kafkaName}": its new partitions have no leader`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     // Clients that knew the topic with its old partitions keep that view until their next metadata
     // refresh (minutes): the producer drops records for the new partitions without an error, and
     // the reader reads them as empty. Both start over from fresh metadata.
