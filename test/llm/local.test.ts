@@ -21,7 +21,9 @@ describe('local GGUF model', () => {
 
   it('answers with a grammar-constrained reply that validates, journaled like any other', async () => {
     const journal = new MemoryJournal();
-    const llm = new Llm(LlmConfig.parse({ provider: 'local', modelPath, maxTokens: 96 }), {
+    // Room for the reason the model writes: the grammar bounds the shape, not the string's length,
+    // and at 96 tokens the model's reason here was cut off mid-string.
+    const llm = new Llm(LlmConfig.parse({ provider: 'local', modelPath, maxTokens: 256 }), {
       journal,
       log: pino({ level: 'silent' }),
     });
