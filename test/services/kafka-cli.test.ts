@@ -64,7 +64,7 @@ describe('bioalchemy status and reset on Kafka', () => {
       expect(refused.stdout).toContain('nothing deleted');
       expect((await runtime.appResources()).topics).toHaveLength(4);
       const done = cli(config, ['reset', '--app', app], `${app}\n`);
-      expect(done.stdout).toContain('deleted 4 topics and 1 groups');
+      expect(done.stdout, done.stderr).toContain('deleted 4 topics and 1 groups');
       expect(await runtime.appResources()).toEqual({ topics: [], groups: [] });
       // Another app on the same cluster keeps its topics.
       expect((await bystander.appResources()).topics).toHaveLength(3);

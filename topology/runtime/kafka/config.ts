@@ -1,5 +1,12 @@
 import { z } from 'zod';
 
+/**
+ * A group member's session timeout, on both clients: short, so a killed worker's partitions move
+ * within seconds. With static membership (rdkafka's group.instance.id) a stopped worker sends no
+ * LeaveGroup, and the broker keeps it a member for this long.
+ */
+export const SESSION_TIMEOUT_MS = 6_000;
+
 export const KafkaClientName = z.enum(['kafkajs', 'rdkafka']);
 
 /** kafka://host:port[,host:port]?client=kafkajs|rdkafka&registry=http://...&app=NAME */

@@ -6,7 +6,7 @@ import type { LogRecord, OutgoingRecord } from '../../records.js';
 import { GLOBAL, partitionForKey, partitionKey, TOMBSTONE } from '../../records.js';
 import { PARTITIONS_FIXED, type TopicSpec } from '../../topology.js';
 import type { LogTask, Runtime, StoredValue, TaskSpec } from '../types.js';
-import { type KafkaUrl, parseKafkaUrl } from './config.js';
+import { type KafkaUrl, parseKafkaUrl, SESSION_TIMEOUT_MS } from './config.js';
 import type { KafkaConnection } from './connection.js';
 import { KafkajsTask } from './kafkajs-task.js';
 import { KafkaNames } from './names.js';
@@ -490,10 +490,37 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
   /** Deletes this app's topics and consumer groups (`bioalchemy reset`); its members must be stopped. */
   async deleteApp(): Promise<{ topics: string[]; groups: string[] }> {
     const found = await this.appResources();
-    if (found.groups.length) await this.admin.deleteGroups(found.groups);
+    if (found.groups.length) await this.deleteGroupsOnceEmpty(found.groups);
     if (found.topics.length) await this.admin.deleteTopics({ topics: found.topics, timeout: 30_000 });
     this.partitionCounts.clear();
     return found;
+  }
+
+  /**
+   * A worker stopped a moment ago may still be a member: with static membership it sends no
+   * LeaveGroup, and the broker drops it only when its session times out. So a group the broker
+   * calls non-empty is asked again until a few session timeouts have passed; after that a member
+   * is a running worker, and the error says so.
+   */
+  private async deleteGroupsOnceEmpty(groups: string[]): Promise<void> {
+    const deadline = Date.now() + 3 * SESSION_TIMEOUT_MS;
+    let left = groups;
+    for (;;) {
+      try {
+        await this.admin.deleteGroups(left);
+        return;
+      } catch (e) {
+        const failed = (e as { groups?: { groupId: string; error?: { type?: string } }[] }).groups ?? [];
+        const nonEmpty = failed.filter((g) => g.error?.type === 'NON_EMPTY_GROUP').map((g) => g.groupId);
+        if (!nonEmpty.length || nonEmpty.length < failed.length) throw e;
+        if (Date.now() > deadline)
+          throw new Error(
+            `consumer group(s) ${nonEmpty.join(', ')} still have members after ${(3 * SESSION_TIMEOUT_MS) / 1000} s: stop the app's workers first`,
+          );
+        left = nonEmpty;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
   }
 
   forget(task: LogTask): void {

@@ -2,6 +2,7 @@ import type kafkajs from 'kafkajs';
 import { GLOBAL, type LogRecord, type Offset, partitionKey, type StateChange } from '../../records.js';
 import { FencedError, type LogTask, type LogTransaction, type TaskSpec } from '../types.js';
 import { engineAssigner } from './assigner.js';
+import { SESSION_TIMEOUT_MS } from './config.js';
 import type { KafkaConnection } from './connection.js';
 import type { ChangelogState } from './state.js';
 import { rethrowFenced } from './transaction.js';
@@ -108,7 +109,7 @@ export class KafkajsTask implements LogTask {
       partitionAssigners: [engineAssigner(global)],
       // A killed member holds its partitions until its session expires, and kafkajs has no static
       // membership: keep the session at the broker's minimum so a restart resumes within seconds.
-      sessionTimeout: 6_000,
+      sessionTimeout: SESSION_TIMEOUT_MS,
       rebalanceTimeout: 10_000,
       heartbeatInterval: 1_000,
     });

@@ -1,6 +1,7 @@
 import rdkafka from 'node-rdkafka';
 import { GLOBAL, type LogRecord, partitionKey, type StateChange } from '../../records.js';
 import { FencedError, type LogTask, type LogTransaction, type TaskSpec } from '../types.js';
+import { SESSION_TIMEOUT_MS } from './config.js';
 import type { KafkaConnection } from './connection.js';
 import type { ChangelogState } from './state.js';
 import { kafkaTransaction, rethrowFenced } from './transaction.js';
@@ -105,7 +106,7 @@ export class RdkafkaTask implements LogTask {
         'group.id': names.group(spec.group),
         'client.id': `${names.group(spec.group)}.${runtime.worker}`,
         'group.instance.id': `${names.group(spec.group)}.${member}`,
-        'session.timeout.ms': 6_000,
+        'session.timeout.ms': SESSION_TIMEOUT_MS,
         'partition.assignment.strategy': 'range',
         'metadata.broker.list': brokers,
         'enable.auto.commit': false,
