@@ -220,9 +220,10 @@ export class EmbeddedRuntime implements Runtime {
    * most one call made again.
    */
   private growCache(topic: string, from: number, to: number): void {
+    // The compaction index holds each live key once: no scan of the topic's history.
     const keys = this.db
       .prepare<[string], { partition: number; key: string }>(
-        'SELECT DISTINCT partition, key FROM records WHERE topic = ? AND key IS NOT NULL',
+        'SELECT partition, key FROM compaction_latest WHERE topic = ?',
       )
       .all(topic);
     this.appendInTransaction(keys.map(({ partition, key }) => ({ topic, key, value: TOMBSTONE, partition })));
