@@ -21,9 +21,9 @@ export class InputScope {
     if (committed) this.onCommit.set(id, committed);
   }
 
-  /** Whether nothing needs settling. */
+  /** Whether nothing needs settling (a callback comes only with its record). */
   get empty(): boolean {
-    return this.records.size === 0 && this.onCommit.size === 0;
+    return this.records.size === 0;
   }
 
   /** What settles this input: records for its step's transaction, callbacks for after its commit. */
