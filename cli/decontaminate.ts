@@ -1,4 +1,4 @@
-import { EvalSetError, loadEvalIndex } from '../processors/qa/decontaminate.js';
+import { EvalSetError, loadEvalIndex, tallyMatches } from '../processors/qa/decontaminate.js';
 import type { ClassifiedQa, EvalMatch } from '../schemas/qa.js';
 import { configOf, forEachLogValue } from './context.js';
 import { type GlobalOptions, UsageError } from './usage.js';
@@ -51,10 +51,7 @@ export async function decontaminateReport(paths: string[], opts: DecontaminateOp
   });
   const perSet: Record<string, { items: number; contaminated: number; 'eval-source': number }> = {};
   for (const [name, s] of index.sets) perSet[name] = { items: s.items, contaminated: 0, 'eval-source': 0 };
-  for (const r of removed)
-    for (const code of ['contaminated', 'eval-source'] as const)
-      for (const set of new Set(r.matches.filter((m) => m.code === code).map((m) => m.evalSet)))
-        perSet[set]![code]++;
+  for (const r of removed) tallyMatches(perSet, r.matches);
   const removedArticles = new Set(removed.map((r) => r.articleId)).size;
   if (opts.json) {
     process.stdout.write(

@@ -51,8 +51,19 @@ const NOT_SCORED = { quality: 0, difficulty: 0, answerability: 0, verifiability:
  * rejection carries one code per rule it failed.
  */
 export function gradeProcessor(opts: GradeOptions): Processor {
-  const rejections = rejectionsCounter(opts.registry);
-  const evalRejections = evalRejectionsCounter(opts.registry);
+  const rejections = registryCounter(
+    opts.registry,
+    'bioalchemy_grade_rejections_total',
+    'QA grade rejected, by the code of each rule it failed (one rejection may count under several)',
+    ['code'],
+  );
+  // Per eval set: candidates rejected `contaminated` or `eval-source` by one of its items.
+  const evalRejections = registryCounter(
+    opts.registry,
+    'bioalchemy_grade_eval_rejections_total',
+    'QA grade rejected as contaminated by, or from the source article of, an item of an eval set (grade.evalSets)',
+    ['code', 'eval_set'],
+  );
   // Loaded here, synchronously: a bad eval set stops the pipeline at start with its error.
   const evalSets = new EvalSets({
     paths: opts.evalSets,
@@ -187,21 +198,6 @@ export function gradeProcessor(opts: GradeOptions): Processor {
   });
 }
 
-const REJECTIONS = 'bioalchemy_grade_rejections_total';
-const EVAL_REJECTIONS = 'bioalchemy_grade_eval_rejections_total';
-
-/** Per eval set: candidates rejected `contaminated` or `eval-source` by one of its items. */
-function evalRejectionsCounter(registry?: Registry): Counter<'code' | 'eval_set'> {
-  const existing = registry?.getSingleMetric(EVAL_REJECTIONS);
-  if (existing) return existing as Counter<'code' | 'eval_set'>;
-  return new Counter({
-    name: EVAL_REJECTIONS,
-    help: 'QA grade rejected as contaminated by, or from the source article of, an item of an eval set (grade.evalSets)',
-    labelNames: ['code', 'eval_set'],
-    registers: registry ? [registry] : [],
-  });
-}
-
 /** The words of a rejection for an eval match: `contaminated: pubmedqa item 123 (13-gram "...")`. */
 function matchReason(m: EvalMatch): string {
   return m.code === 'eval-source'
@@ -237,16 +233,16 @@ export class EvalSourceShare {
   }
 }
 
-/** The registry's rejections counter: one per registry, however many grade processors are built on it. */
-function rejectionsCounter(registry?: Registry): Counter<'code'> {
-  const existing = registry?.getSingleMetric(REJECTIONS);
-  if (existing) return existing as Counter<'code'>;
-  return new Counter({
-    name: REJECTIONS,
-    help: 'QA grade rejected, by the code of each rule it failed (one rejection may count under several)',
-    labelNames: ['code'],
-    registers: registry ? [registry] : [],
-  });
+/** The registry's counter of that name: one per registry, however many grade processors are built on it. */
+function registryCounter<L extends string>(
+  registry: Registry | undefined,
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+): Counter<L> {
+  const existing = registry?.getSingleMetric(name);
+  if (existing) return existing as Counter<L>;
+  return new Counter({ name, help, labelNames, registers: registry ? [registry] : [] });
 }
 
 /**

@@ -20,7 +20,6 @@ export type JudgeReply = z.infer<typeof JudgeReply>;
 
 /** The scores grade.accept bounds, in the order the rule names them. */
 export const BOUNDED_SCORES = ['quality', 'answerability', 'verifiability', 'difficulty'] as const;
-export type BoundedScore = (typeof BOUNDED_SCORES)[number];
 
 /**
  * When the judge accepts, worded from grade.accept: the scores grouped by minimum, a minimum of 1

@@ -310,10 +310,6 @@ export class EvalIndex {
 
   constructor(private readonly threshold: number) {}
 
-  static empty(threshold = 0.8): EvalIndex {
-    return new EvalIndex(threshold);
-  }
-
   /** Items indexed, all sets together. */
   get size(): number {
     return this.entries.length;
@@ -659,10 +655,15 @@ export class EvalRejectionTally {
     const id = qa?.candidate?.id;
     if (!matches?.length || id === undefined || this.seen.has(id)) return;
     this.seen.add(id);
-    for (const code of ['contaminated', 'eval-source'] as const)
-      for (const set of new Set(matches.filter((m) => m.code === code).map((m) => m.evalSet))) {
-        this.counts[set] ??= { contaminated: 0, 'eval-source': 0 };
-        this.counts[set][code]++;
-      }
+    tallyMatches(this.counts, matches);
   }
+}
+
+/** Counts one rejected QA's matches: once per code under each set it names (a set missing is added). */
+export function tallyMatches(counts: EvalRejectionCounts, matches: readonly EvalMatch[]): void {
+  for (const code of ['contaminated', 'eval-source'] as const)
+    for (const set of new Set(matches.filter((m) => m.code === code).map((m) => m.evalSet))) {
+      counts[set] ??= { contaminated: 0, 'eval-source': 0 };
+      counts[set][code]++;
+    }
 }

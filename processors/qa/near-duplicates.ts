@@ -70,7 +70,7 @@ export function similarity(a: ArrayLike<number>, b: ArrayLike<number>): number {
 }
 
 /** The LSH band keys of a signature: two questions sharing one are compared (`band:<i>:<rows>`). */
-export function bandKeys(sig: readonly number[]): string[] {
+function bandKeys(sig: readonly number[]): string[] {
   return Array.from(
     { length: BANDS },
     (_, b) => `band:${b}:${sig.slice(b * ROWS, (b + 1) * ROWS).join('.')}`,
