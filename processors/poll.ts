@@ -42,7 +42,7 @@ export function configuredPollers(configs: readonly PollerConfig[], log: Logger)
 }
 
 /** A stored value of the `cursors` store as a PollerState; before stalls were kept it was the bare cursor. */
-export function pollerStateOf(stored: unknown, poller: string): PollerState {
+function pollerStateOf(stored: unknown, poller: string): PollerState {
   if (stored === undefined || stored === null) return { poller, cursor: null, stalled: null, paused: null };
   if (typeof stored === 'string') return { poller, cursor: stored, stalled: null, paused: null };
   return PollerState.parse(stored);

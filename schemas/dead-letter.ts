@@ -117,14 +117,14 @@ export function truncatePayload(payload: string, maxBytes = MAX_PAYLOAD_BYTES): 
 }
 
 /** What a record on the dead-letter topic that is no dead letter counts as (anyone can produce to it). */
-export const NOT_A_DEAD_LETTER = 'not-a-dead-letter';
+const NOT_A_DEAD_LETTER = 'not-a-dead-letter';
 
 /**
  * A dead-letter topic's record value as what its readers group by: its code, processor and
  * reason. A record that is no dead letter (not JSON, no reason) is counted as such, never thrown:
  * it must not end a run summary or a dashboard.
  */
-export function deadLetterOf(value: string): {
+function deadLetterOf(value: string): {
   code: DeadLetterCode | typeof NOT_A_DEAD_LETTER;
   processor: string;
   reason: string;

@@ -152,11 +152,16 @@ export function createPubmedPoller(opts: PubmedOptions): Poller {
     return cursorAt(cur.day, null);
   }
 
-  /** The PMIDs of the day after the cursor's, and the page of them to fetch next. */
+  /** The page of the day's PMIDs after the cursor's to fetch next, and the cursor past it. */
   const pageOf = (cur: PubmedCursor, ids: string[]) => {
     const after = cur.after;
     const todo = after === null ? ids : ids.filter((id) => byNumber(id, after) > 0);
-    return { todo, slice: todo.slice(0, config.pageSize) };
+    const slice = todo.slice(0, config.pageSize);
+    const next =
+      slice.length === todo.length
+        ? cursorAt(addDays(cur.day, 1), null)
+        : cursorAt(cur.day, slice[slice.length - 1]!);
+    return { slice, next };
   };
 
   return {
@@ -165,15 +170,14 @@ export function createPubmedPoller(opts: PubmedOptions): Poller {
     async poll(raw, signal) {
       const cur = position(raw);
       if (!isClosed(cur.day, now(), config.lagDays)) return page([], cur, true);
-      const nextDay = cursorAt(addDays(cur.day, 1), null);
       const listed = await dayIds(cur.day, signal);
       const items: SourceItem[] = [];
       if (cur.after === null && listed.count > listed.ids.length) {
         const reason = `EDAT ${cur.day} has ${listed.count} matches but ESearch lists ${listed.ids.length}: the rest are not read; narrow the query`;
         items.push(apiDeadLetter({ url: listed.url, reason, payload: '' }, PUBMED_PROCESSOR));
       }
-      const { todo, slice } = pageOf(cur, listed.ids);
-      if (slice.length === 0) return page(items, nextDay);
+      const { slice, next } = pageOf(cur, listed.ids);
+      if (slice.length === 0) return page(items, next);
       const res = await http.get(url('efetch.fcgi', { db: 'pubmed', id: slice.join(','), retmode: 'xml' }), {
         minIntervalMs,
         secretParams,
@@ -211,22 +215,19 @@ export function createPubmedPoller(opts: PubmedOptions): Poller {
           );
         }
       }
-      const advanced = slice.length === todo.length ? nextDay : cursorAt(cur.day, slice[slice.length - 1]!);
-      return page(items, advanced);
+      return page(items, next);
     },
 
     async skip(raw, signal) {
       const cur = position(raw);
-      const nextDay = cursorAt(addDays(cur.day, 1), null);
       const rest = `every PMID of EDAT ${cur.day}${cur.after === null ? '' : ` after ${cur.after}`}`;
       // A listing that reads again lets the skip give up one page; one that does not, the rest of the day.
       const listed = await dayIds(cur.day, signal).catch(() => null);
-      if (!listed) return { cursor: encodeCursor(nextDay), skipped: rest };
-      const { todo, slice } = pageOf(cur, listed.ids);
+      if (!listed) return { cursor: encodeCursor(cursorAt(addDays(cur.day, 1), null)), skipped: rest };
+      const { slice, next } = pageOf(cur, listed.ids);
       if (slice.length === 0)
-        return { cursor: encodeCursor(nextDay), skipped: `nothing (EDAT ${cur.day} is read)` };
-      const advanced = slice.length === todo.length ? nextDay : cursorAt(cur.day, slice[slice.length - 1]!);
-      return { cursor: encodeCursor(advanced), skipped: `PMIDs ${slice.join(', ')} of EDAT ${cur.day}` };
+        return { cursor: encodeCursor(next), skipped: `nothing (EDAT ${cur.day} is read)` };
+      return { cursor: encodeCursor(next), skipped: `PMIDs ${slice.join(', ')} of EDAT ${cur.day}` };
     },
   };
 }
