@@ -8,7 +8,7 @@ import { addCounts, emitItem, type IngestCounts, ingestProcessor, noCounts } fro
 import { apiDeadLetter } from './sources/pollers/api-items.js';
 import { createPoller } from './sources/pollers/config.js';
 import { HttpError } from './sources/pollers/http.js';
-import { type Poller, UnreadablePage } from './sources/pollers/types.js';
+import { type HttpCall, type Poller, type RetryAfter, UnreadablePage } from './sources/pollers/types.js';
 
 /** How a poller waits out an unreadable page, and when its stall becomes an alert. */
 export type StallSettings = Pick<PollerConfig, 'stallBackoffMs' | 'maxStallBackoffMs' | 'stallAlertAfterMs'>;
@@ -93,15 +93,16 @@ export async function pollOnce(
   opts: { log?: Logger; now?: () => Date; signal?: AbortSignal } = {},
 ): Promise<PollOutcome> {
   const now = opts.now ?? (() => new Date());
-  const state = stateIn(task, p);
+  const held = { state: stateIn(task, p) };
+  const { state } = held;
   const pause = activePause(state, now());
   if (pause) return { kind: 'paused', paused: pause };
   let page: Awaited<ReturnType<Poller['poll']>>;
   try {
-    page = await p.poller.poll(state.cursor, opts.signal);
+    page = await p.poller.poll(state.cursor, keepingPauses(task, p, held, { ...opts, now }));
   } catch (e) {
     if (opts.signal?.aborted) throw e;
-    return recordFailure(task, p, state, e, now(), opts.log);
+    return recordFailure(task, p, held.state, e, now(), opts.log);
   }
   let counts = noCounts();
   await task.stepWith(async (ctx) => {
@@ -118,6 +119,49 @@ export async function pollOnce(
   return { kind: 'page', done: page.done, counts };
 }
 
+/** A host's Retry-After as the pause kept with the cursor, from `at` (the poll's clock). */
+const pauseOf = (asked: RetryAfter, at: Date): NonNullable<PollerState['paused']> => ({
+  until: new Date(at.getTime() + asked.retryAfterMs).toISOString(),
+  host: new URL(asked.url).host,
+  reason: `HTTP ${asked.status} with Retry-After ${Math.ceil(asked.retryAfterMs / 1000)} s`,
+});
+
+/**
+ * The HttpCall of one poll or skip. A Retry-After short enough to be waited out in memory is
+ * committed with the poller's state before the wait all the same: a process that dies in the
+ * wait, or another one polling this source, must not call the host earlier. `held.state` follows
+ * what is stored.
+ */
+function keepingPauses(
+  task: ProcessorTask,
+  p: ConfiguredPoller,
+  held: { state: PollerState },
+  opts: { now: () => Date; signal?: AbortSignal; log?: Logger },
+): HttpCall {
+  return {
+    ...(opts.signal ? { signal: opts.signal } : {}),
+    onRetryAfter: async (asked) => {
+      const paused = pauseOf(asked, opts.now());
+      held.state = await keepPause(task, p, held.state, paused);
+      opts.log?.info({ poller: p.poller.name, ...paused }, 'host asked for a short pause; waiting it out');
+    },
+  };
+}
+
+/** Commits the poller's state with `paused`; returns the state as stored. */
+async function keepPause(
+  task: ProcessorTask,
+  p: ConfiguredPoller,
+  state: PollerState,
+  paused: NonNullable<PollerState['paused']>,
+): Promise<PollerState> {
+  const next: PollerState = { ...state, paused };
+  await task.stepWith(async (ctx) => {
+    ctx.store('cursors').put(p.cursorKey, next);
+  });
+  return next;
+}
+
 async function recordFailure(
   task: ProcessorTask,
   p: ConfiguredPoller,
@@ -130,15 +174,9 @@ async function recordFailure(
   const url = e instanceof UnreadablePage || e instanceof HttpError ? e.url : null;
   // Retry-After is the host's word on when to call again: kept with the cursor, so no later poll
   // in any process calls it earlier. It is not a fault of the page, so it is no stall.
-  if (e instanceof HttpError && e.retryAfterMs !== null) {
-    const paused = {
-      until: new Date(at.getTime() + e.retryAfterMs).toISOString(),
-      host: new URL(e.url).host,
-      reason: `HTTP ${e.status} with Retry-After ${Math.ceil(e.retryAfterMs / 1000)} s`,
-    };
-    await task.stepWith(async (ctx) => {
-      ctx.store('cursors').put(p.cursorKey, { ...state, paused } satisfies PollerState);
-    });
+  if (e instanceof HttpError && e.status !== null && e.retryAfterMs !== null) {
+    const paused = pauseOf({ url: e.url, status: e.status, retryAfterMs: e.retryAfterMs }, at);
+    await keepPause(task, p, state, paused);
     log?.warn({ poller: name, ...paused }, 'host asked for a pause; not calling it before then');
     return { kind: 'paused', paused };
   }
@@ -175,16 +213,21 @@ export async function skipPage(
   p: ConfiguredPoller,
   opts: { expected: string; who: string; now?: Date; signal?: AbortSignal },
 ): Promise<{ skipped: string; cursor: string }> {
-  const state = stateIn(task, p);
+  const held = { state: stateIn(task, p) };
+  const { state } = held;
   const at = state.cursor ?? 'null';
   if (opts.expected !== at)
     throw new Error(`${p.poller.name} is at cursor ${at}, not ${opts.expected}: nothing skipped`);
-  const pause = activePause(state, opts.now ?? new Date());
+  const now = () => opts.now ?? new Date();
+  const pause = activePause(state, now());
   if (pause)
     throw new Error(
       `${p.poller.name}: ${pause.host} asked not to be called before ${pause.until}; a pause loses nothing, so there is nothing to skip`,
     );
-  const { cursor, skipped } = await p.poller.skip(state.cursor, opts.signal);
+  const { cursor, skipped } = await p.poller.skip(
+    state.cursor,
+    keepingPauses(task, p, held, { now, ...(opts.signal ? { signal: opts.signal } : {}) }),
+  );
   const why = state.stalled
     ? ` (stalled since ${state.stalled.since} after ${state.stalled.attempts} attempt(s): ${state.stalled.reason})`
     : '';
@@ -199,7 +242,7 @@ export async function skipPage(
   );
   await task.stepWith(async (ctx) => {
     emitItem(ctx, deadLetter, noCounts());
-    ctx.store('cursors').put(p.cursorKey, { ...state, cursor, stalled: null } satisfies PollerState);
+    ctx.store('cursors').put(p.cursorKey, { ...held.state, cursor, stalled: null } satisfies PollerState);
   });
   return { skipped, cursor };
 }

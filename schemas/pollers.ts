@@ -34,7 +34,9 @@ export const HttpSettings = z.object({
     .int()
     .min(0)
     .default(120_000)
-    .describe('a longer Retry-After is not waited out here: the error is thrown and the step retries later'),
+    .describe(
+      'a longer Retry-After is not waited out here: the error is thrown and the step retries later; every Retry-After is stored with the cursor either way',
+    ),
   maxBodyBytes: z
     .number()
     .int()

@@ -7,7 +7,7 @@ import { endpoint, type PollerDeps, resolveDeps, unreadable } from './common.js'
 import { decodeCursor, encodeCursor, queryKey } from './cursor.js';
 import { addDays, isClosed } from './days.js';
 import { fetchFullText } from './fulltext.js';
-import type { Poller, PollPage } from './types.js';
+import type { HttpCall, Poller, PollPage } from './types.js';
 
 export const BIORXIV_PROCESSOR = 'sources/biorxiv';
 const API = 'https://api.biorxiv.org/';
@@ -104,7 +104,7 @@ export function createBiorxivPoller(opts: BiorxivOptions): Poller {
     done: wait || !isClosed(c.day, now(), config.lagDays),
   });
 
-  async function toItems(raw: unknown, at: string, url: string, signal?: AbortSignal): Promise<SourceItem[]> {
+  async function toItems(raw: unknown, at: string, url: string, call: HttpCall = {}): Promise<SourceItem[]> {
     const parsed = Entry.safeParse(raw);
     if (!parsed.success) {
       const reason = `unexpected record ${at}: ${z.prettifyError(parsed.error)}`;
@@ -115,6 +115,7 @@ export function createBiorxivPoller(opts: BiorxivOptions): Poller {
     const items: SourceItem[] = [];
     if (config.fullText && entry.jatsxml) {
       const text = await fetchFullText(http, new URL(entry.jatsxml), {
+        ...call,
         minIntervalMs,
         processor: BIORXIV_PROCESSOR,
         // The API's metadata wins; the XML adds the body.
@@ -124,7 +125,6 @@ export function createBiorxivPoller(opts: BiorxivOptions): Poller {
           sections: d.sections ?? [],
           captions: d.captions ?? [],
         }),
-        ...(signal ? { signal } : {}),
       });
       if (text.article) return [text.article];
       items.push(...text.deadLetters);
@@ -145,17 +145,13 @@ export function createBiorxivPoller(opts: BiorxivOptions): Poller {
   return {
     name,
     processor: BIORXIV_PROCESSOR,
-    async poll(raw, signal) {
+    async poll(raw, call) {
       const cur = position(raw);
       if (!isClosed(cur.day, now(), config.lagDays)) return page([], cur, true);
       const nextDay = cursorAt(addDays(cur.day, 1), 0);
       const url = endpoint(base, `details/${config.server}/${cur.day}/${cur.day}/${cur.offset}/json`);
       if (config.category) url.searchParams.set('category', config.category);
-      const res = await http.get(url, {
-        minIntervalMs,
-        accept: 'application/json',
-        ...(signal ? { signal } : {}),
-      });
+      const res = await http.get(url, { ...call, minIntervalMs, accept: 'application/json' });
       const parsed = parseJson(res, DetailsPage);
       if (!parsed.ok) unreadable(parsed.problem);
       const payload = res.body.toString('utf8');
@@ -175,7 +171,7 @@ export function createBiorxivPoller(opts: BiorxivOptions): Poller {
       const collection = empty ? [] : parsed.value.collection;
       const items: SourceItem[] = [];
       for (const [i, entry] of collection.entries()) {
-        items.push(...(await toItems(entry, `${cur.offset + i}`, res.url, signal)));
+        items.push(...(await toItems(entry, `${cur.offset + i}`, res.url, call)));
       }
       // The offset moves by the records received, whatever size the server's pages are this year.
       const offset = cur.offset + collection.length;

@@ -8,7 +8,7 @@ import { endpoint, type PollerDeps, resolveDeps, unreadable } from './common.js'
 import { decodeCursor, encodeCursor, queryKey } from './cursor.js';
 import { addDays, isClosed } from './days.js';
 import { fetchFullText } from './fulltext.js';
-import type { Poller, PollPage } from './types.js';
+import type { HttpCall, Poller, PollPage } from './types.js';
 
 export const EUROPEPMC_PROCESSOR = 'sources/europepmc';
 const REST = 'https://www.ebi.ac.uk/europepmc/webservices/rest/';
@@ -152,14 +152,12 @@ export function createEuropePmcPoller(opts: EuropePmcOptions): Poller {
     cursor: encodeCursor(c),
     done: wait || !isClosed(c.day, now(), config.lagDays),
   });
-  const get = (url: URL, signal: AbortSignal | undefined, accept: string) =>
-    http.get(url, { minIntervalMs, accept, ...(signal ? { signal } : {}) });
 
   async function toItems(
     result: unknown,
     at: string,
     url: string,
-    signal?: AbortSignal,
+    call: HttpCall = {},
   ): Promise<SourceItem[]> {
     const parsed = CoreResult.safeParse(result);
     if (!parsed.success) {
@@ -171,10 +169,10 @@ export function createEuropePmcPoller(opts: EuropePmcOptions): Poller {
     const items: SourceItem[] = [];
     if (config.fullText && r.pmcid && r.inEPMC === 'Y' && r.isOpenAccess === 'Y') {
       const text = await fetchFullText(http, endpoint(base, `${encodeURIComponent(r.pmcid)}/fullTextXML`), {
+        ...call,
         minIntervalMs,
         processor: EUROPEPMC_PROCESSOR,
         patch: (draft) => withCore(draft, core),
-        ...(signal ? { signal } : {}),
       });
       if (text.article) return [text.article];
       items.push(...text.deadLetters);
@@ -191,7 +189,7 @@ export function createEuropePmcPoller(opts: EuropePmcOptions): Poller {
   return {
     name: 'europepmc',
     processor: EUROPEPMC_PROCESSOR,
-    async poll(raw, signal) {
+    async poll(raw, call) {
       const cur = position(raw);
       if (!isClosed(cur.day, now(), config.lagDays)) return page([], cur, true);
       const nextDay = cursorAt(addDays(cur.day, 1), '*');
@@ -206,7 +204,7 @@ export function createEuropePmcPoller(opts: EuropePmcOptions): Poller {
         sort: `${config.dateField}_D asc`,
       };
       for (const [k, v] of Object.entries(params)) search.searchParams.set(k, v);
-      const res = await get(search, signal, 'application/json');
+      const res = await http.get(search, { ...call, minIntervalMs, accept: 'application/json' });
       const parsed = parseJson(res, SearchPage);
       if (!parsed.ok) unreadable(parsed.problem);
       const { request, resultList, nextCursorMark } = parsed.value;
@@ -219,7 +217,7 @@ export function createEuropePmcPoller(opts: EuropePmcOptions): Poller {
       const items: SourceItem[] = [];
       for (const [i, result] of resultList.result.entries()) {
         const at = `${i + 1} of the page at cursorMark ${cur.mark} of ${cur.day}`;
-        items.push(...(await toItems(result, at, res.url, signal)));
+        items.push(...(await toItems(result, at, res.url, call)));
       }
       // Solr's cursor stops moving (or the list is empty) once the day's results are all read.
       const finished = resultList.result.length === 0 || !nextCursorMark || nextCursorMark === cur.mark;

@@ -3,6 +3,7 @@ import { JATS } from '../jats.js';
 import type { ArticleDraft } from '../normalise.js';
 import { apiDeadLetter, readXmlBody } from './api-items.js';
 import { HttpError, type PoliteHttp } from './http.js';
+import type { HttpCall } from './types.js';
 
 /**
  * A full text in JATS, read by the existing JATS reader, with `patch` applied to the draft (the
@@ -13,31 +14,27 @@ import { HttpError, type PoliteHttp } from './http.js';
 export async function fetchFullText(
   http: PoliteHttp,
   url: URL,
-  opts: {
+  opts: HttpCall & {
     minIntervalMs: number;
-    signal?: AbortSignal;
     processor: string;
     patch: (draft: ArticleDraft) => ArticleDraft;
   },
 ): Promise<{ article: SourceItem | null; deadLetters: SourceItem[] }> {
+  const { processor, patch, ...get } = opts;
   let res: Awaited<ReturnType<PoliteHttp['get']>>;
   try {
-    res = await http.get(url, {
-      minIntervalMs: opts.minIntervalMs,
-      accept: 'application/xml',
-      ...(opts.signal ? { signal: opts.signal } : {}),
-    });
+    res = await http.get(url, { ...get, accept: 'application/xml' });
   } catch (e) {
     // Listings say a text exists before it is served; a 404 is that lag, not a fault.
     if (e instanceof HttpError && e.status === 404) return { article: null, deadLetters: [] };
     throw e;
   }
   const { items, fault } = await readXmlBody(res, {
-    processor: opts.processor,
+    processor,
     recordsAt: JATS.recordsAt,
     toDraft: (record, uri) => {
       const draft = JATS.toDraft(record, uri);
-      return draft && opts.patch(draft);
+      return draft && patch(draft);
     },
   });
   const article = items.find((i) => i.kind === 'article') ?? null;
@@ -51,11 +48,10 @@ export async function fetchFullText(
             reason: `full text: ${i.deadLetter.reason}`,
             payload: i.deadLetter.payload,
           },
-          opts.processor,
+          processor,
         )
       : i,
   );
-  if (fault)
-    deadLetters.push(apiDeadLetter({ ...fault, reason: `full text: ${fault.reason}` }, opts.processor));
+  if (fault) deadLetters.push(apiDeadLetter({ ...fault, reason: `full text: ${fault.reason}` }, processor));
   return { article: null, deadLetters };
 }

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
 import { HttpSettings } from '../../../schemas/pollers.js';
 import { type HostRateLimiter, sharedRateLimiter } from './rate-limit.js';
-import { type PollerLog, silentLog } from './types.js';
+import { type HttpCall, type PollerLog, type RetryAfter, silentLog } from './types.js';
 
 const VERSION = '0.1.0';
 
@@ -21,10 +21,9 @@ export class HttpError extends Error {
   }
 }
 
-export interface GetOptions {
+export interface GetOptions extends HttpCall {
   /** This host's polite spacing between requests. */
   minIntervalMs: number;
-  signal?: AbortSignal;
   accept?: string;
   /** Query parameters sent but never shown in errors, logs or dead letters (NCBI api_key). */
   secretParams?: Record<string, string>;
@@ -88,7 +87,7 @@ export class PoliteHttp {
     let lastProblem = '';
     for (let attempt = 1; ; attempt++) {
       const release = await this.limiter.acquire(url.host, opts.minIntervalMs, opts.signal);
-      let waitMs: number | null = null;
+      let waitOut: RetryAfter | null = null;
       try {
         const timeout = AbortSignal.timeout(timeoutMs);
         let res: Response;
@@ -118,10 +117,7 @@ export class PoliteHttp {
             asked,
           );
         }
-        if (asked !== null) {
-          waitMs = asked;
-          this.limiter.pauseUntil(url.host, Date.now() + asked);
-        }
+        if (asked !== null) this.limiter.pauseUntil(url.host, Date.now() + asked);
         lastProblem = `HTTP ${res.status}`;
         if (attempt > retries) {
           throw new HttpError(
@@ -132,6 +128,7 @@ export class PoliteHttp {
             asked,
           );
         }
+        if (asked !== null) waitOut = { url: shown, status: res.status, retryAfterMs: asked };
       } catch (e) {
         if (e instanceof HttpError) throw e;
         if (opts.signal?.aborted) throw opts.signal.reason;
@@ -142,13 +139,16 @@ export class PoliteHttp {
       }
       // Exponential backoff with jitter, so pollers that failed together do not retry together.
       const delay =
-        waitMs ?? Math.min(maxBackoffMs, backoffMs * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
+        waitOut?.retryAfterMs ??
+        Math.min(maxBackoffMs, backoffMs * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
       this.log.warn(
         { url: shown, problem: lastProblem, attempt, retryInMs: Math.round(delay) },
         'HTTP GET failed; retrying',
       );
-      // Retry-After already holds the host's queue; a backoff only delays this caller.
-      if (waitMs === null) await sleep(delay, undefined, opts.signal ? { signal: opts.signal } : {});
+      // Retry-After already holds the host's queue; a backoff only delays this caller. The caller
+      // is told first (outside the try: its failure is no network error to retry).
+      if (waitOut) await opts.onRetryAfter?.(waitOut);
+      else await sleep(delay, undefined, opts.signal ? { signal: opts.signal } : {});
     }
   }
 

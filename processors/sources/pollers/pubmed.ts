@@ -7,7 +7,7 @@ import { apiDeadLetter, parseJson, readXmlBody } from './api-items.js';
 import { endpoint, type PollerDeps, resolveDeps, unreadable } from './common.js';
 import { decodeCursor, encodeCursor, queryKey } from './cursor.js';
 import { addDays, isClosed } from './days.js';
-import type { Poller, PollPage } from './types.js';
+import type { HttpCall, Poller, PollPage } from './types.js';
 
 export const PUBMED_PROCESSOR = 'sources/pubmed';
 const EUTILS = 'https://eutils.ncbi.nlm.nih.gov/entrez/eutils/';
@@ -103,7 +103,7 @@ export function createPubmedPoller(opts: PubmedOptions): Poller {
   /** The day's PMIDs in ascending order; throws UnreadablePage when ESearch's answer cannot be used. */
   async function dayIds(
     day: string,
-    signal?: AbortSignal,
+    call: HttpCall = {},
   ): Promise<{ ids: string[]; count: number; url: string }> {
     if (cached?.day === day && cached.q === q) return cached;
     const search = url('esearch.fcgi', {
@@ -116,12 +116,7 @@ export function createPubmedPoller(opts: PubmedOptions): Poller {
       retmax: String(MAX_IDS),
       retmode: 'json',
     });
-    const res = await http.get(search, {
-      minIntervalMs,
-      secretParams,
-      accept: 'application/json',
-      ...(signal ? { signal } : {}),
-    });
+    const res = await http.get(search, { ...call, minIntervalMs, secretParams, accept: 'application/json' });
     const parsed = parseJson(res, ESearchReply);
     if (!parsed.ok) unreadable(parsed.problem);
     const payload = res.body.toString('utf8');
@@ -167,10 +162,10 @@ export function createPubmedPoller(opts: PubmedOptions): Poller {
   return {
     name: 'pubmed',
     processor: PUBMED_PROCESSOR,
-    async poll(raw, signal) {
+    async poll(raw, call) {
       const cur = position(raw);
       if (!isClosed(cur.day, now(), config.lagDays)) return page([], cur, true);
-      const listed = await dayIds(cur.day, signal);
+      const listed = await dayIds(cur.day, call);
       const items: SourceItem[] = [];
       if (cur.after === null && listed.count > listed.ids.length) {
         const reason = `EDAT ${cur.day} has ${listed.count} matches but ESearch lists ${listed.ids.length}: the rest are not read; narrow the query`;
@@ -179,10 +174,10 @@ export function createPubmedPoller(opts: PubmedOptions): Poller {
       const { slice, next } = pageOf(cur, listed.ids);
       if (slice.length === 0) return page(items, next);
       const res = await http.get(url('efetch.fcgi', { db: 'pubmed', id: slice.join(','), retmode: 'xml' }), {
+        ...call,
         minIntervalMs,
         secretParams,
         accept: 'application/xml',
-        ...(signal ? { signal } : {}),
       });
       const body = res.body.toString('utf8');
       const ncbiError = EFETCH_ERROR.exec(body)?.[1]?.trim();
@@ -218,11 +213,11 @@ export function createPubmedPoller(opts: PubmedOptions): Poller {
       return page(items, next);
     },
 
-    async skip(raw, signal) {
+    async skip(raw, call) {
       const cur = position(raw);
       const rest = `every PMID of EDAT ${cur.day}${cur.after === null ? '' : ` after ${cur.after}`}`;
       // A listing that reads again lets the skip give up one page; one that does not, the rest of the day.
-      const listed = await dayIds(cur.day, signal).catch(() => null);
+      const listed = await dayIds(cur.day, call).catch(() => null);
       if (!listed) return { cursor: encodeCursor(cursorAt(addDays(cur.day, 1), null)), skipped: rest };
       const { slice, next } = pageOf(cur, listed.ids);
       if (slice.length === 0)

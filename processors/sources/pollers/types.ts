@@ -8,6 +8,24 @@ export interface PollPage {
   done: boolean;
 }
 
+/** A Retry-After a host sent, which the HTTP client is about to wait out in memory. */
+export interface RetryAfter {
+  /** Without secret parameters. */
+  url: string;
+  status: number;
+  retryAfterMs: number;
+}
+
+/** What a caller hands down to each HTTP request a poll (or skip) makes. */
+export interface HttpCall {
+  signal?: AbortSignal;
+  /**
+   * Awaited before a Retry-After is waited out in memory: a wait the process may not live
+   * through, so the caller keeps it where a restarted or another process sees it.
+   */
+  onRetryAfter?: (asked: RetryAfter) => Promise<void>;
+}
+
 export interface Poller {
   readonly name: string; // 'pubmed' | 'europepmc' | 'biorxiv' | 'medrxiv'
   /** What its dead letters name as their processor ('sources/pubmed'). */
@@ -17,12 +35,12 @@ export interface Poller {
    * Throws UnreadablePage (or HttpError) when the page cannot be read: nothing is produced and
    * the same cursor is to be polled again, however long that takes. A poller never skips data.
    */
-  poll(cursor: string | null, signal?: AbortSignal): Promise<PollPage>;
+  poll(cursor: string | null, call?: HttpCall): Promise<PollPage>;
   /**
    * The cursor past the page at `cursor`, without reading it, and what that gives up in words
    * ('PMIDs 1, 2 of EDAT 2024-03-04'): only for an operator's `bioalchemy poll --skip`.
    */
-  skip(cursor: string | null, signal?: AbortSignal): Promise<{ cursor: string; skipped: string }>;
+  skip(cursor: string | null, call?: HttpCall): Promise<{ cursor: string; skipped: string }>;
 }
 
 /**

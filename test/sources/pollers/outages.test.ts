@@ -23,6 +23,7 @@ import { EngineMetrics } from '../../../topology/metrics.js';
 import { EmbeddedRuntime } from '../../../topology/runtime/embedded.js';
 import { ProcessorTask } from '../../../topology/task.js';
 import { readAll } from '../../conformance/suite.js';
+import { until } from '../../until.js';
 import { clockAt, type FakeApi, fixture, json, type Route, startFakeApi } from './fake-api.js';
 import { biorxivRoute, pubmedRoute } from './recordings.js';
 
@@ -217,6 +218,51 @@ describe('pollers through upstream outages', () => {
     const after = await pollAll(restarted, [pubmed()], { ...once, now: clock.now });
     expect(after.paused).toEqual([]);
     expect((await articles()).map((a) => a.pmid)).toHaveLength(6);
+    await restarted.close();
+  });
+
+  it('a Retry-After short enough to wait out in memory is kept with the cursor first: a process dying in the wait leaves the next one waiting too', async () => {
+    let limited = true;
+    const route: Route = (req, s) =>
+      limited
+        ? { status: 429, headers: { 'retry-after': '60' }, body: fixture('faults/ncbi-429.json') }
+        : pubmedRoute(req, s);
+    const { api, clock, task, pubmed, articles, runtime } = await setup(route);
+    const first = await task();
+    const dies = new AbortController();
+    // 60 s is under maxRetryAfterMs: the poll waits it out in memory (real time), and dies in it.
+    const polling = pollAll(first, [pubmed()], { signal: dies.signal, log: silent, now: clock.now });
+    const [kept] = await until(
+      'the short pause stored',
+      async () => {
+        const states = await readPollerStates(runtime!);
+        return states[0]?.paused ? states : undefined;
+      },
+      10_000,
+    );
+    expect(kept!.paused).toEqual({
+      until: '2024-03-07T12:01:00.000Z',
+      host: new URL(api.url).host,
+      reason: 'HTTP 429 with Retry-After 60 s',
+    });
+    dies.abort();
+    await polling;
+    await first.close();
+    limited = false;
+    const calls = api.seen.length;
+    expect(calls).toBe(1);
+
+    // Another process 30 s later (its own rate limiter, nothing in memory) asks nothing.
+    advance(clock, 30_000);
+    const restarted = await task();
+    const paused = await pollAll(restarted, [pubmed()], { ...once, now: clock.now });
+    expect(paused.paused.map((p) => p.paused.until)).toEqual(['2024-03-07T12:01:00.000Z']);
+    expect(api.seen.length).toBe(calls);
+    advance(clock, 31_000);
+    const after = await pollAll(restarted, [pubmed()], { ...once, now: clock.now });
+    expect(after.paused).toEqual([]);
+    expect(await articles()).toHaveLength(6);
+    expect((await readPollerStates(runtime!))[0]!.paused).toBeNull();
     await restarted.close();
   });
 
