@@ -3,10 +3,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { JOURNAL_TOPIC } from '../llm/index.js';
+import { JOURNAL_TOPIC, LLM_CALLS_TOPIC } from '../llm/index.js';
 import { pipelineTopology } from '../processors/pipeline.js';
-import { readJats } from '../processors/sources/jats.js';
-import { readMedline } from '../processors/sources/medline.js';
+import { readPath, walk } from '../processors/sources/read.js';
 import type { Article } from '../schemas/article.js';
 import { pipelineResponder } from '../test/llm-server/pipeline-responder.js';
 import { start } from '../test/llm-server/server.js';
@@ -69,6 +68,11 @@ export async function run(): Promise<string[]> {
     lines.push(
       `pipeline, ${n} articles: ${calls} LLM calls in ${full.seconds.toFixed(1)} s, ${fmt(callsPerSecond)} calls/s, ` +
         `${(n / full.seconds).toFixed(1)} articles/s; ${(callsPerSecond / capacity).toFixed(2)}x the server's capacity alone`,
+    );
+    const split = requestSplit(ws.dir);
+    lines.push(
+      `  model requests: ${fmt(split.sent + split.cached)} (${((split.sent + split.cached) / n).toFixed(2)} an article), ` +
+        `${fmt(split.sent)} sent, ${fmt(split.cached)} answered by the journal or a request in flight`,
     );
     lines.push(
       `  RSS of run: ${rssLine(full.rss)}; longest gap between progress lines ${full.longestGapS.toFixed(1)} s (beat 5 s)`,
@@ -193,38 +197,58 @@ async function compaction(): Promise<string[]> {
   ];
 }
 
-/** The fixtures' real articles with an abstract, as templates. */
-async function templates(): Promise<Article[]> {
-  const out: Article[] = [];
+/**
+ * Real articles as templates: the fixtures' MEDLINE and JATS files, and every file under
+ * BIOALCHEMY_BENCH_SCALE_CORPUS when set (a folder of MEDLINE or JATS XML, such as a PubMed
+ * baseline file). Their abstracts' sentences form one pool.
+ */
+async function templates(): Promise<{ articles: Article[]; sentences: string[] }> {
+  const articles: Article[] = [];
   const files = [
-    ['medline/pubmed-sample.xml', readMedline],
-    ['medline/wrapped-export.xml', readMedline],
-    ['jats/articleset.xml', readJats],
-    ['jats/soil-metagenome.nxml', readJats],
-  ] as const;
-  for (const [file, read] of files)
-    for await (const item of read(join(FIXTURES, file)))
-      if (item.kind === 'article' && (item.article.abstract ?? '').split(/(?<=\.)\s+/).length >= 2)
-        out.push(item.article);
-  if (!out.length) throw new Error('no fixture article with an abstract');
-  return out;
+    'medline/pubmed-sample.xml',
+    'medline/wrapped-export.xml',
+    'jats/articleset.xml',
+    'jats/soil-metagenome.nxml',
+  ].map((f) => join(FIXTURES, f));
+  const corpus = process.env.BIOALCHEMY_BENCH_SCALE_CORPUS;
+  if (corpus) for await (const f of walk(corpus)) if (/\.n?xml(\.gz)?$/i.test(f)) files.push(f);
+  for (const file of files)
+    for await (const item of readPath(file))
+      if (item.kind === 'article' && item.article.abstract?.trim()) articles.push(item.article);
+  const sentences = [...new Set(articles.flatMap((a) => splitSentences(a.abstract ?? '')))];
+  if (sentences.length < SENTENCES_PER_ARTICLE * 2)
+    throw new Error('too few abstract sentences to draw from');
+  return { articles, sentences };
 }
 
-/** n articles: a template's abstract with its sentences shuffled (seeded), a new id, no body. */
-async function syntheticArticles(n: number, batch: number): Promise<Article[]> {
-  const base = await templates();
+const SENTENCES_PER_ARTICLE = 6;
+const splitSentences = (text: string) => text.split(/(?<=\.)\s+/).filter((s) => s.length > 20);
+
+/**
+ * n articles, each distinct: a template's metadata, a new id, and an abstract of
+ * SENTENCES_PER_ARTICLE sentences drawn (seeded) from the whole pool in a random order. Drawn
+ * from one template alone, the fixtures' short abstracts gave a few dozen distinct texts, so at
+ * scale most requests were journal hits, not calls.
+ */
+export async function syntheticArticles(n: number, batch: number): Promise<Article[]> {
+  const { articles: base, sentences } = await templates();
   let seed = 7919 + batch;
   const random = () => {
     seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
     return seed / 2 ** 32;
   };
+  const seen = new Set<string>();
   return Array.from({ length: n }, (_, i) => {
     const t = base[i % base.length]!;
-    const sentences = (t.abstract ?? '').split(/(?<=\.)\s+/);
-    for (let k = sentences.length - 1; k > 0; k--) {
-      const j = Math.floor(random() * (k + 1));
-      [sentences[k], sentences[j]] = [sentences[j]!, sentences[k]!];
-    }
+    let abstract: string;
+    do {
+      const pool = [...sentences];
+      const drawn: string[] = [];
+      while (drawn.length < SENTENCES_PER_ARTICLE)
+        drawn.push(pool.splice(Math.floor(random() * pool.length), 1)[0]!);
+      abstract = drawn.join(' ');
+    } while (seen.has(abstract));
+    seen.add(abstract);
     const pmid = String(90_000_000 + batch * 1_000_000 + i);
     return {
       ...t,
@@ -232,14 +256,30 @@ async function syntheticArticles(n: number, batch: number): Promise<Article[]> {
       pmid,
       doi: null,
       pmcid: null,
-      abstract: sentences.join(' '),
+      abstract,
       sections: [],
       contentHash: `bench-scale-${batch}-${i}`,
     };
   });
 }
 
-async function appendArticles(dir: string, articles: readonly Article[]): Promise<void> {
+/** The run's model requests from llm.calls: answered by the server, and from the journal or a request in flight. */
+function requestSplit(dir: string): { sent: number; cached: number } {
+  const runtime = EmbeddedRuntime.open(join(dir, 'log'));
+  try {
+    const row = runtime.db
+      .prepare<[string], { sent: number; cached: number }>(
+        `SELECT SUM(json_extract(value, '$.cached') = 0) AS sent, SUM(json_extract(value, '$.cached') = 1) AS cached
+         FROM records WHERE topic = ?`,
+      )
+      .get(LLM_CALLS_TOPIC.name);
+    return { sent: row?.sent ?? 0, cached: row?.cached ?? 0 };
+  } finally {
+    void runtime.close();
+  }
+}
+
+export async function appendArticles(dir: string, articles: readonly Article[]): Promise<void> {
   const runtime = EmbeddedRuntime.open(join(dir, 'log'));
   try {
     await runtime.ensureTopics(pipelineTopology().topics);
@@ -335,7 +375,17 @@ function runCli(config: string, args: string[], opts: { killAfterRunningMs?: num
     const started = performance.now();
     const child: ChildProcess = spawn(
       process.execPath,
-      ['--max-semi-space-size=64', BIN, ...args, '--config', config],
+      [
+        '--max-semi-space-size=64',
+        // BIOALCHEMY_BENCH_SCALE_PROFILE=<dir>: a CPU profile of each run, for Chrome's DevTools.
+        ...(process.env.BIOALCHEMY_BENCH_SCALE_PROFILE
+          ? ['--cpu-prof', '--cpu-prof-dir', process.env.BIOALCHEMY_BENCH_SCALE_PROFILE]
+          : []),
+        BIN,
+        ...args,
+        '--config',
+        config,
+      ],
       {
         env: { ...process.env, BENCH_LLM_KEY: 'k', BIOALCHEMY_LOG_LEVEL: 'info', BIOALCHEMY_FROM_SOURCE: '' },
         stdio: ['ignore', 'ignore', 'pipe'],

@@ -1,6 +1,6 @@
 import { LlmJournalReply } from '../../schemas/llm.js';
 import { inputScope } from '../../topology/input-scope.js';
-import { GLOBAL, partitionForKey, TOMBSTONE } from '../../topology/records.js';
+import { GLOBAL, type OutgoingRecord, partitionForKey, TOMBSTONE } from '../../topology/records.js';
 import type { Runtime } from '../../topology/runtime/types.js';
 import type { TopicSpec } from '../../topology/topology.js';
 import type { ResponseJournal } from './journal.js';
@@ -52,6 +52,8 @@ export class LogJournal implements ResponseJournal {
   private readonly restored = new Map<number, Promise<void> | true>();
   /** Records read that are no reply, over the partitions read so far. */
   unreadable = 0;
+  /** Replies to append at the end of this turn of the event loop, and that append (see write). */
+  private writing: { readonly records: OutgoingRecord[]; readonly done: Promise<void> } | null = null;
 
   private constructor(
     private readonly runtime: Runtime,
@@ -89,9 +91,29 @@ export class LogJournal implements ResponseJournal {
 
   async put(key: string, reply: LlmJournalReply): Promise<void> {
     const partition = this.partitionOf(key);
-    await this.runtime.append([{ topic: this.topic, key, value: JSON.stringify(reply), partition }]);
+    await this.write({ topic: this.topic, key, value: JSON.stringify(reply), partition });
     this.replies.set(key, { reply, partition });
     this.settle(key, partition);
+  }
+
+  /**
+   * Appends a reply together with the others that arrive in the same turn of the event loop: one
+   * write (one SQLite transaction, one produce) for them all. One each cost a tenth of the
+   * pipeline's CPU with the model at 1 ms a call. A reply waits at most that turn before it is
+   * journaled: a kill -9 within it pays that call again, as for a reply still in transit.
+   */
+  private write(record: OutgoingRecord): Promise<void> {
+    if (!this.writing) {
+      const records: OutgoingRecord[] = [];
+      const done = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        // Replies from here on go to the next write.
+        this.writing = null;
+        return this.runtime.append(records);
+      });
+      this.writing = { records, done };
+    }
+    this.writing.records.push(record);
+    return this.writing.done;
   }
 
   /**

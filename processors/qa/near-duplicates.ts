@@ -77,6 +77,16 @@ function bandKeys(sig: readonly number[]): string[] {
   );
 }
 
+/**
+ * Most ids one band keeps, the newest. Shingles common to many questions ("which of the
+ * following") can make a band's rows the same for a large share of all questions: unbounded,
+ * such a band's list grows with history, and each check read it and every signature in it (116
+ * store reads a candidate after 6,000 templated questions, a seventh of the pipeline's CPU). A
+ * near-duplicate (similarity 0.8) shares about 6.5 of the 16 bands, so one crowded band out of
+ * its reach loses nothing; what it bounds is the work of a check: at most BANDS × BAND_IDS reads.
+ */
+const BAND_IDS = 16;
+
 /** The index over a processor's store: `exact:<hash>`, `band:<i>:<hash>` and `sig:<id>` keys. */
 export class NearDuplicateIndex {
   constructor(
@@ -95,9 +105,9 @@ export class NearDuplicateIndex {
     if (exact !== undefined && exact !== id) return { kind: 'exact', of: exact, similarity: 1 };
     const sig = signature(normalised);
     const bands = bandKeys(sig);
+    const members = bands.map((key) => (this.store.get<string[]>(key) ?? []).slice(-BAND_IDS));
     const candidates = new Set<string>();
-    for (const key of bands)
-      for (const other of this.store.get<string[]>(key) ?? []) if (other !== id) candidates.add(other);
+    for (const ids of members) for (const other of ids) if (other !== id) candidates.add(other);
     let best: { of: string; similarity: number } | null = null;
     for (const other of candidates) {
       const otherSig = this.store.get<number[]>(`sig:${other}`);
@@ -108,10 +118,10 @@ export class NearDuplicateIndex {
     if (best) return { kind: 'near', ...best };
     this.store.put(exactKey, id);
     this.store.put(`sig:${id}`, sig);
-    for (const key of bands) {
-      const ids = this.store.get<string[]>(key) ?? [];
-      if (!ids.includes(id)) this.store.put(key, [...ids, id]);
-    }
+    bands.forEach((key, b) => {
+      const ids = members[b]!;
+      if (!ids.includes(id)) this.store.put(key, [...ids, id].slice(-BAND_IDS));
+    });
     return null;
   }
 }

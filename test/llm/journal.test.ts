@@ -61,6 +61,27 @@ describe('the response journal on the log', () => {
     await runtime.close();
   });
 
+  it('journals the replies that arrive in one turn of the event loop in one append, each put resolving once it is written', async () => {
+    const runtime = await openLog();
+    const { journal } = await journalOn(runtime);
+    const appends: number[] = [];
+    const append = runtime.append.bind(runtime);
+    runtime.append = async (records) => {
+      appends.push(records.length);
+      return append(records);
+    };
+    const puts = [1, 2, 3].map((n) => inScope(new InputScope(n), () => journal.put(`k${n}`, reply(n))));
+    // Not written before the turn ends: a put that resolved would be a reply a kill could lose.
+    expect(await runtime.endOffsets(JOURNAL_TOPIC.name)).toEqual([0, 0, 0, 0]);
+    await Promise.all(puts);
+    expect(appends).toEqual([3]);
+    expect(await runtime.endOffsets(JOURNAL_TOPIC.name)).toEqual([0, 1, 1, 1]);
+    // A put of the next turn is the next append.
+    await inScope(new InputScope(0), () => journal.put('k0', reply(0)));
+    expect(appends).toEqual([3, 1]);
+    await runtime.close();
+  });
+
   it('holds only replies whose step has not committed: settled ones leave memory and, compacted, the log', async () => {
     const runtime = await openLog();
     const { journal } = await journalOn(runtime);

@@ -162,7 +162,9 @@ describe('language', () => {
 
 class MapStore implements StateStore {
   readonly map = new Map<string, unknown>();
+  reads = 0;
   get<T>(key: string) {
+    this.reads++;
     return this.map.get(key) as T | undefined;
   }
   put(key: string, value: unknown) {
@@ -193,5 +195,32 @@ describe('near-duplicate index', () => {
     // The same id checked again (a replay) is not its own duplicate.
     expect(index.check('a', q)).toBeNull();
     expect(normaliseQuestion('  What is  X? ')).toBe('what is x');
+  });
+
+  it('reads no more of the store per check as questions of one template pile up, and still finds an old near-duplicate', () => {
+    const store = new MapStore();
+    const index = new NearDuplicateIndex(store, 0.8);
+    // One template, two words changed per question: most of their bands are shared by many others.
+    const words = Array.from({ length: 400 }, (_, i) => `term${i.toString(36)}`);
+    const question = (i: number) =>
+      `Which term is most closely associated with ${words[i]} when the role of ${words[(i * 7 + 3) % 400]} is considered in the study of cells?`;
+    const readsOf = (i: number) => {
+      const before = store.reads;
+      index.check(`q${i}`, question(i));
+      return store.reads - before;
+    };
+    for (let i = 0; i < 100; i++) readsOf(i);
+    const early = Math.max(...Array.from({ length: 20 }, (_, k) => readsOf(100 + k)));
+    for (let i = 120; i < 380; i++) readsOf(i);
+    const late = Math.max(...Array.from({ length: 20 }, (_, k) => readsOf(380 + k)));
+    expect(late).toBeLessThanOrEqual(1 + 16 + 16 * 16);
+    expect(late).toBeLessThanOrEqual(early * 1.5);
+    for (const [key, ids] of store.map)
+      if (key.startsWith('band:')) expect((ids as string[]).length).toBeLessThanOrEqual(16);
+    // The first question, long since pushed out of its crowded bands, is still found by the others.
+    expect(index.check('again', `${question(0)} `.replace('cells?', 'cells ?'))).toMatchObject({ of: 'q0' });
+    expect(
+      index.check('near', question(0).replace('in the study of cells', 'in the study of living cells')),
+    ).toMatchObject({ kind: 'near', of: 'q0' });
   });
 });

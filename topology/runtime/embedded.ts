@@ -78,6 +78,16 @@ export class EmbeddedRuntime implements Runtime {
   private readonly topicCache = new Map<string, { partitions: number; compacted: number }>();
   /** The maintenance pass under way: a pass asked for meanwhile joins it. */
   private maintaining: Promise<number> | null = null;
+  /**
+   * Each partition's next offset as this connection last knew it, so a poll passes over a
+   * partition with nothing new without reading it: a processor with a window polls each time an
+   * input finishes (216,000 reads, most of them empty, in a 3,000-article run: a fifth of its CPU).
+   * It holds while no other connection commits; SQLite's data_version says when one did, and the
+   * table (a row per partition) is read again. This connection's appends set it as they allocate;
+   * one rolled back leaves it high, which costs a read that finds nothing, never a record missed.
+   */
+  private readonly ends = new Map<string, number>();
+  private endsVersion: number | null = null;
   /** What the last maintenance pass did, slice by slice: for tests and the benchmark. */
   lastMaintenance = { removed: 0, slices: 0, largestSliceRows: 0 };
   /** Prepared statements, shared with this runtime's tasks. */
@@ -130,6 +140,10 @@ export class EmbeddedRuntime implements Runtime {
       ends: this.db.prepare<[string], { partition: number; next_offset: number }>(
         'SELECT partition, next_offset FROM partitions WHERE topic = ? ORDER BY partition',
       ),
+      allEnds: this.db.prepare<[], { topic: string; partition: number; next_offset: number }>(
+        'SELECT topic, partition, next_offset FROM partitions',
+      ),
+      dataVersion: this.db.prepare<[], number>('PRAGMA data_version').pluck(),
       groupOffset: this.db.prepare<[string, string, number], { next_offset: number }>(
         'SELECT next_offset FROM group_offsets WHERE grp = ? AND topic = ? AND partition = ?',
       ),
@@ -252,6 +266,7 @@ export class EmbeddedRuntime implements Runtime {
     for (const { topic, partition, records: rs } of byPartition.values()) {
       const bumped = this.stmts.bump.get(rs.length, topic, partition);
       if (!bumped) throw new Error(`unknown topic or partition ${topic}/${partition}`);
+      this.ends.set(partitionKey(topic, partition), bumped.next_offset);
       const { compacted } = this.topicSpec(topic);
       let offset = bumped.next_offset - rs.length;
       for (const r of rs) {
@@ -302,6 +317,22 @@ export class EmbeddedRuntime implements Runtime {
       this.topicCache.set(topic, spec);
     }
     return spec;
+  }
+
+  /** Reads the partitions' next offsets again if another connection committed since the last look. */
+  refreshEnds(): void {
+    const version = this.stmts.dataVersion.get()!;
+    if (version === this.endsVersion) return;
+    this.ends.clear();
+    for (const r of this.stmts.allEnds.all())
+      this.ends.set(partitionKey(r.topic, r.partition), r.next_offset);
+    this.endsVersion = version;
+  }
+
+  /** Whether a partition may hold a record at `offset` or past it, as of the last refreshEnds(). */
+  mayHaveFrom(topic: string, partition: number, offset: number): boolean {
+    const end = this.ends.get(partitionKey(topic, partition));
+    return end === undefined || offset < end;
   }
 
   notify(): void {
@@ -526,10 +557,12 @@ class EmbeddedTask implements LogTask {
     for (;;) {
       const out: LogRecord[] = [];
       let chars = 0;
+      this.runtime.refreshEnds();
       // Round-robin over partitions so a busy partition cannot starve the others.
       for (let i = 0; i < this.partitions.length && out.length < max && chars < POLL_MAX_CHARS; i++) {
         const { topic, partition } = this.partitions[(this.cursor + i) % this.partitions.length]!;
         const k = partitionKey(topic, partition);
+        if (!this.runtime.mayHaveFrom(topic, partition, this.position.get(k)!)) continue;
         const rows = this.runtime.readBounded(
           topic,
           partition,
