@@ -4,36 +4,16 @@
 // cost without the feeder), measured in the same run. The feeder runs as in `bioalchemy run`:
 // its processor's timer prepares every 200 ms, and what a request leaves to do (cutting and
 // rendering the next batches, planning the next epoch) runs after its response.
-import { spawn } from 'node:child_process';
-import Fastify from 'fastify';
 import { Feeder } from '../processors/feeder/feeder.js';
 import { startServer } from '../server/feeder-api.js';
 import { mix, poolItems } from '../test/feeder/fixtures.js';
-import { fmt } from './harness.js';
+import { bareFeeder, percentile, roundTripFigure, roundTrips as trips } from './feeder-round-trips.js';
 
 const BATCH = 128;
 const ROUNDS = Number(process.env.FEEDER_BENCH_ROUNDS ?? 400);
 
-async function roundTrips(
-  url: string,
-  clients: number,
-  run: string,
-): Promise<{ ms: number[]; seconds: number; epochEnds: number }> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', 'bench/feeder-clients.ts', url, String(clients), String(ROUNDS), run, String(BATCH)],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  let out = '';
-  child.stdout.on('data', (c: Buffer) => {
-    out += c;
-  });
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  if (code !== 0) throw new Error(`feeder clients exited ${code}`);
-  return JSON.parse(out) as { ms: number[]; seconds: number; epochEnds: number };
-}
-
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) * p)]!;
+const roundTrips = (url: string, clients: number, run: string) =>
+  trips(url, { clients, rounds: ROUNDS, run, batch: BATCH });
 
 /** A feeder over `items` pool items served as in `bioalchemy run`. */
 async function feederServer(items: number) {
@@ -63,30 +43,24 @@ export async function run(): Promise<string[]> {
   const small = await feederServer(10_000);
   // The baseline answers with a real lease's bytes.
   const sample = big.feeder.leaseRaw({ run: 'sample', rank: 0, worldSize: 1, batchSize: BATCH });
-  const bare = Fastify({ bodyLimit: 4 * 1024 * 1024 });
-  bare.post('/v1/lease', async (_req, reply) => reply.type('application/json').send(sample.json));
-  bare.post('/v1/ack', async () => ({ acked: 'x', items: BATCH, rewards: BATCH, remaining: 0 }));
-  await bare.listen({ host: '127.0.0.1', port: 0 });
-  const bareUrl = `http://127.0.0.1:${(bare.server.address() as { port: number }).port}`;
+  const bare = await bareFeeder(sample.json, BATCH);
   const lines: string[] = [
     `lease+ack round trips of ${BATCH}-item batches (~${Math.round(sample.json.length / 1024)} KiB), loopback, clients in another process, ${ROUNDS} per figure`,
   ];
-  const figure = (ms: number[], seconds: number) =>
-    `${fmt(ms.length / seconds)} round trips/s, p50 ${pct(ms, 0.5).toFixed(2)} ms, p99 ${pct(ms, 0.99).toFixed(2)} ms`;
   try {
     for (const clients of [1, 32]) {
       // A run's first lease plans its first epoch: each run is warmed up before it is measured.
-      await roundTrips(bareUrl, clients, 'warm');
+      await roundTrips(bare.url, clients, 'warm');
       await roundTrips(big.url, clients, `big-${clients}`);
       await roundTrips(small.url, clients, `small-${clients}`);
-      const b = await roundTrips(bareUrl, clients, 'bare');
+      const b = await roundTrips(bare.url, clients, 'bare');
       const f = await roundTrips(big.url, clients, `big-${clients}`);
       const s = await roundTrips(small.url, clients, `small-${clients}`);
-      const p99 = (x: number[]) => `p99 ${(pct(x, 0.99) / pct(b.ms, 0.99)).toFixed(2)}x`;
+      const p99 = (x: number[]) => `p99 ${(percentile(x, 0.99) / percentile(b.ms, 0.99)).toFixed(2)}x`;
       lines.push(
-        `${clients} client(s): bare Fastify ${figure(b.ms, b.seconds)}`,
-        `  feeder, 100,000-item pool (${f.epochEnds} epoch ends of ${big.planned(`big-${clients}`)} items): ${figure(f.ms, f.seconds)}: ${p99(f.ms)} of bare (goal 2x)`,
-        `  feeder, 10,000-item pool (${s.epochEnds} epoch ends of ${small.planned(`small-${clients}`)} items): ${figure(s.ms, s.seconds)}: ${p99(s.ms)} of bare (goal 2x)`,
+        `${clients} client(s): bare Fastify ${roundTripFigure(b)}`,
+        `  feeder, 100,000-item pool (${f.epochEnds} epoch ends of ${big.planned(`big-${clients}`)} items): ${roundTripFigure(f)}: ${p99(f.ms)} of bare (goal 2x)`,
+        `  feeder, 10,000-item pool (${s.epochEnds} epoch ends of ${small.planned(`small-${clients}`)} items): ${roundTripFigure(s)}: ${p99(s.ms)} of bare (goal 2x)`,
       );
     }
   } finally {
