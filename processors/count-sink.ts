@@ -28,6 +28,8 @@ export function countSinkProcessor(opts: { readonly analytics: Analytics }): Pro
   return {
     ...COUNT_SINK,
     batchSize: 1000,
+    // An insert is a ClickHouse part: at most about one a second (see Processor.lingerMs).
+    lingerMs: 1000,
     async process(batch, ctx) {
       const rows = batch
         .filter((r) => r.topic === 'qa.classified')

@@ -11,7 +11,7 @@ import { windowed } from '../topology/window.js';
 import { type LlmFailure, llmFailure } from './llm-failure.js';
 import { deterministicChecks, type RuleFailure } from './qa/checks.js';
 import { EvalSets } from './qa/decontaminate.js';
-import { NearDuplicateIndex } from './qa/near-duplicates.js';
+import { NearDuplicateIndex, SignatureCache } from './qa/near-duplicates.js';
 
 type GradeConfig = Config['grade'];
 
@@ -64,6 +64,7 @@ export function gradeProcessor(opts: GradeOptions): Processor {
     'QA grade rejected as contaminated by, or from the source article of, an item of an eval set (grade.evalSets)',
     ['code', 'eval_set'],
   );
+  const signatures = new SignatureCache();
   // Loaded here, synchronously: a bad eval set stops the pipeline at start with its error.
   const evalSets = new EvalSets({
     paths: opts.evalSets,
@@ -170,7 +171,7 @@ export function gradeProcessor(opts: GradeOptions): Processor {
           });
           return;
         }
-        const duplicate = new NearDuplicateIndex(dedup, opts.nearDuplicate).check(
+        const duplicate = new NearDuplicateIndex(dedup, opts.nearDuplicate, signatures).check(
           candidate.id,
           candidate.question,
         );

@@ -23,6 +23,8 @@ export function llmCallsSinkProcessor(opts: { readonly analytics: Analytics }): 
   return {
     ...LLM_CALLS_SINK,
     batchSize: 1000,
+    // An insert is a ClickHouse part: at most about one a second (see Processor.lingerMs).
+    lingerMs: 1000,
     async process(batch, ctx) {
       const calls = batch.map((r) => r.value as LlmCallRecord);
       ctx.sink(() => insertLlmCalls(opts.analytics, calls));

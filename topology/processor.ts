@@ -82,6 +82,13 @@ export interface Processor {
   readonly placeholder?: boolean;
   /** Most records handed to one call of process(). */
   readonly batchSize?: number;
+  /**
+   * In run(), how long a step waits for more input once some has come, up to batchSize (Kafka's
+   * fetch.max.wait.ms with fetch.min.bytes). For a sink into ClickHouse, where each step's insert
+   * is a part: steps of a few records made ten parts a second, each merged again and each loaded
+   * at the next start until the engine removes it.
+   */
+  readonly lingerMs?: number;
   /** Handles a batch; slow work inside should run concurrently (see mapConcurrent). */
   process(batch: readonly InputRecord[], ctx: StepContext): Promise<void>;
   /** Work kept in flight across steps by run(); process() must then be windowed()'s. */

@@ -229,7 +229,14 @@ export class ProcessorTask {
   /** One step; `interval`: it may stay in an open transaction, or one still committing, on return. */
   private async advance(waitMs: number, interval: boolean): Promise<number> {
     if (await this.runDueTimer(interval)) return 0;
-    const polled = await this.poll(this.opts.batchSize ?? this.processor.batchSize ?? 256, waitMs);
+    const batchSize = this.opts.batchSize ?? this.processor.batchSize ?? 256;
+    const polled = await this.poll(batchSize, waitMs);
+    const linger = interval && polled.length ? this.processor.lingerMs : undefined;
+    if (linger) {
+      const until = performance.now() + linger;
+      for (let left = linger; polled.length < batchSize && left > 0; left = until - performance.now())
+        polled.push(...(await this.poll(batchSize - polled.length, left)));
+    }
     if (polled.length === 0) {
       // Input ran dry: commit now instead of at the end of the interval.
       await this.flush();

@@ -87,11 +87,36 @@ function bandKeys(sig: readonly number[]): string[] {
  */
 const BAND_IDS = 16;
 
+/**
+ * Signatures by question id, the most recently used: a check compares with the newest ids of its
+ * bands, mostly questions checked moments before, so most are here and not read from the store
+ * again. A signature never changes (a question's id hashes its text), so one cached is never stale,
+ * even if the step that stored it rolled back.
+ */
+export class SignatureCache {
+  private readonly sigs = new Map<string, readonly number[]>();
+
+  constructor(private readonly max = 8192) {}
+
+  get(id: string): readonly number[] | undefined {
+    const sig = this.sigs.get(id);
+    if (sig) this.set(id, sig);
+    return sig;
+  }
+
+  set(id: string, sig: readonly number[]): void {
+    this.sigs.delete(id);
+    this.sigs.set(id, sig);
+    if (this.sigs.size > this.max) this.sigs.delete(this.sigs.keys().next().value!);
+  }
+}
+
 /** The index over a processor's store: `exact:<hash>`, `band:<i>:<hash>` and `sig:<id>` keys. */
 export class NearDuplicateIndex {
   constructor(
     private readonly store: StateStore,
     private readonly threshold = 0.8,
+    private readonly cache = new SignatureCache(0),
   ) {}
 
   /**
@@ -110,14 +135,16 @@ export class NearDuplicateIndex {
     for (const ids of members) for (const other of ids) if (other !== id) candidates.add(other);
     let best: { of: string; similarity: number } | null = null;
     for (const other of candidates) {
-      const otherSig = this.store.get<number[]>(`sig:${other}`);
+      const otherSig = this.cache.get(other) ?? this.store.get<number[]>(`sig:${other}`);
       if (!otherSig) continue;
+      this.cache.set(other, otherSig);
       const s = similarity(sig, otherSig);
       if (s >= this.threshold && (!best || s > best.similarity)) best = { of: other, similarity: s };
     }
     if (best) return { kind: 'near', ...best };
     this.store.put(exactKey, id);
     this.store.put(`sig:${id}`, sig);
+    this.cache.set(id, sig);
     bands.forEach((key, b) => {
       const ids = members[b]!;
       if (!ids.includes(id)) this.store.put(key, [...ids, id].slice(-BAND_IDS));

@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { deterministicChecks } from '../../processors/qa/checks.js';
 import { looksEnglish } from '../../processors/qa/language.js';
-import { NearDuplicateIndex, normaliseQuestion } from '../../processors/qa/near-duplicates.js';
+import {
+  NearDuplicateIndex,
+  normaliseQuestion,
+  SignatureCache,
+} from '../../processors/qa/near-duplicates.js';
 import type { QaCandidate } from '../../schemas/qa.js';
 import type { StateStore } from '../../topology/processor.js';
 import { testProvenance } from '../fixtures/records.js';
@@ -197,13 +201,14 @@ describe('near-duplicate index', () => {
     expect(normaliseQuestion('  What is  X? ')).toBe('what is x');
   });
 
+  // One template, two words changed per question: most of their bands are shared by many others.
+  const words = Array.from({ length: 400 }, (_, i) => `term${i.toString(36)}`);
+  const question = (i: number) =>
+    `Which term is most closely associated with ${words[i]} when the role of ${words[(i * 7 + 3) % 400]} is considered in the study of cells?`;
+
   it('reads no more of the store per check as questions of one template pile up, and still finds an old near-duplicate', () => {
     const store = new MapStore();
     const index = new NearDuplicateIndex(store, 0.8);
-    // One template, two words changed per question: most of their bands are shared by many others.
-    const words = Array.from({ length: 400 }, (_, i) => `term${i.toString(36)}`);
-    const question = (i: number) =>
-      `Which term is most closely associated with ${words[i]} when the role of ${words[(i * 7 + 3) % 400]} is considered in the study of cells?`;
     const readsOf = (i: number) => {
       const before = store.reads;
       index.check(`q${i}`, question(i));
@@ -222,5 +227,17 @@ describe('near-duplicate index', () => {
     expect(
       index.check('near', question(0).replace('in the study of cells', 'in the study of living cells')),
     ).toMatchObject({ kind: 'near', of: 'q0' });
+  });
+
+  it('with a signature cache, reads only the exact key and the bands per check, and decides the same', () => {
+    const plain = new NearDuplicateIndex(new MapStore(), 0.8);
+    const store = new MapStore();
+    const cached = new NearDuplicateIndex(store, 0.8, new SignatureCache());
+    for (let i = 0; i < 400; i++) {
+      const q = i % 10 === 9 ? question(i - 1).replace('of cells', 'of living cells') : question(i);
+      const before = store.reads;
+      expect(cached.check(`q${i}`, q)).toEqual(plain.check(`q${i}`, q));
+      expect(store.reads - before).toBe(1 + 16);
+    }
   });
 });
