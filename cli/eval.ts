@@ -31,6 +31,7 @@ export async function evalClassify(opts: EvalOptions): Promise<void> {
     const report = await evaluateClassifier({
       llm,
       taxonomy,
+      minConfidence: config.classify.minConfidence,
       articles: chosen,
       concurrency: config.processors.classify?.concurrency ?? 16,
       onProgress: () => progress.tick(),

@@ -3,6 +3,7 @@ import { CLASSIFY_PROMPT, classifyMessages, classifyReply } from '../llm/prompts
 import type { Article } from '../schemas/article.js';
 import type { Taxonomy } from '../schemas/taxonomy.js';
 import { mapConcurrent } from '../topology/processor.js';
+import { confidentLabels } from './classify.js';
 
 /** The paper's multi-label MeSH Biology classifier F1 on its validation set (PAPER-FIGURES.md). */
 export const PAPER_F1 = 0.727;
@@ -83,12 +84,15 @@ export function multiLabelScores(
 
 /**
  * Classifies articles whose MeSH headings reach the taxonomy, from their title and abstract with
- * the pipeline's classify prompt, and scores the labels against the MeSH-derived ones. A call that
- * fails counts as an article with no labels predicted.
+ * the pipeline's classify prompt, and scores the labels against the MeSH-derived ones. The labels
+ * predicted are those the classify processor keeps (at or above classify.minConfidence), so the
+ * scores are the pipeline's. A call that fails counts as an article with no labels predicted.
  */
 export async function evaluateClassifier(opts: {
   llm: Llm;
   taxonomy: Taxonomy;
+  /** classify.minConfidence: a label under it is no prediction, as in the pipeline. */
+  minConfidence: number;
   articles: readonly Article[];
   concurrency: number;
   onProgress?: (done: number) => void;
@@ -106,7 +110,7 @@ export async function evaluateClassifier(opts: {
         promptVersion: CLASSIFY_PROMPT,
         messages: classifyMessages(opts.taxonomy, { title: article.title, abstract: article.abstract }),
       });
-      predicted = reply.value.labels.map((l) => l.category);
+      predicted = confidentLabels(reply.value.labels, opts.minConfidence).map((l) => l.category);
     } catch {
       failed++;
     }

@@ -16,6 +16,7 @@ export function evalCommand(): Command {
       `
 The reference is partial: indexers rarely use discipline headings, so the MeSH-derived labels miss
 categories an article belongs to. The paper's figure (72.7% F1) is against human labels.
+A label under classify.minConfidence is no prediction, as in the pipeline's classify stage.
 
 Example:
   $ bioalchemy eval classify --limit 200`,

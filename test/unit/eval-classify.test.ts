@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { meshCategories, multiLabelScores } from '../../processors/eval-classify.js';
+import { evaluateClassifier, meshCategories, multiLabelScores } from '../../processors/eval-classify.js';
 import type { Article } from '../../schemas/article.js';
+import { Config } from '../../schemas/config.js';
 import { loadTaxonomy } from '../../schemas/taxonomy.js';
+import { sampleArticle } from '../fixtures/records.js';
+import { rig } from '../llm/helpers.js';
 
 describe('classifier evaluation', () => {
   it('scores multi-label predictions per category, micro and macro', () => {
@@ -29,5 +32,36 @@ describe('classifier evaluation', () => {
       ],
     } as unknown as Article;
     expect(meshCategories(article, taxonomy)).toEqual(['ecology']);
+  });
+
+  it('counts as predicted only the labels the classify stage keeps: none under classify.minConfidence', async () => {
+    const taxonomy = loadTaxonomy();
+    const { minConfidence } = Config.parse({}).classify;
+    const article = {
+      ...sampleArticle,
+      mesh: [{ descriptorUi: null, name: 'Ecology', majorTopic: false, qualifiers: [] }],
+    } as unknown as Article;
+    // The model names the right category, and a wrong one just under the minimum.
+    const reply = {
+      labels: [
+        { category: 'ecology', confidence: 0.9 },
+        { category: 'genetics', confidence: minConfidence - 0.01 },
+      ],
+    };
+    const llm = await rig({}, {}, { responder: () => JSON.stringify(reply) });
+    try {
+      const report = await evaluateClassifier({
+        llm: llm.llm,
+        taxonomy,
+        minConfidence,
+        articles: [article],
+        concurrency: 1,
+      });
+      expect(report.failed).toBe(0);
+      expect([...report.perCategory.keys()]).toEqual(['ecology']);
+      expect(report.micro).toEqual({ precision: 1, recall: 1, f1: 1, support: 1 });
+    } finally {
+      await llm.close();
+    }
   });
 });
