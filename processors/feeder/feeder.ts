@@ -251,7 +251,7 @@ export class Feeder {
     })();
     if (items.length && this.mix) {
       this.poolVersion++;
-      this.startSelecting();
+      this.reselect();
     }
   }
 
@@ -260,7 +260,7 @@ export class Feeder {
     if (this.mix && mix.version <= this.mix.version) return false;
     this.q.putMeta.run('mix', JSON.stringify(mix));
     this.mix = mix;
-    this.startSelecting();
+    this.reselect();
     return true;
   }
 
@@ -682,10 +682,24 @@ export class Feeder {
     }
   }
 
-  /** Starts making the selection of the newest mix over the pool as it is, unless under way. */
+  /**
+   * The pool or the mix changed: a selection for runs to plan from is made again, in the
+   * background, only if a run exists (a feeder nobody leases from never reads its pool; the first
+   * lease makes one).
+   */
+  private reselect(): void {
+    if (this.q.anyRun.get()) this.startSelecting();
+  }
+
+  /**
+   * Starts making the selection of the newest mix over the pool as it is, unless one is under way:
+   * that one finishes first, then the next starts for what changed meanwhile (selectSlice).
+   * Restarted at each change instead, a selection of a large pool never finished while items kept
+   * coming, and each restart read the pool again.
+   */
   private startSelecting(): void {
+    if (this.pending) return;
     const mix = this.mix!;
-    if (this.pending?.mix === mix && this.pending.pool === this.poolVersion) return;
     this.pending = { mix, pool: this.poolVersion, steps: selectSteps(this.q, mix) };
     this.schedule();
   }
@@ -701,7 +715,8 @@ export class Feeder {
       // next epoch with it (new items).
       this.current = { mix: pending.mix, pool: pending.pool, items: step.value };
       this.pending = null;
-      return false;
+      if (pending.mix !== this.mix || pending.pool !== this.poolVersion) this.reselect();
+      return this.pending !== null;
     }
     return true;
   }
@@ -995,6 +1010,7 @@ function statements(db: Database.Database) {
     ),
     getRun: p('SELECT * FROM runs WHERE run = ?'),
     runNames: p('SELECT run FROM runs ORDER BY run'),
+    anyRun: p('SELECT 1 FROM runs LIMIT 1'),
     insertRun: p('INSERT INTO runs (run, world_size, batch_size, cut_size, created) VALUES (?, ?, ?, ?, ?)'),
     setBatchSize: p('UPDATE runs SET batch_size = ? WHERE run = ?'),
     newEpoch: p(
