@@ -241,6 +241,22 @@ describe('feeder', () => {
     expect(versions.at(-1)).toBe(2);
   });
 
+  it('finishes selecting a large pool for a new mix version while items keep arriving every turn', async () => {
+    const feeder = feederWith(20_000);
+    expect(leased(feeder.lease({ run: 'busy', rank: 0, worldSize: 1 })).batch.mixVersion).toBe(1);
+    feeder.setMix(mix(2));
+    let version = 1;
+    for (let turn = 0; turn < 2000 && version === 1; turn++) {
+      // New items each turn, as a busy pipeline's steps bring them: a selection under way goes on.
+      feeder.addItems(poolItems(2, `late-${turn}`));
+      await new Promise((resolve) => setImmediate(resolve));
+      const l = leased(feeder.lease({ run: 'busy', rank: 0, worldSize: 1 }));
+      feeder.ack({ run: 'busy', batchId: l.batch.id, leaseId: l.leaseId });
+      version = l.batch.mixVersion;
+    }
+    expect(version).toBe(2);
+  });
+
   it('follows a new mix version mid-epoch: the rest of the epoch is the new selection, less what was cut', async () => {
     const feeder = feederWith(100);
     const first = leased(feeder.lease({ run: 'mv', rank: 0, worldSize: 1 }));
