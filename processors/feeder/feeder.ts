@@ -77,6 +77,9 @@ interface BatchRow {
   acked_slots: string;
 }
 
+/** Leases whose items are kept for publishing (Feeder.unpublished): a few timer periods' worth. */
+const UNPUBLISHED_KEPT = 1024;
+
 /** How long one turn of the event loop may spend planning epochs ahead. */
 const PLAN_SLICE_MS = 2;
 
@@ -195,6 +198,13 @@ export class Feeder {
   private poolVersion = 0;
   /** Rendered items (a JSON array) and their slots, of batches cut and not yet leased. */
   private readonly rendered = new Map<string, { items: string; slots: number[] }>();
+  /**
+   * The items (a JSON array) of leases of every slot of their batch, by `batch#attempt`, until
+   * the processor's timer publishes them (leasesAfter): rendering each again there was half of
+   * the timer's time, and the timer holds the event loop every lease waits on (p99 80 ms at 150
+   * round trips/s). The newest UNPUBLISHED_KEPT only: a feeder nobody publishes keeps no more.
+   */
+  private readonly unpublished = new Map<string, string>();
   private readonly q: ReturnType<typeof statements>;
   /** Each run's next epoch, planned ahead (or being planned) for the selection it was made of. */
   private readonly ahead = new Map<string, AheadPlan>();
@@ -327,6 +337,7 @@ export class Feeder {
         this.q.leaseBatch.run(leaseId, deadline, attempt, batch.id);
         this.q.outbox.run(batch.id, leaseId, deadline, attempt);
         const { items, slots } = this.itemsJson(batch, acked);
+        if (acked.length === 0) this.keepUnpublished(`${batch.id}#${attempt}`, items);
         if (attempt > 1) this.q.addRedelivered.run(slots.length, req.run, batch.epoch);
         const head = this.batchHead(batch, deadline, attempt);
         return `{"status":"leased","leaseId":"${leaseId}","slots":${JSON.stringify(slots)},"batch":${head.slice(0, -1)},"items":${items}}}`;
@@ -629,7 +640,10 @@ export class Feeder {
       const b = this.q.getBatch.get(r.batch_id) as BatchRow;
       const head = JSON.parse(this.batchHead(b, r.deadline, r.attempt)) as Omit<RolloutBatch, 'items'>;
       // The batch as cut, every slot: the record says which batch went to whom, and when.
-      return { seq: r.seq, batch: { ...head, items: JSON.parse(this.renderItems(b).items) } };
+      const key = `${r.batch_id}#${r.attempt}`;
+      const items = this.unpublished.get(key) ?? this.renderItems(b).items;
+      this.unpublished.delete(key);
+      return { seq: r.seq, batch: { ...head, items: JSON.parse(items) } };
     });
   }
 
@@ -883,6 +897,12 @@ export class Feeder {
     this.rendered.delete(b.id);
     if (acked.length === 0 && cached) return cached;
     return this.renderItems(b, acked);
+  }
+
+  private keepUnpublished(key: string, items: string): void {
+    this.unpublished.set(key, items);
+    if (this.unpublished.size > UNPUBLISHED_KEPT)
+      this.unpublished.delete(this.unpublished.keys().next().value!);
   }
 
   private renderItems(b: BatchRow, acked: readonly number[] = []): { items: string; slots: number[] } {

@@ -3,7 +3,7 @@ import { Feeder } from '../../processors/feeder/feeder.js';
 import { feederProcessor } from '../../processors/feeder/processor.js';
 import type { RolloutBatch } from '../../schemas/rollout-batch.js';
 import { TestDriver } from '../../topology/test-driver.js';
-import { classifiedQa, mix } from './fixtures.js';
+import { classifiedQa, mix, poolItems } from './fixtures.js';
 
 const drivers: TestDriver[] = [];
 afterEach(async () => {
@@ -39,5 +39,27 @@ describe('feeder processor', () => {
     expect(published[0]!.items).toHaveLength(2);
     // The timer cut the next batches ahead (readyBatches = 2 by default), no more.
     expect(feeder.runStatus('p').batches.ready).toBe(2);
+  });
+
+  it('publishes each lease with every slot of its batch as cut, a redelivery after a partial ack too', () => {
+    let now = 0;
+    const feeder = Feeder.open(':memory:', { batchSize: 3, leaseMs: 1000 }, { now: () => now });
+    feeder.addItems(poolItems(40));
+    feeder.setMix(mix(1));
+    const first = feeder.lease({ run: 'p', rank: 0, worldSize: 1 });
+    if (first.status !== 'leased') throw new Error(`not leased: ${first.status}`);
+    feeder.ack({ run: 'p', batchId: first.batch.id, leaseId: first.leaseId, slots: [0] });
+    now += 2000;
+    const again = feeder.lease({ run: 'p', rank: 0, worldSize: 1 });
+    if (again.status !== 'leased') throw new Error(`not leased: ${again.status}`);
+    expect(again.slots).toEqual([1, 2]);
+    const published = feeder.leasesAfter(0).map((l) => l.batch);
+    expect(published.map((b) => [b.id, b.attempt])).toEqual([
+      [first.batch.id, 1],
+      [first.batch.id, 2],
+    ]);
+    expect(published[0]!.items).toEqual(first.batch.items);
+    expect(published[1]!.items).toEqual(first.batch.items);
+    feeder.close();
   });
 });
