@@ -60,13 +60,32 @@ export function parseEvalSet(path: string, bytes: Buffer, mtimeMs = 0): EvalSet 
   return runToEnd(parsing(path, bytes, mtimeMs));
 }
 
-/** parseEvalSet, yielding to the event loop every 1,000 records: a reload while steps run. */
+/** parseEvalSet, yielding to the event loop between slices of SLICE_MS: a reload while steps run. */
 export function parseEvalSetYielding(path: string, bytes: Buffer, mtimeMs = 0): Promise<EvalSet> {
   return runYielding(parsing(path, bytes, mtimeMs));
 }
 
 /** Work that yields between slices: run to its end at once (start-up), or a macrotask apart (reloads). */
 type Slices<T> = Generator<void, T>;
+
+/**
+ * The work a reload does between two yields, in ms: well under the ~50 ms a step may wait on the
+ * event loop. Slices are cut by time, not by a count of items: an item costs 40-300 µs as the
+ * shared cores swing, and a count that fits on an idle machine stalled the loop under load.
+ */
+const SLICE_MS = 5;
+
+/** Where a piece of sliced work stands in its slice; one clock is shared by the generators of one piece. */
+class SliceClock {
+  private endsAt = performance.now() + SLICE_MS;
+
+  /** `yield* clock.pause()` yields once the slice's time is up; the next slice starts on resumption. */
+  *pause(): Slices<void> {
+    if (performance.now() < this.endsAt) return;
+    yield;
+    this.endsAt = performance.now() + SLICE_MS;
+  }
+}
 
 function runToEnd<T>(work: Slices<T>): T {
   for (;;) {
@@ -85,34 +104,31 @@ async function runYielding<T>(work: Slices<T>): Promise<T> {
 
 function* parsing(path: string, bytes: Buffer, mtimeMs: number): Slices<EvalSet> {
   const name = basename(path, extname(path));
-  const records = isParquet(bytes) ? parquetRecords(path, bytes) : yield* jsonLines(path, bytes);
+  const clock = new SliceClock();
   const items: EvalItem[] = [];
-  const refused: string[] = [];
-  for (const [n, { at, value }] of records.entries()) {
-    if (n > 0 && n % 1000 === 0) yield;
-    if (value instanceof Error) {
-      refused.push(`${at}: ${value.message}`);
-      continue;
-    }
+  const refused = { count: 0, first: [] as string[] };
+  const refuse = (why: string) => {
+    if (refused.count++ < 5) refused.first.push(why);
+  };
+  // Each record is checked as it is read, so only items outlive their record: fewer survivors
+  // for the young generation's collections, which a reload's allocations set off.
+  const take = ({ at, value }: RawRecord) => {
+    if (value instanceof Error) return refuse(`${at}: ${value.message}`);
     const parsed = EvalItem.safeParse(value);
     if (parsed.success) items.push(parsed.data);
     else
-      refused.push(
+      refuse(
         `${at}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(item)'}: ${i.message}`).join('; ')}`,
       );
-  }
+  };
+  const records = isParquet(bytes)
+    ? yield* parquetRecords(path, bytes, clock, take)
+    : yield* jsonLines(path, bytes, clock, take);
   if (items.length === 0)
     throw new EvalSetError(
-      `eval set ${path}: no item with an id and a question among ${records.length} records${refused.length ? ` (${refused.slice(0, 3).join('; ')})` : ''}`,
+      `eval set ${path}: no item with an id and a question among ${records} records${refused.count ? ` (${refused.first.slice(0, 3).join('; ')})` : ''}`,
     );
-  return {
-    name,
-    path,
-    bytes: bytes.length,
-    mtimeMs,
-    items,
-    refused: { count: refused.length, first: refused.slice(0, 5) },
-  };
+  return { name, path, bytes: bytes.length, mtimeMs, items, refused };
 }
 
 function isParquet(bytes: Buffer): boolean {
@@ -125,14 +141,25 @@ function isParquet(bytes: Buffer): boolean {
 
 type RawRecord = { at: string; value: unknown };
 
-function parquetRecords(path: string, bytes: Buffer): RawRecord[] {
+/** Hands each row to `take`; returns how many there were. */
+function* parquetRecords(
+  path: string,
+  bytes: Buffer,
+  clock: SliceClock,
+  take: (record: RawRecord) => void,
+): Slices<number> {
   let table: ReturnType<typeof tableFromIPC>;
+  // The decoding is one call into wasm; the rows' conversion, most of the work, is sliced.
   try {
     table = tableFromIPC(parquet.readParquet(bytes).intoIPCStream());
   } catch (e) {
     throw new EvalSetError(`eval set ${path}: unreadable parquet: ${(e as Error).message}`);
   }
-  return table.toArray().map((row, i) => ({ at: `row ${i + 1}`, value: plain(row) }));
+  for (let i = 0; i < table.numRows; i++) {
+    yield* clock.pause();
+    take({ at: `row ${i + 1}`, value: plain(table.get(i)) });
+  }
+  return table.numRows;
 }
 
 /** Arrow rows (and their list / struct cells) as plain JSON values, so zod reads them like JSON lines. */
@@ -146,11 +173,22 @@ function plain(value: unknown): unknown {
   return value;
 }
 
-function* jsonLines(path: string, bytes: Buffer): Slices<RawRecord[]> {
-  const lines = bytes.toString('utf8').split('\n');
-  const records: RawRecord[] = [];
-  for (const [i, line] of lines.entries()) {
-    if (i > 0 && i % 2000 === 0) yield;
+/** Hands each record (a JSON value, or the Error that its line is not JSON) to `take`; returns how many there were. */
+function* jsonLines(
+  path: string,
+  bytes: Buffer,
+  clock: SliceClock,
+  take: (record: RawRecord) => void,
+): Slices<number> {
+  let records = 0;
+  // Line by line off the bytes: the whole file as one string, split, took tens of ms in one go.
+  // A newline byte is never inside a UTF-8 sequence, so each line decodes alone.
+  for (let i = 0, start = 0; start < bytes.length; i++) {
+    yield* clock.pause();
+    const newline = bytes.indexOf(10, start);
+    const end = newline === -1 ? bytes.length : newline;
+    const line = bytes.toString('utf8', start, end);
+    start = end + 1;
     if (!line.trim()) continue;
     let value: unknown;
     try {
@@ -161,13 +199,14 @@ function* jsonLines(path: string, bytes: Buffer): Slices<RawRecord[]> {
     // The first record decides what the file is: a file that does not start with a JSON object
     // is no JSON lines file (a CSV, a JSON array, a binary), an error rather than all-refused.
     if (
-      records.length === 0 &&
+      records === 0 &&
       (value instanceof Error || typeof value !== 'object' || value === null || Array.isArray(value))
     )
       throw new EvalSetError(
         `eval set ${path}: neither JSON lines (one {"id", "question", ...} object a line) nor parquet: line ${i + 1} is ${value instanceof Error ? value.message : Array.isArray(value) ? 'a JSON array' : `a JSON ${typeof value}`}`,
       );
-    records.push({ at: `line ${i + 1}`, value });
+    records++;
+    take({ at: `line ${i + 1}`, value });
   }
   return records;
 }
@@ -176,6 +215,14 @@ function* jsonLines(path: string, bytes: Buffer): Slices<RawRecord[]> {
 function words(text: string): string[] {
   const n = normaliseQuestion(text);
   return n ? n.split(' ') : [];
+}
+
+/** The words of a normalised text (single spaces between words), counted without splitting it. */
+function wordCount(normalised: string): number {
+  if (!normalised) return 0;
+  let n = 1;
+  for (let i = 0; i < normalised.length; i++) if (normalised.charCodeAt(i) === 32) n++;
+  return n;
 }
 
 /** What the gram check reads of a question: the question and its options, one text. */
@@ -231,46 +278,55 @@ interface Entry {
 class RefTable {
   private hi: Uint32Array;
   private lo: Uint32Array;
+  /** ref + 1 per slot, 0 where empty: a new table is all empty as allocated, with no fill to wait for. */
   private refs: Int32Array;
   private count = 0;
 
   constructor(capacity = 1 << 12) {
     this.hi = new Uint32Array(capacity);
     this.lo = new Uint32Array(capacity);
-    this.refs = new Int32Array(capacity).fill(-1);
+    this.refs = new Int32Array(capacity);
   }
 
   private slot(hi: number, lo: number): number {
     const mask = this.refs.length - 1;
     let i = (Math.imul(hi ^ (lo >>> 7), 0x9e3779b1) ^ lo) & mask;
-    while (this.refs[i] !== -1 && (this.hi[i] !== hi || this.lo[i] !== lo)) i = (i + 1) & mask;
+    while (this.refs[i] !== 0 && (this.hi[i] !== hi || this.lo[i] !== lo)) i = (i + 1) & mask;
     return i;
   }
 
   /** The ref under the key, -1 if none. */
   get(hi: number, lo: number): number {
-    return this.refs[this.slot(hi, lo)]!;
+    return this.refs[this.slot(hi, lo)]! - 1;
   }
 
-  /** Puts `ref` under the key and returns the ref it replaced (-1 if none). */
+  /** Puts `ref` under the key and returns the ref it replaced (-1 if none), in room reserved before. */
   swap(hi: number, lo: number, ref: number): number {
-    if ((this.count + 1) * 4 > this.refs.length * 3) this.grow();
+    if ((this.count + 1) * 4 > this.refs.length * 3) throw new Error('RefTable: no room reserved for a key');
     const i = this.slot(hi, lo);
-    const before = this.refs[i]!;
+    const before = this.refs[i]! - 1;
     if (before === -1) this.count++;
     this.hi[i] = hi;
     this.lo[i] = lo;
-    this.refs[i] = ref;
+    this.refs[i] = ref + 1;
     return before;
   }
 
-  private grow(): void {
+  /**
+   * Room for `more` keys, grown to it in one step and the keys held moved over in slices: grown a
+   * doubling at a time as keys came, the last moves of millions of keys held the loop ~0.15 s each.
+   */
+  *reserving(more: number, clock: SliceClock): Slices<void> {
+    let capacity = this.refs.length;
+    while ((this.count + more) * 4 > capacity * 3) capacity *= 2;
+    if (capacity === this.refs.length) return;
     const { hi, lo, refs } = this;
-    this.hi = new Uint32Array(refs.length * 2);
-    this.lo = new Uint32Array(refs.length * 2);
-    this.refs = new Int32Array(refs.length * 2).fill(-1);
+    this.hi = new Uint32Array(capacity);
+    this.lo = new Uint32Array(capacity);
+    this.refs = new Int32Array(capacity);
     for (let i = 0; i < refs.length; i++) {
-      if (refs[i] === -1) continue;
+      if ((i & 0xfff) === 0) yield* clock.pause();
+      if (refs[i] === 0) continue;
       const j = this.slot(hi[i]!, lo[i]!);
       this.hi[j] = hi[i]!;
       this.lo[j] = lo[i]!;
@@ -331,6 +387,21 @@ export class EvalIndex {
   }
 
   private *adding(set: EvalSet): Slices<void> {
+    const clock = new SliceClock();
+    // Each item's normalised gram text, and from its words an upper bound of the keys the tables
+    // will hold: room is made once, before the items go in (see RefTable.reserving). The texts are
+    // kept, not their word lists: millions of words outliving a slice make every young-generation
+    // collection of the reload slower.
+    const texts: string[] = [];
+    let gramCount = 0;
+    for (const item of set.items) {
+      yield* clock.pause();
+      const text = normaliseQuestion(gramText(item.question, item.options));
+      texts.push(text);
+      gramCount += Math.max(0, wordCount(text) - GRAM_WORDS + 1);
+    }
+    yield* this.grams.reserving(gramCount, clock);
+    yield* this.bands.reserving(set.items.length * BANDS, clock);
     const first = this.entries.length;
     const sigs = new Uint32Array((first + set.items.length) * HASHES);
     sigs.set(this.signatures);
@@ -340,10 +411,11 @@ export class EvalIndex {
     this.bandNext = next;
     let sourced = 0;
     for (const [i, item] of set.items.entries()) {
-      if (i > 0 && i % 250 === 0) yield;
+      yield* clock.pause();
       const ref = first + i;
-      const ws = words(gramText(item.question, item.options));
-      this.entries.push({ set: set.name, id: item.id, text: ` ${ws.join(' ')} ` });
+      const text = texts[i]!;
+      const ws = text ? text.split(' ') : [];
+      this.entries.push({ set: set.name, id: item.id, text: ` ${text} ` });
       gramKeys(ws, (hi, lo) => {
         if (this.grams.get(hi, lo) === -1) this.grams.swap(hi, lo, ref);
         return undefined;

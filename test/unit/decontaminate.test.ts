@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { tableFromArrays, tableToIPC } from 'apache-arrow';
 import * as parquet from 'parquet-wasm/node';
 import { type Counter, Registry } from 'prom-client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EvalSourceShare, gradeProcessor } from '../../processors/grade.js';
 import { EvalIndex, EvalSetError, EvalSets, parseEvalSet } from '../../processors/qa/decontaminate.js';
 import { Config } from '../../schemas/config.js';
@@ -178,6 +178,55 @@ describe('eval index', () => {
     // Told once: the next looks at the same broken file say nothing more.
     for (let i = 0; i < 3; i++) await sets.current();
     expect(sets.drainNotices()).toEqual([]);
+  });
+
+  it('a reload yields to the event loop whenever its slice of time is up, at any size, and indexes every item', async () => {
+    // Items of 24 words of their own, so each brings 12 13-grams: 2,000 items need tables many
+    // times their first size.
+    const items = (set: string) =>
+      Array.from({ length: 2000 }, (_, i) => ({
+        id: `${set}${i}`,
+        question: Array.from({ length: 24 }, (_, k) => `${set}${i}w${k}`).join(' '),
+      }));
+    const [a, b] = [items('a'), items('b')];
+    const d = dir();
+    const sets = new EvalSets({ paths: [d], threshold: 0.8, maxBytes: 2 ** 30, pollMs: 0 });
+    // Each reading of the clock a millisecond later, as on a machine too loaded for any fixed count
+    // of items a slice: the work must yield by the clock. An immediate queued again each turn of
+    // the event loop counts the turns that follow some work (the clock was read since the last),
+    // so the slices are counted without timing anything, and turns spent waiting on I/O are not.
+    let ms = 0;
+    const clock = vi.spyOn(performance, 'now').mockImplementation(() => ++ms);
+    let turns = 0;
+    let counting = true;
+    let seen = 0;
+    const count = () => {
+      if (ms !== seen) turns++;
+      seen = ms;
+      if (counting) setImmediate(count);
+    };
+    setImmediate(count);
+    try {
+      writeFileSync(join(d, 'a.jsonl'), jsonl(a));
+      await sets.current();
+      const firstLoad = turns;
+      // A second set is added to the index in force: its tables grow again, holding the first's keys.
+      writeFileSync(join(d, 'b.jsonl'), jsonl(b));
+      await sets.current();
+      // Counted in items: a reload that yields every few hundred items turns the loop ~10 times.
+      expect(firstLoad).toBeGreaterThan(a.length / 4);
+      expect(turns - firstLoad).toBeGreaterThan(b.length / 4);
+    } finally {
+      counting = false;
+      clock.mockRestore();
+    }
+    const index = await sets.current();
+    expect(index.size).toBe(4000);
+    // One match per code and set, the first found: the item's own 13-gram.
+    for (const item of [a[0]!, a[1999]!, b[0]!, b[1234]!])
+      expect(
+        index.check(candidate('c', item.question)).map((m) => `${m.evalSet}/${m.itemId}/${m.how}`),
+      ).toEqual([`${item.id.slice(0, 1)}/${item.id}/13-gram`]);
   });
 });
 
