@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -142,8 +142,11 @@ async function samplerFigures(config: string): Promise<string[]> {
 // ---- the feeder ----------------------------------------------------------------------------------
 
 async function feederFigures(config: string): Promise<string[]> {
+  const logBefore = logBytes(config);
   // The whole pipeline as a user runs it, with nothing left to do: the feeder serves beside it.
   const served = serve(config, ['run', '--no-dashboard']);
+  let lines: string[];
+  let leases = 0;
   try {
     const api = JSON.parse(await served.line((l) => l.includes('"msg":"feeder API"'))) as { url: string };
     const listeningS = served.secondsSinceSpawn();
@@ -171,8 +174,9 @@ async function feederFigures(config: string): Promise<string[]> {
       await roundTrips(api.url, options('scale', 20));
       const b = await roundTrips(bare.url, options('bare', ROUNDS));
       const f = await roundTrips(api.url, options('scale', ROUNDS));
+      leases = 1 + 20 + ROUNDS;
       const ratio = (p: number) => (percentile(f.ms, p) / percentile(b.ms, p)).toFixed(2);
-      return [
+      lines = [
         `feeder (bioalchemy run over the finished folder), pool ${fmt(status.pool)} QA, ${fmt(status.selected)} copies selected: ` +
           `API up ${listeningS.toFixed(2)} s after spawn, first lease ${leasedS.toFixed(2)} s after spawn ` +
           `(that request ${first.ms.toFixed(0)} ms: it makes the selection over the whole pool and plans epoch 0, beside the processors starting)`,
@@ -186,6 +190,22 @@ async function feederFigures(config: string): Promise<string[]> {
   } finally {
     await served.stop();
   }
+  const grown = logBytes(config) - logBefore;
+  lines.push(
+    `  the log grew ${(grown / 2 ** 20).toFixed(1)} MB over those ${leases} leases, ${(grown / leases / 1024).toFixed(0)} KiB a lease ` +
+      '(rollout.batches keeps each lease with its items, with no retention)',
+  );
+  return lines;
+}
+
+/** Bytes of the embedded log's files (the database and its WAL); 0 on Kafka. */
+function logBytes(config: string): number {
+  const log = loadConfig(config).log;
+  if (!log.startsWith('file:')) return 0;
+  const dir = log.slice('file:'.length);
+  return readdirSync(dir)
+    .filter((f) => f.startsWith('log.sqlite'))
+    .reduce((sum, f) => sum + statSync(join(dir, f)).size, 0);
 }
 
 async function post(url: string, body: unknown): Promise<string> {
