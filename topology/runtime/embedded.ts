@@ -206,6 +206,11 @@ export class EmbeddedRuntime implements Runtime {
             this.growCache(t.name, existing.partitions, t.partitions);
             continue;
           }
+          if (existing.retention_ms !== t.retentionMs) {
+            // Retention is the topology's to set, and changing it moves no record: a folder made
+            // before a topic had one gets it.
+            this.db.prepare('UPDATE topics SET retention_ms = ? WHERE name = ?').run(t.retentionMs, t.name);
+          }
           if (existing.partitions !== t.partitions || Boolean(existing.compacted) !== t.compacted) {
             throw new Error(
               `topic "${t.name}" exists with ${existing.partitions} partitions${existing.compacted ? ', compacted' : ''}; ` +

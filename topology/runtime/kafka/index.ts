@@ -153,7 +153,7 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
         resources: present.map((t) => ({
           type: ConfigResourceTypes.TOPIC,
           name: this.names.topic(t.name),
-          configNames: ['cleanup.policy', 'delete.retention.ms'],
+          configNames: ['cleanup.policy', 'delete.retention.ms', 'retention.ms'],
         })),
       });
       for (const t of present) {
@@ -163,12 +163,13 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
         const configured = (name: string) => entries.find((e) => e.configName === name)?.configValue;
         const policy = configured('cleanup.policy');
         if (
-          t.cache &&
-          policy === 'compact' &&
-          configured('delete.retention.ms') !== String(CACHE_TOMBSTONE_MS)
+          (policy === 'compact') === t.compacted &&
+          (configured('retention.ms') !== String(t.retentionMs ?? -1) ||
+            (t.cache && configured('delete.retention.ms') !== String(CACHE_TOMBSTONE_MS)))
         ) {
-          // A cache topic made before its tombstones had a short life: alterConfigs sets a topic's
-          // whole config, so it is given all of it.
+          // A topic made before the topology gave it a retention (rollout.batches), or a cache
+          // topic before its tombstones had a short life: retention is the topology's to set, and
+          // changing it moves no record. alterConfigs sets a topic's whole config: all of it.
           await this.admin.alterConfigs({
             validateOnly: false,
             resources: [{ type: ConfigResourceTypes.TOPIC, name: kafkaName, configEntries: topicConfig(t) }],
