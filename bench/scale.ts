@@ -11,6 +11,7 @@ import { pipelineResponder } from '../test/llm-server/pipeline-responder.js';
 import { start } from '../test/llm-server/server.js';
 import { EmbeddedRuntime, MAINTENANCE_SLICE_ROWS } from '../topology/runtime/embedded.js';
 import { fmt } from './harness.js';
+import { servingAtScale } from './scale-serving.js';
 
 /**
  * The whole pipeline at scale, on the embedded default, through the compiled CLI as a user runs
@@ -23,11 +24,15 @@ import { fmt } from './harness.js';
  *    folder: time and peak RSS;
  *  - a kill -9 in the middle of a second batch, then the restart: its time to "running" and the
  *    calls paid twice;
+ *  - serving at that size (bench/scale-serving.ts): the sampler's recompute, the feeder's first
+ *    lease and lease+ack latency on the full pool, the dashboard's snapshot;
  *  - the response journal alone: an empty folder vs 100,000 replies of 1.2 KB settled (with
  *    their tombstones, as a long run leaves them) and vs 100,000 pending (none settled: the worst
  *    case a crash could leave, were that many in flight).
- * N (BIOALCHEMY_BENCH_SCALE_ARTICLES, default 1,000: about three minutes on 2 cores) synthetic articles: the fixtures' real
- * abstracts with their sentences shuffled and new ids.
+ * N (BIOALCHEMY_BENCH_SCALE_ARTICLES, default 1,000) synthetic articles: each a fixture's
+ * metadata, a new id, and an abstract of six sentences drawn from all the real abstracts (the
+ * fixtures', and those under BIOALCHEMY_BENCH_SCALE_CORPUS when set). BIOALCHEMY_BENCH_SCALE_PROFILE
+ * names a folder for a CPU profile of each `run`.
  */
 const BIN = new URL('../bin/bioalchemy.js', import.meta.url).pathname;
 const FIXTURES = new URL('../test/fixtures/sources/', import.meta.url).pathname;
@@ -97,6 +102,9 @@ export async function run(): Promise<string[]> {
         `after ${n} articles (${calls} replies) ${historyS.toFixed(2)} s (${(historyS / emptyS).toFixed(2)}x), ` +
         `peak RSS ${historyRss.toFixed(0)} MB (${signed(historyRss - emptyRss)} MB)`,
     );
+
+    // Serving at that size, before the leases' records add to the history the restarts measured.
+    lines.push(...(await servingAtScale(ws)));
 
     // kill -9 in the middle of a second batch, then the restart.
     await appendArticles(ws.dir, await syntheticArticles(Math.max(20, Math.floor(n / 2)), 1));
