@@ -66,13 +66,21 @@ export async function run(): Promise<string[]> {
     const ws = workspace();
     await appendArticles(ws.dir, await syntheticArticles(n, 0));
     server.resetStats();
+    const serverCpu = process.cpuUsage();
     const full = await runCli(ws.config, ['run', '--until-idle']);
+    const serverCpuS = (({ user, system }) => (user + system) / 1e6)(process.cpuUsage(serverCpu));
     if (full.code !== 0) throw new Error(`run failed: ${full.stderr.slice(-2000)}`);
     const calls = server.stats().requests;
     const callsPerSecond = calls / full.seconds;
     lines.push(
       `pipeline, ${n} articles: ${calls} LLM calls in ${full.seconds.toFixed(1)} s, ${fmt(callsPerSecond)} calls/s, ` +
         `${(n / full.seconds).toFixed(1)} articles/s; ${(callsPerSecond / capacity).toFixed(2)}x the server's capacity alone`,
+    );
+    // The pipeline's process is one thread of JavaScript: the CPU it spends per call bounds its
+    // calls/s, whatever the server's capacity. chdb's own threads are counted in it too.
+    lines.push(
+      `  CPU per LLM call: the run process ${((1000 * full.cpuS) / calls).toFixed(2)} ms (${((100 * full.cpuS) / full.seconds).toFixed(0)}% of a core over the run), ` +
+        `the server ${((1000 * serverCpuS) / calls).toFixed(2)} ms; alone, the server and its clients took ${(1000 / capacity).toFixed(2)} ms a request`,
     );
     const split = requestSplit(ws.dir);
     lines.push(
@@ -374,8 +382,23 @@ interface CliRun {
   toRunningS: number;
   /** RSS in MB, every 250 ms. */
   rss: number[];
+  /** CPU seconds (user + system, every thread) as of the last sample. */
+  cpuS: number;
   longestGapS: number;
 }
+
+/** A process's CPU seconds so far (user + system) from /proc/<pid>/stat; null once it is gone. */
+function cpuSecondsOf(pid: number): number | null {
+  try {
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+/** USER_HZ: 100 on every Linux this runs on. */
+const CLOCK_TICKS = 100;
 
 /** The compiled CLI in a child (as bin/bioalchemy.js starts it), RSS sampled from /proc. */
 function runCli(config: string, args: string[], opts: { killAfterRunningMs?: number } = {}): Promise<CliRun> {
@@ -400,6 +423,7 @@ function runCli(config: string, args: string[], opts: { killAfterRunningMs?: num
       },
     );
     const rss: number[] = [];
+    let cpuS = 0;
     const progress: number[] = [];
     let stderr = '';
     let toRunningS = Number.NaN;
@@ -407,6 +431,7 @@ function runCli(config: string, args: string[], opts: { killAfterRunningMs?: num
       try {
         const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1];
         if (kb) rss.push(Number(kb) / 1024);
+        cpuS = cpuSecondsOf(child.pid!) ?? cpuS;
       } catch {
         // Exited between two samples.
       }
@@ -430,7 +455,16 @@ function runCli(config: string, args: string[], opts: { killAfterRunningMs?: num
       let longestGapS = 0;
       for (let i = 1; i < progress.length; i++)
         longestGapS = Math.max(longestGapS, (progress[i]! - progress[i - 1]!) / 1000);
-      resolve({ code, signal, stderr, seconds: (ended - started) / 1000, toRunningS, rss, longestGapS });
+      resolve({
+        code,
+        signal,
+        stderr,
+        seconds: (ended - started) / 1000,
+        toRunningS,
+        rss,
+        cpuS,
+        longestGapS,
+      });
     });
   });
 }
