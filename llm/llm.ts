@@ -249,6 +249,10 @@ export class Llm {
           ...params,
           timeoutMs: target.timeoutMs,
         });
+        // Journaled before anything else happens to it, and before its slot is given back: the
+        // journal writes a turn's replies together, and a kill -9 pays again for no more replies
+        // than the endpoint lets be in flight. (A failed write is no transient error: not retried.)
+        await this.journal.put(key, reply);
         return { reply, tokens: reply.usage.inputTokens + reply.usage.outputTokens };
       });
     } catch (e) {
@@ -260,8 +264,6 @@ export class Llm {
       throw new LlmRequestError(stage, (e as Error).message, (e as { status?: number }).status);
     }
     this.metrics.inFlight.dec({ stage });
-    // Journaled before anything else happens to it: a crash from here on costs no second call.
-    await this.journal.put(key, sent.reply.reply);
     return { reply: sent.reply.reply, attempts: sent.attempts };
   }
 
