@@ -23,7 +23,7 @@ import { servingAtScale } from './scale-serving.js';
  *  - `run --until-idle` with nothing to do on the folder with the whole history vs on an empty
  *    folder: time and peak RSS;
  *  - a kill -9 in the middle of a second batch, then the restart: its time to "running" and the
- *    prompts sent twice, beside those a run with no kill sends twice (passages articles share);
+ *    prompts sent twice, beside those a run with no kill sends twice (QA texts articles share);
  *  - serving at that size (bench/scale-serving.ts): the sampler's recompute, the feeder's first
  *    lease and lease+ack latency on the full pool, the dashboard's snapshot;
  *  - the response journal alone: an empty folder vs 100,000 replies of 1.2 KB settled (with
@@ -89,7 +89,7 @@ export async function run(): Promise<string[]> {
     lines.push(
       `  model requests: ${fmt(split.sent + split.cached)} (${((split.sent + split.cached) / n).toFixed(2)} an article), ` +
         `${fmt(split.sent)} sent, ${fmt(split.cached)} answered by the journal or a request in flight; ` +
-        `${repeatedWithoutKill} prompts sent twice with no kill (a passage two articles share, asked again after the first's reply was settled)`,
+        `${repeatedWithoutKill} prompts sent twice with no kill (classify's, for a question and answer two articles share, asked again after the first's reply was settled)`,
     );
     lines.push(
       `  RSS of run: ${rssLine(full.rss)}; longest gap between progress lines ${full.longestGapS.toFixed(1)} s (beat 5 s)`,
@@ -126,13 +126,14 @@ export async function run(): Promise<string[]> {
     if (restart.code !== 0) throw new Error(`restart failed: ${restart.stderr.slice(-2000)}`);
     const batch = server.stats();
     const twice = Object.values(batch.answeredByPromptHash).filter((c) => c > 1).length;
-    // Shared passages repeat prompts with no kill at all: at the first run's rate, this many.
-    const unkilled = Math.round((repeatedWithoutKill / calls) * batch.requests);
+    // QA texts two articles share repeat prompts with no kill at all: as pairs of articles, so
+    // with the square of the size, this many at the first run's rate.
+    const unkilled = Math.round(repeatedWithoutKill * (batch.requests / calls) ** 2);
     lines.push(
       `kill -9 ${killed.signal === 'SIGKILL' ? 'landed' : 'missed (the run ended first)'} mid-batch; restart to "running" ` +
         `${restart.toRunningS.toFixed(2)} s (empty folder ${median(restarts.map((r) => r.empty.toRunningS)).toFixed(2)} s), ` +
         `to idle ${restart.seconds.toFixed(1)} s; prompts sent twice: ${twice}, of which about ${unkilled} expected with no kill ` +
-        '(shared passages, the rate above); the rest are replies in transit at the kill',
+        '(shared QA texts, as above); the rest are replies in transit at the kill',
     );
 
     // The journal alone: replies appended to a fresh folder, settled or pending.
