@@ -193,7 +193,7 @@ async function feederFigures(config: string): Promise<string[]> {
   const grown = logBytes(config) - logBefore;
   lines.push(
     `  the log grew ${(grown / 2 ** 20).toFixed(1)} MB over those ${leases} leases, ${(grown / leases / 1024).toFixed(0)} KiB a lease ` +
-      '(rollout.batches keeps each lease with its items, for a week)',
+      '(rollout.batches records each lease, its items by qa id, for a week)',
   );
   return lines;
 }

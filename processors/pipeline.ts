@@ -90,11 +90,11 @@ export function pipelineTopology(
       {
         name: 'rollout.batches',
         partitions,
-        schema: 'rollout-batch',
-        // A record of each lease, every item's row in it (about 100 KiB): kept forever it grew the
-        // log by gigabytes over a long run's epochs. The feeder's own file is the truth of leases.
+        schema: 'rollout-lease',
+        // A record of each lease (its items by qa id): kept forever, it would grow with every
+        // epoch of every run. The feeder's own file is the truth of leases.
         retentionMs: 7 * 24 * 3600 * 1000,
-        description: 'batches leased to trainers (kept a week)',
+        description: 'leases of rollout batches to trainer ranks: items by qa id (kept a week)',
       },
       JOURNAL_TOPIC,
       LLM_CALLS_TOPIC,

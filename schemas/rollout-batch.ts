@@ -70,3 +70,23 @@ export const RolloutBatch = z.object({
   leaseDeadline: z.string().datetime(),
 });
 export type RolloutBatch = z.infer<typeof RolloutBatch>;
+
+/**
+ * A lease as `rollout.batches` records it, one record per lease: which items went to which rank,
+ * in which slot, and when. The items' rows are the pool's (by qa id: the feeder's file, exports);
+ * a record holding every row was about 100 KiB, and checking and writing it held the feeder's
+ * event loop, which every lease waits on, about 2 ms a lease.
+ */
+export const RolloutLease = RolloutBatch.omit({ items: true }).extend({
+  items: z
+    .array(
+      z.object({
+        qaId: z.string().min(1),
+        copy: z.number().int().nonnegative().describe('which copy of an upsampled item (0 for the first)'),
+        index: z.number().int().nonnegative().describe('position in the epoch'),
+      }),
+    )
+    .min(1)
+    .describe('every slot of the batch as cut, in slot order'),
+});
+export type RolloutLease = z.infer<typeof RolloutLease>;

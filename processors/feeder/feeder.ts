@@ -17,7 +17,7 @@ import {
   type RunStatus,
 } from '../../schemas/feeder.js';
 import type { MixState } from '../../schemas/mix-state.js';
-import type { RolloutBatch } from '../../schemas/rollout-batch.js';
+import type { RolloutLease } from '../../schemas/rollout-batch.js';
 import { copiesOf, heldOutArticles } from '../sampler/selection.js';
 import { epochOrder, epochOrderSteps, epochSeed, nextBatchSize, paddingOf, type Slot } from './order.js';
 import { type PoolItem, rolloutRow } from './row.js';
@@ -76,9 +76,6 @@ interface BatchRow {
   /** The slots acked so far (a JSON array, ascending); the batch is acked when all are. */
   acked_slots: string;
 }
-
-/** Leases whose items are kept for publishing (Feeder.unpublished): a few timer periods' worth. */
-const UNPUBLISHED_KEPT = 1024;
 
 /** How long one turn of the event loop may spend planning epochs ahead. */
 const PLAN_SLICE_MS = 2;
@@ -198,13 +195,6 @@ export class Feeder {
   private poolVersion = 0;
   /** Rendered items (a JSON array) and their slots, of batches cut and not yet leased. */
   private readonly rendered = new Map<string, { items: string; slots: number[] }>();
-  /**
-   * The items (a JSON array) of leases of every slot of their batch, by `batch#attempt`, until
-   * the processor's timer publishes them (leasesAfter): rendering each again there was half of
-   * the timer's time, and the timer holds the event loop every lease waits on (p99 80 ms at 150
-   * round trips/s). The newest UNPUBLISHED_KEPT only: a feeder nobody publishes keeps no more.
-   */
-  private readonly unpublished = new Map<string, string>();
   private readonly q: ReturnType<typeof statements>;
   /** Each run's next epoch, planned ahead (or being planned) for the selection it was made of. */
   private readonly ahead = new Map<string, AheadPlan>();
@@ -337,7 +327,6 @@ export class Feeder {
         this.q.leaseBatch.run(leaseId, deadline, attempt, batch.id);
         this.q.outbox.run(batch.id, leaseId, deadline, attempt);
         const { items, slots } = this.itemsJson(batch, acked);
-        if (acked.length === 0) this.keepUnpublished(`${batch.id}#${attempt}`, items);
         if (attempt > 1) this.q.addRedelivered.run(slots.length, req.run, batch.epoch);
         const head = this.batchHead(batch, deadline, attempt);
         return `{"status":"leased","leaseId":"${leaseId}","slots":${JSON.stringify(slots)},"batch":${head.slice(0, -1)},"items":${items}}}`;
@@ -628,8 +617,8 @@ export class Feeder {
     });
   }
 
-  /** Leases not yet published on rollout.batches, after `afterSeq`, rendered as batches. */
-  leasesAfter(afterSeq: number, limit = 256): { seq: number; batch: RolloutBatch }[] {
+  /** Leases not yet published on rollout.batches, after `afterSeq`: each batch as cut, items by qa id. */
+  leasesAfter(afterSeq: number, limit = 256): { seq: number; lease: RolloutLease }[] {
     const rows = this.q.outboxAfter.all(afterSeq, limit) as {
       seq: number;
       batch_id: string;
@@ -638,12 +627,14 @@ export class Feeder {
     }[];
     return rows.map((r) => {
       const b = this.q.getBatch.get(r.batch_id) as BatchRow;
-      const head = JSON.parse(this.batchHead(b, r.deadline, r.attempt)) as Omit<RolloutBatch, 'items'>;
-      // The batch as cut, every slot: the record says which batch went to whom, and when.
-      const key = `${r.batch_id}#${r.attempt}`;
-      const items = this.unpublished.get(key) ?? this.renderItems(b).items;
-      this.unpublished.delete(key);
-      return { seq: r.seq, batch: { ...head, items: JSON.parse(items) } };
+      const head = JSON.parse(this.batchHead(b, r.deadline, r.attempt)) as Omit<RolloutLease, 'items'>;
+      // The batch as cut, every slot: the record says which items went to whom, and when.
+      const items = (JSON.parse(b.slots) as BatchSlot[]).map(([qaId, copy, index]) => ({
+        qaId,
+        copy,
+        index,
+      }));
+      return { seq: r.seq, lease: { ...head, items } };
     });
   }
 
@@ -897,12 +888,6 @@ export class Feeder {
     this.rendered.delete(b.id);
     if (acked.length === 0 && cached) return cached;
     return this.renderItems(b, acked);
-  }
-
-  private keepUnpublished(key: string, items: string): void {
-    this.unpublished.set(key, items);
-    if (this.unpublished.size > UNPUBLISHED_KEPT)
-      this.unpublished.delete(this.unpublished.keys().next().value!);
   }
 
   private renderItems(b: BatchRow, acked: readonly number[] = []): { items: string; slots: number[] } {

@@ -75,7 +75,7 @@ function publishLeases(feeder: Feeder, ctx: StepContext): void {
   // well below it (a transaction holds a few steps of at most 256 leases each).
   if (after > 8192) feeder.dropLeasesThrough(after - 8192);
   const leases = feeder.leasesAfter(after);
-  for (const { batch } of leases) ctx.emit('rollout.batches', batch.id, batch);
+  for (const { lease } of leases) ctx.emit('rollout.batches', lease.id, lease);
   const last = leases.at(-1);
   if (last) store.put('leases', last.seq);
 }

@@ -230,7 +230,7 @@ async function verify(args: {
     id: string;
     epoch: number;
     mixVersion: number;
-    items: { extra_info: { qa_id: string } }[];
+    items: { qaId: string }[];
   }[];
   try {
     const records = await readAll(runtime, 'articles');

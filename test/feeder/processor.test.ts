@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Feeder } from '../../processors/feeder/feeder.js';
 import { feederProcessor } from '../../processors/feeder/processor.js';
-import type { RolloutBatch } from '../../schemas/rollout-batch.js';
+import type { RolloutLease } from '../../schemas/rollout-batch.js';
 import { TestDriver } from '../../topology/test-driver.js';
 import { classifiedQa, mix, poolItems } from './fixtures.js';
 
@@ -16,7 +16,7 @@ describe('feeder processor', () => {
     const d = await TestDriver.forProcessor(feederProcessor({ feeder, everyMs: 100 }), [
       { name: 'qa.classified', schema: 'classified-qa' },
       { name: 'mix.state', schema: 'mix-state' },
-      { name: 'rollout.batches', schema: 'rollout-batch' },
+      { name: 'rollout.batches', schema: 'rollout-lease' },
     ]);
     drivers.push(d);
     await d.pipe(
@@ -33,10 +33,18 @@ describe('feeder processor', () => {
     expect(l.status).toBe('leased');
     await d.advanceTime(100);
     await d.advanceTime(100);
-    const published = await d.values<RolloutBatch>('rollout.batches');
+    const published = await d.values<RolloutLease>('rollout.batches');
     expect(published.map((b) => b.id)).toEqual(['p/e0/b0']);
     expect(published[0]).toMatchObject({ run: 'p', rank: 0, mixVersion: 3, attempt: 1 });
-    expect(published[0]!.items).toHaveLength(2);
+    // Items by qa id, in slot order, as the lease delivered them.
+    if (l.status !== 'leased') throw new Error('not leased');
+    expect(published[0]!.items).toEqual(
+      l.batch.items.map((it) => ({
+        qaId: it.extra_info.qa_id,
+        copy: it.extra_info.copy,
+        index: it.extra_info.index,
+      })),
+    );
     // The timer cut the next batches ahead (readyBatches = 2 by default), no more.
     expect(feeder.runStatus('p').batches.ready).toBe(2);
   });
@@ -53,13 +61,14 @@ describe('feeder processor', () => {
     const again = feeder.lease({ run: 'p', rank: 0, worldSize: 1 });
     if (again.status !== 'leased') throw new Error(`not leased: ${again.status}`);
     expect(again.slots).toEqual([1, 2]);
-    const published = feeder.leasesAfter(0).map((l) => l.batch);
+    const published = feeder.leasesAfter(0).map((l) => l.lease);
     expect(published.map((b) => [b.id, b.attempt])).toEqual([
       [first.batch.id, 1],
       [first.batch.id, 2],
     ]);
-    expect(published[0]!.items).toEqual(first.batch.items);
-    expect(published[1]!.items).toEqual(first.batch.items);
+    const asCut = first.batch.items.map((it) => it.extra_info.qa_id);
+    expect(published[0]!.items.map((it) => it.qaId)).toEqual(asCut);
+    expect(published[1]!.items.map((it) => it.qaId)).toEqual(asCut);
     feeder.close();
   });
 });

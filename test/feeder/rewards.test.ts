@@ -28,7 +28,7 @@ describe('rewards from acks to ClickHouse', () => {
     const d = await TestDriver.forProcessor(feederProcessor({ feeder, analytics, everyMs: 100 }), [
       { name: 'qa.classified', schema: 'classified-qa' },
       { name: 'mix.state', schema: 'mix-state' },
-      { name: 'rollout.batches', schema: 'rollout-batch' },
+      { name: 'rollout.batches', schema: 'rollout-lease' },
     ]);
     cleanup.push(() => d.close());
     const topics = (i: number) => (i % 2 ? ['Genetics'] : ['Microbiology']);
