@@ -54,7 +54,10 @@ def main(argv=None):
 
     rng = np.random.default_rng(args.seed)
     logits, epochs = load(args.checkpoint)  # epochs: {epoch: [reward sum, rollouts]}
-    client = FeederClient(args.url, run=args.run, lease_ms=args.lease_ms)
+    # One batch at a time, so no lease from the next epoch while one of this epoch is held: a
+    # batch a killed run of this script held is delivered again once its lease runs out, before
+    # the epoch ends.
+    client = FeederClient(args.url, run=args.run, lease_ms=args.lease_ms, prefetch=0)
     while True:
         batch = client.next_batch()
         if batch is None:
@@ -62,6 +65,9 @@ def main(argv=None):
                 break
             continue
         if batch.epoch >= args.epochs:
+            # A batch of an epoch past the last one wanted (cut ahead): given back untrained, or it
+            # would stay leased to this run until its lease ran out.
+            client.release(batch)
             break
         rewards = []
         for item in batch.items:
