@@ -328,7 +328,7 @@ export class Feeder {
         this.q.outbox.run(batch.id, leaseId, deadline, attempt);
         const { items, slots } = this.itemsJson(batch, acked);
         if (attempt > 1) this.q.addRedelivered.run(slots.length, req.run, batch.epoch);
-        const head = this.batchHead(batch, deadline, attempt);
+        const head = JSON.stringify(this.batchHead(batch, deadline, attempt));
         return `{"status":"leased","leaseId":"${leaseId}","slots":${JSON.stringify(slots)},"batch":${head.slice(0, -1)},"items":${items}}}`;
       }
       if (this.epochIsEmpty(run, epoch)) {
@@ -627,7 +627,7 @@ export class Feeder {
     }[];
     return rows.map((r) => {
       const b = this.q.getBatch.get(r.batch_id) as BatchRow;
-      const head = JSON.parse(this.batchHead(b, r.deadline, r.attempt)) as Omit<RolloutLease, 'items'>;
+      const head = this.batchHead(b, r.deadline, r.attempt);
       // The batch as cut, every slot: the record says which items went to whom, and when.
       const items = (JSON.parse(b.slots) as BatchSlot[]).map(([qaId, copy, index]) => ({
         qaId,
@@ -866,8 +866,9 @@ export class Feeder {
     return batch;
   }
 
-  private batchHead(b: BatchRow, deadline: number, attempt: number): string {
-    return JSON.stringify({
+  /** A lease's batch without its items: what the lease answer and the lease record share. */
+  private batchHead(b: BatchRow, deadline: number, attempt: number): Omit<RolloutLease, 'items'> {
+    return {
       id: b.id,
       run: b.run,
       mixVersion: b.mix_version,
@@ -876,7 +877,7 @@ export class Feeder {
       index: b.idx,
       attempt,
       leaseDeadline: new Date(deadline).toISOString(),
-    });
+    };
   }
 
   /**

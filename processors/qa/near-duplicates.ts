@@ -135,9 +135,12 @@ export class NearDuplicateIndex {
     for (const ids of members) for (const other of ids) if (other !== id) candidates.add(other);
     let best: { of: string; similarity: number } | null = null;
     for (const other of candidates) {
-      const otherSig = this.cache.get(other) ?? this.store.get<number[]>(`sig:${other}`);
-      if (!otherSig) continue;
-      this.cache.set(other, otherSig);
+      let otherSig = this.cache.get(other);
+      if (!otherSig) {
+        otherSig = this.store.get<number[]>(`sig:${other}`);
+        if (!otherSig) continue;
+        this.cache.set(other, otherSig);
+      }
       const s = similarity(sig, otherSig);
       if (s >= this.threshold && (!best || s > best.similarity)) best = { of: other, similarity: s };
     }
