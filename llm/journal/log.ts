@@ -16,8 +16,10 @@ import type { ResponseJournal } from './journal.js';
  * (topology/input-scope.ts), so the journal holds the work in flight, not the history. The
  * embedded log's compaction removes both; on Kafka the broker compacts the reply away within the
  * hour (segment.ms) and drops the tombstone an hour later (delete.retention.ms, set for a cache
- * topic in topology/runtime/kafka/index.ts). After a kill -9 a restarted worker finds every reply
- * that arrived for inputs not yet committed, and pays again only for calls whose replies had not.
+ * topic in topology/runtime/kafka/index.ts). A process keeps the last few MB of settled replies
+ * in memory (RecentReplies), for inputs that ask the same again. After a kill -9 a restarted
+ * worker finds every reply that arrived for inputs not yet committed, and pays again only for
+ * calls whose replies had not.
  * A worker reads a partition of the journal the first time one of its inputs asks for a reply:
  * only the partitions it works on.
  */
@@ -52,6 +54,11 @@ export class LogJournal implements ResponseJournal {
   private readonly restored = new Map<number, Promise<void> | true>();
   /** Records read that are no reply, over the partitions read so far. */
   unreadable = 0;
+  /**
+   * Replies whose step committed, kept a while in memory only: the model writing one question
+   * twice gives two inputs with one prompt, and the second, in a later step, would pay again.
+   */
+  private readonly recent = new RecentReplies(RECENT_REPLY_CHARS);
   /** Replies to append at the end of this turn of the event loop, and that append (see write). */
   private writing: { readonly records: OutgoingRecord[]; readonly done: Promise<void> } | null = null;
 
@@ -72,7 +79,7 @@ export class LogJournal implements ResponseJournal {
     return new LogJournal(runtime, topic, partitions, opts.onRestore ?? (() => {}));
   }
 
-  /** Replies held in memory. */
+  /** Replies pending: not settled by a commit yet (the recent ones kept after are not counted). */
   get size(): number {
     return this.replies.size;
   }
@@ -80,10 +87,16 @@ export class LogJournal implements ResponseJournal {
   get(key: string): LlmJournalReply | undefined | Promise<LlmJournalReply | undefined> {
     const found = () => {
       const held = this.replies.get(key);
-      // Its tombstone goes where it lies: an input of another partition may use it (it waited on
-      // the same request in flight).
-      if (held) this.settle(key, held.partition);
-      return held?.reply;
+      if (held) {
+        // Its tombstone goes where it lies: an input of another partition may use it (it waited
+        // on the same request in flight).
+        this.settle(key, held.partition);
+        return held.reply;
+      }
+      const recent = this.recent.take(key);
+      // Asked again after the step that used it committed: journaled again for this input, so
+      // that a kill before this input's step commits does not pay for it either.
+      return recent && this.put(key, recent).then(() => recent);
     };
     const restoring = this.restore(this.partitionOf(key));
     return restoring === true ? found() : restoring.then(found);
@@ -140,7 +153,12 @@ export class LogJournal implements ResponseJournal {
         partition,
         ...(scope.partition === GLOBAL ? {} : { from: scope.partition }),
       },
-      () => this.replies.delete(key),
+      () => {
+        const held = this.replies.get(key);
+        if (!held) return;
+        this.replies.delete(key);
+        this.recent.add(key, held.reply);
+      },
     );
   }
 
@@ -187,6 +205,42 @@ export class LogJournal implements ResponseJournal {
       if (!this.replies.has(key)) this.replies.set(key, { reply, partition });
     this.unreadable += unreadable;
     this.onRestore({ partition, replies: pending.size, unreadable });
+  }
+}
+
+/** What the journal keeps of replies whose step committed: about 2,000 of the pipeline's, a few MB. */
+export const RECENT_REPLY_CHARS = 4 * 2 ** 20;
+
+/** Replies by key, oldest dropped first once their contents pass `maxChars`: a bound, not history. */
+export class RecentReplies {
+  private readonly replies = new Map<string, LlmJournalReply>();
+  private chars = 0;
+
+  constructor(private readonly maxChars: number) {}
+
+  get size(): number {
+    return this.replies.size;
+  }
+
+  add(key: string, reply: LlmJournalReply): void {
+    this.take(key);
+    this.replies.set(key, reply);
+    this.chars += reply.content.length;
+    for (const [oldest, dropped] of this.replies) {
+      if (this.chars <= this.maxChars) break;
+      this.replies.delete(oldest);
+      this.chars -= dropped.content.length;
+    }
+  }
+
+  /** The reply, removed: it is pending again until its new user's step commits. */
+  take(key: string): LlmJournalReply | undefined {
+    const reply = this.replies.get(key);
+    if (reply) {
+      this.replies.delete(key);
+      this.chars -= reply.content.length;
+    }
+    return reply;
   }
 }
 

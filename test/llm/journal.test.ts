@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { JOURNAL_TOPIC, LogJournal } from '../../llm/index.js';
-import type { JournalRestore } from '../../llm/journal/log.js';
+import { type JournalRestore, RecentReplies } from '../../llm/journal/log.js';
 import type { LlmJournalReply } from '../../schemas/llm.js';
 import { InputScope, inScope } from '../../topology/input-scope.js';
 import { EngineMetrics } from '../../topology/metrics.js';
@@ -105,6 +105,41 @@ describe('the response journal on the log', () => {
     expect(restores).toEqual([{ partition: 0, replies: 1, unreadable: 0 }]);
     expect((await runtime.read(JOURNAL_TOPIC.name, 0, 0, 10_000)).map((r) => r.key)).toEqual(['pending']);
     await runtime.close();
+  });
+
+  it('a reply asked for again after its step committed is a hit, journaled again until the new step commits', async () => {
+    const runtime = await openLog();
+    const { journal } = await journalOn(runtime);
+    const first = new InputScope(1);
+    await inScope(first, () => journal.put('k', reply(1)));
+    await commit(runtime, first);
+    expect(journal.size).toBe(0);
+
+    // The model wrote one question twice: a second input, in a later step, asks the same.
+    const second = new InputScope(2);
+    expect(await inScope(second, () => journal.get('k'))).toEqual(reply(1));
+    expect((await runtime.read(JOURNAL_TOPIC.name, 2, 0, 10)).map((r) => r.key)).toEqual(['k']);
+    // Killed before that step committed: the restarted worker finds it in the second's partition.
+    const { journal: restarted } = await journalOn(runtime);
+    expect(await inScope(new InputScope(2), () => restarted.get('k'))).toEqual(reply(1));
+    expect(second.settlement().records).toEqual([
+      { topic: JOURNAL_TOPIC.name, key: 'k', value: 'null', partition: 2, from: 2 },
+    ]);
+    await commit(runtime, second);
+    expect(journal.size).toBe(0);
+    await runtime.close();
+  });
+
+  it('keeps settled replies within a bound of characters, the oldest dropped first', () => {
+    const recent = new RecentReplies(30);
+    for (const n of [100, 200, 300]) recent.add(`k${n}`, reply(n)); // 14 characters each
+    expect(recent.size).toBe(2);
+    expect(recent.take('k100')).toBeUndefined();
+    expect(recent.take('k300')).toEqual(reply(300));
+    recent.add('k400', reply(400));
+    recent.add('k500', reply(500));
+    expect(recent.take('k200')).toBeUndefined();
+    expect(recent.size).toBe(2);
   });
 
   it('a hit settles with the step that used it: the replay after a kill pays nothing, then the reply goes', async () => {
