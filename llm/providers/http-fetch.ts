@@ -23,7 +23,8 @@ export interface HttpFetch {
  * flight is most of the client's time). Buffered bodies only: a string or bytes sent, the whole
  * response read before it resolves (the providers make no streaming calls). Redirects are not
  * followed; an encoded response (gzip, deflate, br) is decoded. Aborting the signal rejects with
- * an AbortError, which the openai client reports as a timeout when its own timer aborted.
+ * its reason, an AbortError, which the openai client reports as a timeout when its own timer
+ * aborted, unless the whole response had arrived (see `abort` below).
  */
 export function httpFetch(): HttpFetch {
   const agents = {
@@ -46,16 +47,31 @@ export function httpFetch(): HttpFetch {
     const signal = init.signal ?? undefined;
     const method = init.method ?? 'GET';
     return new Promise<{ res: http.IncomingMessage; raw: Buffer }>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      let received = false;
       const send = url.protocol === 'https:' ? https.request : http.request;
-      const req = send(url, { agent, method, headers, signal }, (res) => {
+      const req = send(url, { agent, method, headers }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('error', reject);
-        res.on('end', () => resolve({ res, raw: Buffer.concat(chunks) }));
+        res.on('end', () => {
+          received = true;
+          signal?.removeEventListener('abort', abort);
+          resolve({ res, raw: Buffer.concat(chunks) });
+        });
         res.on('close', () => {
           if (!res.complete) reject(signal?.aborted ? signal.reason : new Error('response ended early'));
         });
       });
+      // A timeout measures the endpoint's silence, not this process's. After the loop was busy past
+      // the deadline (a long step, a loaded machine), the timer runs before the reply already
+      // waiting in the socket is read; one more turn reads it. Aborting there would throw away a
+      // reply that arrived and pay for it again.
+      const abort = () =>
+        setImmediate(() => {
+          if (!received) req.destroy(signal!.reason);
+        });
+      signal?.addEventListener('abort', abort, { once: true });
       req.on('error', reject);
       req.end(body ?? undefined);
     }).then(async ({ res, raw }) => {
