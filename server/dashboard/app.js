@@ -3,8 +3,9 @@
 /* global echarts */
 
 const charts = {};
-const state = { snapshots: 0, last: null, source: null };
-// For tests and the curious: window.__dashboard.snapshots counts the snapshots drawn.
+const state = { snapshots: 0, last: null, source: null, redraw: () => draw(state.last) };
+// For tests and the curious: window.__dashboard.snapshots counts the snapshots drawn; redraw()
+// draws the last one again, as the next snapshot would.
 window.__dashboard = state;
 
 function chart(id) {
@@ -42,32 +43,35 @@ function table(id, head, rows) {
 }
 
 const deadLetterRow = (d) => (d.processor ? `${d.code} · ${d.processor}` : d.code);
-/** Rows of the dead-letter panel the user opened: they stay open as snapshots arrive. */
-const openDeadLetterRows = new Set();
+/** The dead-letter panel's rows by name, kept across snapshots: a row the user opened stays open,
+ *  even when a snapshot lands between the click and the toggle event (a rebuilt row came up closed). */
+const deadLetterRows = new Map();
 
 /** One row per code and processor under the chart, each opening to its reasons by count. */
 function deadLetterReasons(groups) {
   const el = document.getElementById('dead-letter-reasons');
-  el.replaceChildren();
-  for (const g of groups) {
+  const rows = groups.map((g) => {
     const row = deadLetterRow(g);
-    const details = document.createElement('details');
-    details.open = openDeadLetterRows.has(row);
-    details.addEventListener('toggle', () => {
-      if (details.open) openDeadLetterRows.add(row);
-      else openDeadLetterRows.delete(row);
-    });
-    const summary = document.createElement('summary');
-    summary.textContent = `${fmt(g.n)}  ${row}`;
-    const list = document.createElement('ul');
-    for (const r of g.reasons) {
-      const item = document.createElement('li');
-      item.textContent = `${fmt(r.n)}  ${r.reason}`;
-      list.append(item);
+    let details = deadLetterRows.get(row);
+    if (!details) {
+      details = document.createElement('details');
+      details.append(document.createElement('summary'), document.createElement('ul'));
+      deadLetterRows.set(row, details);
     }
-    details.append(summary, list);
-    el.append(details);
-  }
+    const [summary, list] = details.children;
+    summary.textContent = `${fmt(g.n)}  ${row}`;
+    list.replaceChildren(
+      ...g.reasons.map((r) => {
+        const item = document.createElement('li');
+        item.textContent = `${fmt(r.n)}  ${r.reason}`;
+        return item;
+      }),
+    );
+    return details;
+  });
+  const shown = new Set(rows);
+  for (const [row, details] of deadLetterRows) if (!shown.has(details)) deadLetterRows.delete(row);
+  el.replaceChildren(...rows);
 }
 
 let timeAxis = { type: 'time' };

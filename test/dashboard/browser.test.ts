@@ -211,6 +211,19 @@ describe('the dashboard in Chromium, against a running pipeline', () => {
     await first.locator('summary').click();
     expect(await first.locator('li').first().isVisible()).toBe(true);
     expect((await first.locator('li').first().textContent())!.trim()).toMatch(/^\d+\s+\S/);
+    // A snapshot drawn between a click and its toggle event (queued as a task) keeps the row open:
+    // the CI run under load saw a row rebuilt closed there.
+    const openAfterRedraw = await page.evaluate(() => {
+      const row = () => document.querySelector('#dead-letter-reasons details');
+      const seen = [];
+      for (let i = 0; i < 2; i++) {
+        row().querySelector('summary').click();
+        (window as unknown as { __dashboard: { redraw(): void } }).__dashboard.redraw();
+        seen.push(row().open);
+      }
+      return seen;
+    });
+    expect(openAfterRedraw).toEqual([false, true]);
     const processors = await seriesOf(page, 'chart-processors');
     expect(processors.categories).toEqual(
       expect.arrayContaining(['extract', 'grade', 'classify', 'count-sink', 'sampler', 'feeder']),
@@ -255,8 +268,10 @@ describe('the dashboard in Chromium, against a running pipeline', () => {
   it('/metrics parses as Prometheus text and its counters move with the traffic', async () => {
     const scrape = async () => parsePrometheus(await (await fetch(`${dashboard}/metrics`)).text());
     const before = await scrape();
+    // At least the 2,000 produced before: the first test's live records are its own business, so
+    // a failure there is not reported twice.
     const counted = sampleValue(before, 'bioalchemy_records_in_total', { processor: 'count-sink' });
-    expect(counted).toBeGreaterThanOrEqual(2025);
+    expect(counted).toBeGreaterThanOrEqual(items.length);
     expect(
       sampleValue(before, 'bioalchemy_feeder_rank_batches', { run: 'grpo-test', rank: '0', state: 'acked' }),
     ).toBe(1);
