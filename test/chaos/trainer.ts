@@ -40,6 +40,21 @@ async function post(path: string, body: unknown): Promise<{ status: number; json
 }
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Whether the feeder counts epoch `e` wholly acked. An epoch ends for a rank when it has no fresh
+ * batch left, while a batch whose lease answer was lost is still held until it expires and comes again.
+ */
+async function whole(e: number): Promise<boolean> {
+  try {
+    const res = await fetch(`${url}/v1/runs/${encodeURIComponent(values.run!)}`);
+    const status = (await res.json()) as { epochs?: { epoch: number; planned: number; acked: number }[] };
+    const epoch = status.epochs?.find((x) => x.epoch === e);
+    return epoch !== undefined && epoch.acked === epoch.planned;
+  } catch {
+    return false;
+  }
+}
 // The first epoch this process saw may have begun before it: only later ones count as whole.
 let firstEpoch: number | null = null;
 // Epochs with a batch cut at another version than the final one.
@@ -66,7 +81,7 @@ for (let step = 0; ; step++) {
   if (reply.status === 'epoch-end') {
     appendFileSync(out, `${JSON.stringify({ epochEnd: reply.epoch })}\n`);
     const e = reply.epoch!;
-    if (finalVersion !== null && firstEpoch !== null && e > firstEpoch && !mixed.has(e)) {
+    if (finalVersion !== null && firstEpoch !== null && e > firstEpoch && !mixed.has(e) && (await whole(e))) {
       process.stdout.write(`done ${reply.epoch}\n`);
       process.exit(0);
     }
@@ -74,15 +89,18 @@ for (let step = 0; ; step++) {
   }
   const batch = reply.batch!;
   const rewards = batch.items.map(() => (Math.random() < 0.5 ? 1 : 0));
-  const ack = await post('/v1/ack', {
-    run: values.run,
-    batchId: batch.id,
-    leaseId: reply.leaseId,
-    rewards,
-    step,
-  });
-  if (!ack) continue; // the lease expires and the batch comes again
-  if (ack.status !== 200) {
+  const body = { run: values.run, batchId: batch.id, leaseId: reply.leaseId, rewards, step };
+  // An ack with no answer may have been taken (a CI run saw the feeder commit one whose answer
+  // never came): ask again until answered. "already-acked" then means this lease's ack went in,
+  // since the batch was this rank's alone; "lease-expired" means it did not, and the batch comes again.
+  let ack = await post('/v1/ack', body);
+  for (let tries = 1; !ack && tries < 50; tries++) {
+    await pause(100);
+    ack = await post('/v1/ack', body);
+  }
+  if (!ack) continue;
+  const taken = ack.status === 200 || (ack.json as { error?: string }).error === 'already-acked';
+  if (!taken) {
     appendFileSync(out, `${JSON.stringify({ refused: batch.id, reason: ack.json })}\n`);
     continue;
   }
