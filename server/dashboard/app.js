@@ -45,19 +45,20 @@ function table(id, head, rows) {
 const deadLetterRow = (d) => (d.processor ? `${d.code} · ${d.processor}` : d.code);
 /** The dead-letter panel's rows by name, kept across snapshots: a row the user opened stays open,
  *  even when a snapshot lands between the click and the toggle event (a rebuilt row came up closed). */
-const deadLetterRows = new Map();
+let deadLetterRows = new Map();
 
 /** One row per code and processor under the chart, each opening to its reasons by count. */
 function deadLetterReasons(groups) {
   const el = document.getElementById('dead-letter-reasons');
-  const rows = groups.map((g) => {
+  const kept = new Map();
+  for (const g of groups) {
     const row = deadLetterRow(g);
     let details = deadLetterRows.get(row);
     if (!details) {
       details = document.createElement('details');
       details.append(document.createElement('summary'), document.createElement('ul'));
-      deadLetterRows.set(row, details);
     }
+    kept.set(row, details);
     const [summary, list] = details.children;
     summary.textContent = `${fmt(g.n)}  ${row}`;
     list.replaceChildren(
@@ -67,11 +68,9 @@ function deadLetterReasons(groups) {
         return item;
       }),
     );
-    return details;
-  });
-  const shown = new Set(rows);
-  for (const [row, details] of deadLetterRows) if (!shown.has(details)) deadLetterRows.delete(row);
-  el.replaceChildren(...rows);
+  }
+  deadLetterRows = kept;
+  el.replaceChildren(...kept.values());
 }
 
 let timeAxis = { type: 'time' };
