@@ -1,6 +1,6 @@
 /**
  * The layers of ../shared/DESIGN.md as code: imports point down this list, never up.
- *   schemas <- topology <- analytics, llm <- processors <- server <- cli
+ *   schemas <- topology <- analytics, llm, reward <- processors <- server <- cli
  * schemas import only zod and node; the engine (topology) knows no ClickHouse, no LLM and no
  * processor; nothing imports cli but the bin/ entry point; no import cycles, type-only included.
  * `npm run lint` runs it, and CI runs `npm run lint`.
@@ -10,9 +10,11 @@ const LAYERS = {
   topology: ['schemas'],
   analytics: ['schemas', 'topology'],
   llm: ['schemas', 'topology'],
-  processors: ['schemas', 'topology', 'analytics', 'llm'],
-  server: ['schemas', 'topology', 'analytics', 'llm', 'processors'],
-  cli: ['schemas', 'topology', 'analytics', 'llm', 'processors', 'server'],
+  // The verifiable reward reads records and its own rule table: nothing of the engine.
+  reward: ['schemas'],
+  processors: ['schemas', 'topology', 'analytics', 'llm', 'reward'],
+  server: ['schemas', 'topology', 'analytics', 'llm', 'reward', 'processors'],
+  cli: ['schemas', 'topology', 'analytics', 'llm', 'reward', 'processors', 'server'],
 };
 const names = Object.keys(LAYERS);
 
@@ -72,7 +74,7 @@ module.exports = {
   options: {
     doNotFollow: { path: 'node_modules' },
     exclude: { path: '^(data|dist|\\.deploy|\\.cache|\\.git)/' },
-    includeOnly: '^(schemas|topology|analytics|llm|processors|server|cli|bin|test|bench)/|node_modules',
+    includeOnly: '^(schemas|topology|analytics|llm|reward|processors|server|cli|bin|test|bench)/|node_modules',
     // Type-only imports count: a cycle through types is still a cycle in the design.
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },

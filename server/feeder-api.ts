@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { Feeder, FeederError } from '../processors/feeder/feeder.js';
-import { score } from '../processors/reward.js';
+import { score } from '../reward/index.js';
 import { formatIssues } from '../schemas/config.js';
 import {
   AckRequest,

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { score } from '../../processors/reward.js';
+import { score } from '../../reward/index.js';
 import { RewardRequestItem } from '../../schemas/feeder.js';
 
 interface Row {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { groundTruthOf, type PoolItem, rolloutRow } from '../../processors/feeder/row.js';
-import { score } from '../../processors/reward.js';
+import { score } from '../../reward/index.js';
 import { FeederConfig } from '../../schemas/feeder.js';
 import { RolloutItem } from '../../schemas/rollout-batch.js';
 import { poolItems } from './fixtures.js';

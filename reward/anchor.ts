@@ -1,0 +1,154 @@
+import { RULES } from './rules.js';
+import { isAlnum, isDigit, MARK_CLOSE, MARK_OPEN, prepare } from './text.js';
+
+// The anchor: the reference's accepted forms are found in the whole prepared text first, each
+// occurrence marked as one token standing for the answer (or an option's letter), and only then
+// is the text cut into sentences and read. So "E. coli", "1,25-dihydroxyvitamin D3" and
+// "Na+/K+-ATPase" are never cut on their full stops, commas or slashes.
+
+/** A form to find, and what an occurrence stands for: an option's letter, or '@' for the answer. */
+export interface Form {
+  readonly text: string;
+  readonly stands: string;
+}
+
+export const ANSWER = '@';
+
+/** Characters a key keeps besides letters and digits: signs that change what a name is. */
+const KEY_SIGNS = new Set([...'+<>=≤≥%']);
+/** What may stand between two characters of a form however the reference wrote it. */
+const FREE_GAP = /[ \t\-'/^_~]/g;
+
+/**
+ * The text as a key (lower-case letters, digits, signs; a full stop or comma between digits as
+ * '.'), with each key character's index in the text and what stood before it (its gap).
+ */
+function keyed(text: string): { key: string; at: number[] } {
+  let key = '';
+  const at: number[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (isAlnum(ch)) key += ch.toLowerCase();
+    else if (KEY_SIGNS.has(ch)) key += ch;
+    else if ((ch === '.' || ch === ',') && isDigit(text[i - 1]) && isDigit(text[i + 1])) key += '.';
+    else continue;
+    at.push(i);
+  }
+  return { key, at };
+}
+
+/** A gap with what any writer may put in one (spaces, hyphens, primes) taken out. */
+const residue = (gap: string) => gap.replace(FREE_GAP, '');
+
+/** A form without a leading article ("the Golgi" = "Golgi"), prepared as outputs are. */
+function bare(form: string): string {
+  const s = prepare(form)
+    .trim()
+    .replace(/[.!;:,]+$/, '');
+  const without = s.replace(/^(?:the|a|an)\s+/i, '');
+  return keyed(without).key === '' ? s : without;
+}
+
+/** A form's key, '' for a form with nothing to find. */
+export const formKey = (form: string): string => keyed(bare(form)).key;
+
+interface Pattern {
+  readonly key: string;
+  /** gaps[k]: the residue the reference has between key characters k and k + 1. */
+  readonly gaps: readonly string[];
+}
+
+/**
+ * The keys one term is written under: itself, with an added ending (kinases, increased), and
+ * for a last word of four or more letters that is no acronym, its other number
+ * (mitochondria = mitochondrion, nuclei = nucleus, mice = mouse).
+ */
+export function patternsOf(form: string): Pattern[] {
+  const text = bare(form);
+  const { key, at } = keyed(text);
+  if (key === '') return [];
+  const gaps = at.slice(1).map((i, k) => residue(text.slice(at[k]! + 1, i)));
+  const keys = new Set([key]);
+  const last = /([A-Za-z]+)$/.exec(text)?.[1];
+  if (last !== undefined) {
+    for (const ending of RULES.endings.added) keys.add(key + ending);
+    const word = last.toLowerCase();
+    if (word.length >= 4 && last !== last.toUpperCase()) {
+      const swap = (from: string, to: string, whole: boolean) => {
+        if (whole ? word === from : word.endsWith(from) && word.length - from.length >= 3)
+          keys.add(key.slice(0, key.length - from.length) + to);
+      };
+      for (const [a, b] of RULES.endings.swaps) {
+        swap(a, b, false);
+        swap(b, a, false);
+      }
+      for (const [a, b] of RULES.endings.irregular) {
+        swap(a, b, true);
+        swap(b, a, true);
+      }
+    }
+  }
+  return [...keys].map((k) => ({ key: k, gaps }));
+}
+
+/** "Escherichia coli K-12" is also written "E. coli K-12". */
+export function abbreviations(forms: readonly string[]): string[] {
+  return forms.flatMap((f) => {
+    const m = /^([A-Z])[a-z]{2,}\s+([a-z]{3,}(?:\s.*)?)$/.exec(f.trim());
+    return m ? [`${m[1]}. ${m[2]}`] : [];
+  });
+}
+
+/** An abbreviated binomial's genus written out ("Escherichia coli" for "E. coli") folded back. */
+function foldGenus(text: string, forms: readonly Form[]): string {
+  let s = text;
+  for (const f of forms) {
+    const m = /^([A-Z])\.\s*([a-z]{3,})\b/.exec(f.text.trim());
+    if (m)
+      s = s.replace(new RegExp(`(?<![A-Za-z0-9])(${m[1]})[a-z]{2,}\\s+(?=${m[2]}(?![a-z]))`, 'g'), '$1. ');
+  }
+  return s;
+}
+
+/** Where the key match [k, k + length) lies in the text, when it is a whole term there. */
+function occurrence(text: string, at: readonly number[], k: number, p: Pattern): [number, number] | null {
+  for (let j = k; j < k + p.key.length - 1; j++) {
+    const gap = residue(text.slice(at[j]! + 1, at[j + 1]!));
+    if (gap !== '' && gap !== (p.gaps[j - k] ?? '')) return null;
+  }
+  const start = at[k]!;
+  const last = at[k + p.key.length - 1]!;
+  // A term inside a longer word, or glued by a hyphen or a sign to more of a name ("anti-TNF",
+  // "CD4+" for CD4, "E. coli-derived"), is another term.
+  const before = text[start - 1];
+  const after = text[last + 1];
+  if (isAlnum(before) || (before === '-' && isAlnum(text[start - 2]))) return null;
+  if (isAlnum(after) || after === '+' || after === '-') return null;
+  return [start, last + 1];
+}
+
+/**
+ * The text with every occurrence of a form replaced by a mark of what it stands for: at each
+ * place the longest occurrence wins, and occurrences do not overlap.
+ */
+export function anchor(prepared: string, forms: readonly Form[]): string {
+  if (forms.length === 0) return prepared;
+  const text = foldGenus(prepared, forms);
+  const { key, at } = keyed(text);
+  const found: { start: number; end: number; stands: string }[] = [];
+  for (const form of forms)
+    for (const p of patternsOf(form.text))
+      for (let k = key.indexOf(p.key); k >= 0; k = key.indexOf(p.key, k + 1)) {
+        const span = occurrence(text, at, k, p);
+        if (span) found.push({ start: span[0], end: span[1], stands: form.stands });
+      }
+  found.sort((a, b) => a.start - b.start || b.end - a.end);
+  let out = '';
+  let pos = 0;
+  for (const f of found) {
+    if (f.start < pos) continue;
+    out += text.slice(pos, f.start) + MARK_OPEN + f.stands + MARK_CLOSE;
+    pos = f.end;
+  }
+  return out + text.slice(pos);
+}

@@ -1,0 +1,266 @@
+import type { RewardResult } from '../schemas/feeder.js';
+import { ANSWER, abbreviations, type Form, formKey } from './anchor.js';
+import { RULES } from './rules.js';
+import { isWord, prepare, type Token, tokenize } from './text.js';
+
+// What counts as a candidate answer in a sentence, for each kind of reference, and how the
+// candidates a place names decide the score.
+
+const LETTERS = 'ABCDEFGHIJ';
+/** Relative tolerance of a numeric free-form match (absolute below 1e-9). */
+const NUMERIC_TOLERANCE = 0.01;
+
+export interface Mention {
+  /** The option letter, '@' for an accepted form of a free-form answer, or a number's key. */
+  readonly value: string;
+  readonly number: { value: number; percent: boolean } | null;
+  /** "<", "at least", ...: the number is a bound, not a value. */
+  readonly bound: string | null;
+  readonly start: number;
+  readonly end: number;
+  /** Beside another short item in a list ("increase or decrease"): a hedge. */
+  readonly listed: boolean;
+}
+
+export interface Grader {
+  /** Free-form text: a box that names nothing known is another answer, not an empty one. */
+  readonly text: boolean;
+  /** What the anchor marks before the text is read. */
+  readonly forms: readonly Form[];
+  mentions(sentence: Token[]): Mention[];
+  decide(found: Mention[], where: string): RewardResult;
+}
+
+const isListSeparator = (t: Token | undefined) =>
+  t !== undefined && (t.kind === 'punct' ? RULES.listPunctuation.has(t.key) : RULES.listWords.has(t.key));
+
+/** Another short item in a list right beside [start, end): "decrease" in "increase or decrease". */
+export function listedBeside(tokens: Token[], start: number, end: number): boolean {
+  const competes = (item: Token[]) => {
+    const words = item.filter(isWord);
+    if (words.length === 0 || words.length > 4) return false;
+    if (RULES.continuations.has(words[0]!.key) || words.some((w) => RULES.negators.has(w.key))) return false;
+    return words.some((w) => !RULES.fillers.has(w.key));
+  };
+  const stops = (t: Token) => isListSeparator(t) || (t.kind === 'punct' && ',;:.!?('.includes(t.key));
+  if (isListSeparator(tokens[end])) {
+    const item: Token[] = [];
+    for (let j = end + 1; j < tokens.length && !stops(tokens[j]!); j++) item.push(tokens[j]!);
+    if (competes(item)) return true;
+  }
+  if (isListSeparator(tokens[start - 1])) {
+    const item: Token[] = [];
+    for (let j = start - 2; j >= 0 && !stops(tokens[j]!); j--) item.unshift(tokens[j]!);
+    if (competes(item)) return true;
+  }
+  return false;
+}
+
+const BOUND_SYMBOLS = new Set(RULES.bounds.symbols.split(' '));
+const BOUND_PHRASES = RULES.bounds.phrases.map((p) => p.split(' '));
+
+/** The bound written before the number at i ("<", "<=", "at least"), or null. */
+export function boundBefore(tokens: Token[], i: number): string | null {
+  const prev = tokens[i - 1];
+  if (prev?.kind === 'punct' && BOUND_SYMBOLS.has(prev.key)) return prev.key;
+  const before = tokens[i - 2];
+  if (prev?.key === '=' && before?.kind === 'punct' && BOUND_SYMBOLS.has(before.key)) return `${before.key}=`;
+  for (const words of BOUND_PHRASES)
+    if (i >= words.length && words.every((w, k) => tokens[i - words.length + k]!.key === w))
+      return words.join(' ');
+  return null;
+}
+
+/** The number at i with its units ("12.5 kDa", "25 %", "3-fold", "three copies"), or null. */
+export function numberAt(tokens: Token[], i: number): Mention | null {
+  const t = tokens[i]!;
+  if (t.value === null || (t.kind === 'num' && t.attached)) return null;
+  let end = i + 1;
+  let percent = false;
+  let value = t.value;
+  let key = t.key;
+  const scale = tokens[end]?.kind === 'word' ? RULES.scales[tokens[end]!.key] : undefined;
+  if (scale !== undefined) {
+    value *= scale;
+    key += ` ${tokens[end]!.key}`;
+    end += 1;
+  }
+  for (let units = 0; units < 3 && end < tokens.length; units++) {
+    const u = tokens[end]!;
+    const unit = (w: Token | undefined) =>
+      w !== undefined && w.kind === 'word' && (RULES.units.has(w.text) || RULES.unitWords.has(w.key));
+    if (u.key === '±' && tokens[end + 1]?.kind === 'num') end += 2;
+    else if (u.key === '%') end += 1;
+    else if (unit(u)) end += 1;
+    else if ((u.key === '/' || (u.key === '-' && !u.space)) && unit(tokens[end + 1])) end += 2;
+    else break;
+    const last = tokens[end - 1]!;
+    if (last.key === '%' || last.key === 'percent' || last.key === 'cent') percent = true;
+  }
+  return {
+    value: key,
+    number: { value, percent },
+    bound: boundBefore(tokens, i),
+    start: i,
+    end,
+    listed: false,
+  };
+}
+
+export function mcqGrader(truth: string, options: readonly string[]): Grader {
+  const want = truth.trim().toUpperCase();
+  const valid = options.length >= 2 ? LETTERS.slice(0, options.length) : LETTERS;
+  // A one-letter option ("A", "C", "G", "T") is read as a letter, as the prompt asks for letters.
+  const forms: Form[] = [];
+  options.forEach((o, i) => {
+    if (!/^[a-z]?$/.test(formKey(o)))
+      for (const text of [o, ...abbreviations([o])]) forms.push({ text, stands: LETTERS[i]! });
+  });
+  const letterAt = (tokens: Token[], i: number, words: number): string | null => {
+    const t = tokens[i]!;
+    if (t.kind !== 'word' || t.text.length !== 1 || !valid.includes(t.text.toUpperCase())) return null;
+    const prev = tokens[i - 1];
+    const next = tokens[i + 1];
+    if (t.text === t.text.toUpperCase()) {
+      if (prev?.kind === 'word' && RULES.letterPrefixes.has(prev.key)) return null;
+      if (next?.kind === 'word' && next.space && /^[a-z]/.test(next.text) && !RULES.letterLinks.has(next.key))
+        return null;
+      const after = tokens[i + 2];
+      if (next?.key === '.' && after?.kind === 'word' && after.space && /^[a-z]/.test(after.text))
+        return null;
+      return t.text;
+    }
+    // A lower-case letter is an option only where it cannot be a word: alone, "(c)", "c)", "option c".
+    const alone = words === 1;
+    const closed = next?.key === ')' && !next.space;
+    const named = prev?.kind === 'word' && ['option', 'choice', 'answer'].includes(prev.key);
+    return alone || closed || named ? t.text.toUpperCase() : null;
+  };
+  return {
+    text: false,
+    forms,
+    mentions(tokens) {
+      const out: Mention[] = [];
+      const words = tokens.filter(isWord).length;
+      tokens.forEach((t, i) => {
+        const letter = t.kind === 'form' ? t.text : letterAt(tokens, i, words);
+        if (letter)
+          out.push({ value: letter, number: null, bound: null, start: i, end: i + 1, listed: false });
+      });
+      return out;
+    },
+    decide(found, where) {
+      const named = [...new Set(found.map((m) => m.value))];
+      if (named.length > 1) return { score: 0, reason: `${named.join(' and ')} named in the ${where}` };
+      return named[0] === want
+        ? { score: 1, reason: `${want} in the ${where}` }
+        : { score: 0, reason: `${named[0]} in the ${where}, expected ${want}` };
+    },
+  };
+}
+
+/** The ground truth's accepted forms: itself, its aliases, and both sides of "long form (SHORT)". */
+export function acceptedForms(truth: string, aliases: readonly string[]): string[] {
+  const forms = [truth, ...aliases];
+  for (const f of [truth, ...aliases]) {
+    const m = /^(.+?)\s*\(([^()]+)\)\s*$/.exec(f);
+    if (m) forms.push(m[1]!, m[2]!);
+  }
+  return [...new Set(forms.map((f) => f.trim()).filter((f) => formKey(f) !== ''))];
+}
+
+/** The number a form states, when it is nothing but a number and its units ("37 °C", "25%"). */
+export function numericForm(form: string): { value: number; percent: boolean } | null {
+  const tokens = tokenize(prepare(form)).filter((t) => t.key !== '~');
+  const n = tokens.length > 0 ? numberAt(tokens, 0) : null;
+  return n && n.end === tokens.length ? n.number : null;
+}
+
+/** Within a relative tolerance (absolute below 1e-9); 1e-9 relative stands for exactly equal. */
+function numbersMatch(a: number, b: number, tolerance: number): boolean {
+  const scale = Math.max(Math.abs(a), Math.abs(b));
+  return scale < 1e-9 ? true : Math.abs(a - b) <= Math.max(tolerance, 1e-9) * scale;
+}
+
+/** Percent and fraction are the same number: 25% = 0.25 (and 25% = 25). */
+function sameNumber(
+  a: { value: number; percent: boolean },
+  b: { value: number; percent: boolean },
+  tolerance: number,
+): boolean {
+  const as = a.percent ? [a.value, a.value / 100] : [a.value];
+  const bs = b.percent ? [b.value, b.value / 100] : [b.value];
+  return as.some((x) => bs.some((y) => numbersMatch(x, y, tolerance)));
+}
+
+function numericGrader(truth: string, accepted: readonly string[]): Grader {
+  const numbers = accepted.map(numericForm).filter((n) => n !== null);
+  return {
+    text: false,
+    forms: [],
+    mentions(tokens) {
+      const out: Mention[] = [];
+      for (let i = 0; i < tokens.length; ) {
+        const n = numberAt(tokens, i);
+        if (n) out.push(n);
+        i = n ? n.end : i + 1;
+      }
+      return out;
+    },
+    decide(found, where) {
+      const bounded = found.find((m) => m.bound !== null);
+      if (bounded)
+        return { score: 0, reason: `${bounded.bound} ${bounded.value} is a bound, not a value (${where})` };
+      // Two values are two answers even when both lie within the tolerance ("99 or 100").
+      const first = found[0]!;
+      if (found.some((m) => !sameNumber(m.number!, first.number!, 0)))
+        return {
+          score: 0,
+          reason: `several values (${found.map((m) => m.value).join(', ')}) in the ${where}`,
+        };
+      return numbers.some((n) => sameNumber(first.number!, n, NUMERIC_TOLERANCE))
+        ? { score: 1, reason: `${first.value} matches in the ${where}` }
+        : { score: 0, reason: `${first.value} is not ${truth} (${where})` };
+    },
+  };
+}
+
+export function freeFormGrader(truth: string, aliases: readonly string[]): Grader {
+  const accepted = acceptedForms(truth, aliases);
+  if (numericForm(truth) !== null) return numericGrader(truth, accepted);
+  const forms = [...accepted, ...abbreviations(accepted)].map((text) => ({ text, stands: ANSWER }));
+  return {
+    text: true,
+    forms,
+    mentions(tokens) {
+      const out: Mention[] = [];
+      tokens.forEach((t, i) => {
+        if (t.kind !== 'form') return;
+        // "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase.
+        const next = tokens[i + 1];
+        if (
+          next?.kind === 'word' &&
+          !RULES.continuations.has(next.key) &&
+          !RULES.heads.has(next.key) &&
+          !RULES.fillers.has(next.key) &&
+          !next.key.endsWith('ly')
+        )
+          return;
+        out.push({
+          value: ANSWER,
+          number: null,
+          bound: null,
+          start: i,
+          end: i + 1,
+          listed: listedBeside(tokens, i, i + 1),
+        });
+      });
+      return out;
+    },
+    decide(found, where) {
+      return found.some((m) => m.listed)
+        ? { score: 0, reason: `the answer is one of a list or a hedge in the ${where}` }
+        : { score: 1, reason: `matches in the ${where}` };
+    },
+  };
+}

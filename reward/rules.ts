@@ -1,0 +1,37 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+// The reward's tables, read from reward/rules.json: the Python twin
+// (clients/python/bioalchemy_client/reward.py) reads the same file, so the two cannot drift.
+
+const wordSet = z.string().transform((s) => new Set(s.split(' ')));
+const phrases = z.object({ about: z.string(), phrases: z.array(z.string()) }).transform((t) => t.phrases);
+const pairs = z.array(z.tuple([z.string(), z.string()]));
+
+const RewardRules = z.strictObject({
+  about: z.string(),
+  greek: z.record(z.string(), z.string()),
+  greekLookalikes: z.strictObject({ about: z.string(), letters: z.record(z.string(), z.string()) }),
+  numberWords: z.array(z.string()),
+  scales: z.record(z.string(), z.number()),
+  units: z
+    .strictObject({ about: z.string(), words: z.string() })
+    .transform((u) => new Set(u.words.split(' '))),
+  unitWords: wordSet,
+  bounds: z.strictObject({ about: z.string(), symbols: z.string(), phrases: z.array(z.string()) }),
+  negators: wordSet,
+  clauseWords: wordSet,
+  fillers: wordSet,
+  letterLinks: wordSet,
+  letterPrefixes: wordSet,
+  continuations: wordSet,
+  heads: wordSet,
+  listWords: wordSet,
+  listPunctuation: wordSet,
+  revisions: phrases,
+  endings: z.strictObject({ about: z.string(), added: z.array(z.string()), swaps: pairs, irregular: pairs }),
+});
+
+export const RULES = RewardRules.parse(
+  JSON.parse(readFileSync(new URL('./rules.json', import.meta.url), 'utf8')),
+);

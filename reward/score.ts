@@ -1,0 +1,162 @@
+import type { RewardRequestItem, RewardResult } from '../schemas/feeder.js';
+import { anchor } from './anchor.js';
+import { freeFormGrader, type Grader, type Mention, mcqGrader } from './graders.js';
+import { RULES } from './rules.js';
+import {
+  ANSWER_PHRASE,
+  afterRevision,
+  boxed,
+  finalText,
+  isQuestion,
+  prepare,
+  sentencesOf,
+  type Token,
+} from './text.js';
+
+// The verifiable reward, anchored on the reference. The same steps live in
+// clients/python/bioalchemy_client/reward.py, both read the tables of reward/rules.json, and both
+// pass the same tables of outputs (test/fixtures/reward-*.json): change them together.
+//
+// The steps, in order:
+// 1. finalText + prepare: the text after any <think> block, folded to plain ASCII (Greek spelled
+//    out, primes, dashes, \text{}, markdown emphasis).
+// 2. anchor: every occurrence of the reference's accepted forms (itself, its aliases, both sides
+//    of "long (SHORT)", a binomial's abbreviation, its singular or plural) becomes one token, so
+//    punctuation inside a name ("E. coli", "1,25-", "Na+/K+") never cuts it. For multiple choice
+//    the forms are the options' texts, each standing for its letter.
+// 3. afterRevision: an explicit revision ("First I thought A, but on reflection C") leaves only
+//    what follows it.
+// 4. placesOf: the answer span: every \boxed{}; else every "answer: ..." / "the answer is ..."
+//    phrase; else the last sentence that is not a question, with every sentence that is nothing
+//    but candidates ("C", "3 copies"). The first place that names anything decides.
+// 5. judge: a candidate in a clause with a negation is no answer ("not C", "C is wrong"); a
+//    conflicting candidate beside it scores 0: another option, another value or a bound
+//    ("p < 0.05 or p > 0.05"), another item of a list ("E. coli or S. aureus"), another box.
+//    A free-form answer ends its phrase: "kinase" is not the answer in "a kinase inhibitor".
+
+type Input = Pick<RewardRequestItem, 'kind' | 'ground_truth' | 'output'> &
+  Partial<Pick<RewardRequestItem, 'options' | 'aliases'>>;
+
+export function score(input: Input): RewardResult {
+  const prepared = prepare(finalText(input.output));
+  if (!/[A-Za-z0-9]/.test(prepared)) return { score: 0, reason: 'empty output' };
+  const grader =
+    input.kind === 'mcq'
+      ? mcqGrader(input.ground_truth, input.options ?? [])
+      : freeFormGrader(input.ground_truth, input.aliases ?? []);
+  const text = afterRevision(anchor(prepared, grader.forms));
+  for (const place of placesOf(text, grader)) {
+    if (place.unknown) return { score: 0, reason: `a box without the answer among the ${place.where}` };
+    const verdict = judge(grader, place.sentences, place.where);
+    if (verdict) return verdict;
+    if (place.decisive) return { score: 0, reason: `no candidate answer in the ${place.where}` };
+  }
+  return { score: 0, reason: 'no candidate answer in the final sentence' };
+}
+
+/**
+ * The canonical forms an answer is written in (the exported `solution` is the first): the reward
+ * must pay each of them, or no trainer could ever be paid for the item.
+ */
+export const canonicalOutputs = (answer: string): string[] => [
+  `Answer: ${answer}`,
+  `\\boxed{${answer}}`,
+  `The answer is ${answer}.`,
+];
+
+/**
+ * Why the reward could not pay a reference's own canonical forms, or null when it pays each: a
+ * reference that fails here would train nothing, whatever a model answers.
+ */
+export function unverifiable(item: Omit<Input, 'output'>): string | null {
+  for (const output of canonicalOutputs(item.ground_truth)) {
+    const r = score({ ...item, output });
+    if (r.score !== 1)
+      return `the reward cannot verify its own reference in ${JSON.stringify(output)}: ${r.reason}`;
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Places and the decision
+
+/**
+ * The candidates of a sentence, and how many a negation cancels: a negation reaches the
+ * candidates after it in its clause ("not C", "does not increase"), and one before it when only
+ * filler lies between ("C is not correct", "C is clearly wrong"), not "C and not B".
+ */
+function readSentence(grader: Grader, tokens: Token[]): { positive: Mention[]; negated: number } {
+  const mentions = grader.mentions(tokens);
+  const mentionAt = new Map<number, Mention>();
+  for (const m of mentions) for (let k = m.start; k < m.end; k++) mentionAt.set(k, m);
+  const clauseOf: number[] = [];
+  let clause = 0;
+  tokens.forEach((t, i) => {
+    if (!mentionAt.has(i) && ((t.kind === 'punct' && ',;:'.includes(t.key)) || RULES.clauseWords.has(t.key)))
+      clause++;
+    clauseOf.push(clause);
+  });
+  const skippable = (t: Token) => t.kind === 'punct' || RULES.fillers.has(t.key) || t.key.endsWith('ly');
+  const negated = new Set<Mention>();
+  tokens.forEach((t, k) => {
+    if (mentionAt.has(k) || t.kind !== 'word' || !RULES.negators.has(t.key)) return;
+    for (const m of mentions) {
+      if (clauseOf[m.start] !== clauseOf[k]) continue;
+      let between = m.end;
+      while (between < k && skippable(tokens[between]!) && !mentionAt.has(between)) between++;
+      if (m.start > k || between === k) negated.add(m);
+    }
+  });
+  const positive = mentions.filter((m) => !negated.has(m));
+  return { positive, negated: negated.size };
+}
+
+/** A sentence of nothing but candidates and filler ("C", "3 copies", "A is possible."). */
+function candidatesOnly(grader: Grader, tokens: Token[]): boolean {
+  const mentions = grader.mentions(tokens);
+  if (mentions.length === 0) return false;
+  return tokens.every(
+    (t, i) =>
+      t.kind === 'punct' || RULES.fillers.has(t.key) || mentions.some((m) => i >= m.start && i < m.end),
+  );
+}
+
+function judge(grader: Grader, sentences: Token[][], where: string): RewardResult | null {
+  const read = sentences.map((s) => readSentence(grader, s));
+  const positive = read.flatMap((r) => r.positive);
+  if (positive.length > 0) return grader.decide(positive, where);
+  return read.some((r) => r.negated > 0)
+    ? { score: 0, reason: `only negated candidates in the ${where}` }
+    : null;
+}
+
+interface Place {
+  readonly where: string;
+  readonly sentences: Token[][];
+  /** When it names nothing, nothing later is read (a box is the answer, even an empty one). */
+  readonly decisive: boolean;
+  /** A box with something other than the answer in it. */
+  readonly unknown?: boolean;
+}
+
+function* placesOf(text: string, grader: Grader): Generator<Place> {
+  const boxes = boxed(text);
+  if (boxes.length > 0) {
+    const each = boxes.map((b) => sentencesOf(b.replace(/\n/g, ' ')));
+    if (
+      grader.text &&
+      each.length > 1 &&
+      each.some((sentences) => !sentences.some((s) => grader.mentions(s).length > 0))
+    )
+      yield { where: 'boxed answers', sentences: [], decisive: true, unknown: true };
+    else yield { where: 'boxed answer', sentences: each.flat(), decisive: true };
+    return;
+  }
+  const phrases = [...text.matchAll(ANSWER_PHRASE)].flatMap((m) => sentencesOf(m[1]!).slice(0, 1));
+  if (phrases.length > 0) yield { where: 'answer phrase', sentences: phrases, decisive: false };
+  const sentences = sentencesOf(text).filter((s) => !isQuestion(s));
+  const last = sentences.at(-1);
+  if (last === undefined) return;
+  const alsoNamed = sentences.slice(0, -1).filter((s) => candidatesOnly(grader, s));
+  yield { where: 'final sentence', sentences: [...alsoNamed, last], decisive: true };
+}
