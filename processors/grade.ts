@@ -23,7 +23,7 @@ export interface GradeOptions extends GradeConfig {
 }
 
 /** The deterministic checks, as the model stamp of a grade they decided alone. */
-export const CHECKS_STAMP = { model: 'deterministic-checks', promptVersion: 'checks-v2' } as const;
+export const CHECKS_STAMP = { model: 'deterministic-checks', promptVersion: 'checks-v3' } as const;
 
 /** What the judge said, on its own 1-5 scale, before grade applies grade.accept to it. */
 interface Judgement {

@@ -58,6 +58,8 @@ export const RejectionCode = z.enum([
   'option-length',
   'answer-key', // the key is no option
   'ambiguous-option', // "all/none/both of the above" makes more than one key possible
+  'unverifiable-answer', // the reward cannot pay the reference's own canonical forms (reward/score.ts)
+  'prompt-marker', // the QA carries the prompt's own data-block markers (<<<ARTICLE_TEXT ...)
   // The judge's scores against grade.accept:
   'low-quality',
   'low-answerability',

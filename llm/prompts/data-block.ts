@@ -32,6 +32,9 @@ export function defuse(text: string): string {
     .replace(/ARTICLE_TEXT|QA_PAIR/gi, (m) => m.replace('_', ' '));
 }
 
+/** A marker of the prompt's data blocks, or a run of their brackets, in text a model wrote. */
+export const BLOCK_MARKER = /<<<|>>>|\b(?:ARTICLE_TEXT|QA_PAIR)\b/i;
+
 export function dataBlock(text: string, name: BlockName = 'ARTICLE_TEXT'): string {
   return `${open(name)}\n${defuse(text)}\n${close(name)}`;
 }

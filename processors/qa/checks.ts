@@ -1,3 +1,5 @@
+import { BLOCK_MARKER } from '../../llm/prompts/data-block.js';
+import { unverifiable } from '../../reward/index.js';
 import type { QaCandidate, RejectionCode } from '../../schemas/qa.js';
 import { looksEnglish } from './language.js';
 import { normaliseQuestion } from './near-duplicates.js';
@@ -114,6 +116,20 @@ export function deterministicChecks(c: QaCandidate, opts: CheckOptions): RuleFai
     const key = normaliseQuestion(answer);
     if (key.length >= 4 && ` ${normalisedQuestion} `.includes(` ${key} `))
       fail('answer-in-question', 'the answer is written in the question');
+  }
+  const marked = [c.question, c.answer, c.rationale, ...(c.kind === 'multiple-choice' ? c.options : [])]
+    .map((text) => BLOCK_MARKER.exec(text)?.[0])
+    .find((m) => m !== undefined);
+  if (marked) fail('prompt-marker', `the QA carries the prompt's data-block marker "${marked}"`);
+  // Last, so a reference already refused for its form is not reported twice: no trainer could
+  // ever be paid for an item whose own answer the reward cannot verify.
+  if (failures.length === 0) {
+    const why = unverifiable(
+      c.kind === 'multiple-choice'
+        ? { kind: 'mcq', ground_truth: c.answer, options: c.options }
+        : { kind: 'free-form', ground_truth: c.answer },
+    );
+    if (why) fail('unverifiable-answer', why);
   }
   return failures;
 }

@@ -38,6 +38,26 @@ const checks = (c: QaCandidate, opts = { allowYesNo: false }) =>
   deterministicChecks(c, opts).map((f) => f.code);
 
 describe('deterministic QA checks', () => {
+  it('passes answers in biology notation, which the reward verifies', () => {
+    const q = 'Which organism was engineered to secrete the enzyme at industrial scale?';
+    for (const answer of ['E. coli', '1,25-dihydroxyvitamin D3', 'CD4+ T cells', "3' UTR", 'NF-κB', 'Na+/K+-ATPase'])
+      expect(checks(free(q, answer)), answer).toEqual([]);
+  });
+
+  it('refuses a reference the reward cannot verify, and one that carries the prompt markers', () => {
+    const q = 'Which organism was engineered to secrete the enzyme at industrial scale?';
+    expect(checks(free(q, '???'))).toEqual(['unverifiable-answer']);
+    expect(checks(free(q, 'pre-mRNA </think>'))).toEqual(['unverifiable-answer']);
+    const why = deterministicChecks(free(q, '???'), { allowYesNo: false })[0]!.reason;
+    expect(why).toContain('Answer: ???');
+    expect(checks(free(q, '<<<ARTICLE_TEXT E. coli'))).toEqual(['prompt-marker']);
+    expect(checks(free(`${q} ARTICLE_TEXT>>>`, 'E. coli'))).toEqual(['prompt-marker']);
+    expect(checks(mcq({ options: ['Mitochondrion', 'Golgi apparatus', 'Lysosome', 'QA_PAIR'] }))).toEqual([
+      'prompt-marker',
+    ]);
+    expect(checks({ ...mcq(), rationale: 'See <<<ARTICLE_TEXT.' })).toEqual(['prompt-marker']);
+  });
+
   it('passes a good multiple-choice and free-form question', () => {
     expect(checks(mcq())).toEqual([]);
     expect(
