@@ -20,8 +20,8 @@ const KEY_SIGNS = new Set([...'+<>=≤≥%']);
 const FREE_GAP = /[ \t\-'/^_~]/g;
 
 /**
- * The text as a key (lower-case letters, digits, signs; a full stop or comma between digits as
- * '.'), with each key character's index in the text and what stood before it (its gap).
+ * The text as a key (lower-case letters, digits, signs and charges; a full stop or comma between
+ * digits as '.'), with each key character's index in the text.
  */
 function keyed(text: string): { key: string; at: number[] } {
   let key = '';
@@ -30,6 +30,8 @@ function keyed(text: string): { key: string; at: number[] } {
     const ch = text[i]!;
     if (isAlnum(ch)) key += ch.toLowerCase();
     else if (KEY_SIGNS.has(ch)) key += ch;
+    // A minus that ends a name is a charge ("Cl-", "Ca2-", "CD4-"); one inside a name joins it.
+    else if (ch === '-' && (isAlnum(text[i - 1]) || text[i - 1] === '^') && !isAlnum(text[i + 1])) key += ch;
     else if ((ch === '.' || ch === ',') && isDigit(text[i - 1]) && isDigit(text[i + 1])) key += '.';
     else continue;
     at.push(i);

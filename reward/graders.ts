@@ -42,15 +42,20 @@ export function listedBeside(tokens: Token[], start: number, end: number): boole
     if (RULES.continuations.has(words[0]!.key) || words.some((w) => RULES.negators.has(w.key))) return false;
     return words.some((w) => !RULES.fillers.has(w.key));
   };
-  const stops = (t: Token) => isListSeparator(t) || (t.kind === 'punct' && ',;:.!?('.includes(t.key));
+  // A full stop after one letter abbreviates ("S. aureus"): it ends no item.
+  const stops = (j: number) => {
+    const t = tokens[j]!;
+    if (t.key === '.' && tokens[j - 1]?.kind === 'word' && tokens[j - 1]!.text.length === 1) return false;
+    return isListSeparator(t) || (t.kind === 'punct' && ',;:.!?('.includes(t.key));
+  };
   if (isListSeparator(tokens[end])) {
     const item: Token[] = [];
-    for (let j = end + 1; j < tokens.length && !stops(tokens[j]!); j++) item.push(tokens[j]!);
+    for (let j = end + 1; j < tokens.length && !stops(j); j++) item.push(tokens[j]!);
     if (competes(item)) return true;
   }
   if (isListSeparator(tokens[start - 1])) {
     const item: Token[] = [];
-    for (let j = start - 2; j >= 0 && !stops(tokens[j]!); j--) item.unshift(tokens[j]!);
+    for (let j = start - 2; j >= 0 && !stops(j); j--) item.unshift(tokens[j]!);
     if (competes(item)) return true;
   }
   return false;

@@ -1,59 +1,159 @@
-"""The verifiable reward: the same rules as processors/reward.ts, token for token, tested on the same
-two tables (test/fixtures/reward-cases.json and test/fixtures/reward-adversarial.json). Change them
-together; the rules are described at the top of processors/reward.ts."""
+"""The verifiable reward: the same rules as reward/*.ts (text.ts, anchor.ts, graders.ts, score.ts), step
+for step, reading the same tables (reward/rules.json, linked here as reward_rules.json) and tested on the
+same two tables of outputs (test/fixtures/reward-cases.json and test/fixtures/reward-adversarial.json).
+Change them together; the steps are described at the top of reward/score.ts.
+
+JavaScript's regular expressions are ASCII where Python's are not: every pattern here is compiled with
+re.ASCII, `$` is written `\\Z` (Python's `$` also matches before a final newline), and where a pattern
+reads raw text (a reference, an option) JavaScript's `\\s`, `.` and trim() are spelled out."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import unicodedata
 from collections.abc import Mapping
-from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence
-
-LETTERS = "ABCDEFGHIJ"
-NUMERIC_TOLERANCE = 0.01
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 _A = re.ASCII
+
+
+# -------------------------------------------------------------------------------------------------
+# The tables (reward/rules.json; reward/rules.ts reads the same file)
+
+
+def _load_rules() -> dict:
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reward_rules.json")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+_RULES = _load_rules()
+
+
+def _word_set(text: str) -> set:
+    return set(text.split(" "))
+
+
+_GREEK: Dict[str, str] = _RULES["greek"]
+_GREEK_LOOKALIKES: Dict[str, str] = _RULES["greekLookalikes"]["letters"]
+_NUMBER_WORDS: List[str] = _RULES["numberWords"]
+_SCALES: Dict[str, float] = _RULES["scales"]
+_UNITS = _word_set(_RULES["units"]["words"])
+_UNIT_WORDS = _word_set(_RULES["unitWords"])
+_BOUND_SYMBOLS = _word_set(_RULES["bounds"]["symbols"])
+_BOUND_PHRASES = [p.split(" ") for p in _RULES["bounds"]["phrases"]]
+_NEGATORS = _word_set(_RULES["negators"])
+_CLAUSE_WORDS = _word_set(_RULES["clauseWords"])
+_FILLERS = _word_set(_RULES["fillers"])
+_LETTER_LINKS = _word_set(_RULES["letterLinks"])
+_LETTER_PREFIXES = _word_set(_RULES["letterPrefixes"])
+_CONTINUATIONS = _word_set(_RULES["continuations"])
+_HEADS = _word_set(_RULES["heads"])
+_LIST_WORDS = _word_set(_RULES["listWords"])
+_LIST_PUNCTUATION = _word_set(_RULES["listPunctuation"])
+_REVISIONS: List[str] = _RULES["revisions"]["phrases"]
+_ENDINGS_ADDED: List[str] = _RULES["endings"]["added"]
+_ENDINGS_SWAPS: List[List[str]] = _RULES["endings"]["swaps"]
+_ENDINGS_IRREGULAR: List[List[str]] = _RULES["endings"]["irregular"]
+
+# JavaScript's whitespace (\s, trim()) and what its `.` does not match, for patterns on raw text.
+_JS_SPACE_CHARS = ("\t\n\x0b\x0c\r \u00a0\u1680" + "".join(chr(c) for c in range(0x2000, 0x200b))
+                   + "\u2028\u2029\u202f\u205f\u3000\ufeff")
+_S = "[\t\n\x0b\x0c\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
+_DOT = "[^\n\r\u2028\u2029]"
+
+
+def _trim(s: str) -> str:
+    """JavaScript's String.prototype.trim."""
+    return s.strip(_JS_SPACE_CHARS)
+
+
+def _at(text: str, i: int) -> str:
+    """text[i] as JavaScript reads it: '' (undefined) outside the string, negative indexes included."""
+    return text[i] if 0 <= i < len(text) else ""
+
+
+_DIGITS = frozenset("0123456789")
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def _is_digit(ch: str) -> bool:
+    return ch != "" and ch in _DIGITS
+
+
+def _is_alnum(ch: str) -> bool:
+    return ch != "" and ch in _ALNUM
+
+
+def _is_space(ch: str) -> bool:
+    return ch != "" and ch in " \t\n\f\v"
+
+
+# -------------------------------------------------------------------------------------------------
+# Text (reward/text.ts)
 
 
 def final_text(output: str) -> str:
     """The text after the last </think>; an unclosed <think> leaves nothing to grade."""
     text = re.sub(r"\r\n?", "\n", output)
-    closes = list(re.finditer(r"</think>", text, re.I))
-    if closes:
-        return text[closes[-1].end():]
-    return "" if re.search(r"<think>", text, re.I) else text
+    close = None
+    for close in re.finditer(r"</think>", text, re.I | _A):
+        pass
+    if close is not None:
+        return text[close.end():]
+    return "" if re.search(r"<think>", text, re.I | _A) else text
 
 
-_GREEK = {
-    "α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "ε": "epsilon", "ζ": "zeta", "η": "eta",
-    "θ": "theta", "ι": "iota", "κ": "kappa", "λ": "lambda", "μ": "mu", "ν": "nu", "ξ": "xi",
-    "ο": "omicron", "π": "pi", "ρ": "rho", "σ": "sigma", "ς": "sigma", "τ": "tau", "υ": "upsilon",
-    "φ": "phi", "χ": "chi", "ψ": "psi", "ω": "omega",
-}
+_CONTROL = re.compile("[\u0000-\u0008\u000b-\u001f\u007f]")
+_SUPERSCRIPTS = re.compile("[\u2070\u00b9\u00b2\u00b3\u2074-\u2079\u207a\u207b]+")
+_COMBINING = re.compile("[\u0300-\u036f]")
+_SPACES = re.compile("[\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff]")
+_QUOTES = re.compile("[\u2018\u2019\u02bc\u2032]")
+_DASHES = re.compile("[\u2212\u2010-\u2015]")
+_GREEK_LETTER = re.compile("[\u0391-\u03a9\u03b1-\u03c9]")
+_LOOKALIKE = re.compile(r"([A-Za-z]-|[A-Za-z]-?[0-9])([abgdk])(?![a-z])", _A)
+_LATEX_TEXT = re.compile(
+    r"\\(?:text|textit|textrm|textbf|mathrm|mathit|mathbf|emph|mbox|operatorname)\s*\{([^{}]*)\}", _A)
+_LATEX_TIMES = re.compile(r"\\(?:times|cdot)", _A)
+_LATEX_SPACE = re.compile(r"\\[,;:! ]", _A)
+_LATEX_GROUP = re.compile(r"([\^_])\{([^{}]*)\}", _A)
+_MARKDOWN = re.compile(r"[*#`]", _A)
+_UNDERSCORES = re.compile(r"(^|[^A-Za-z0-9_])_{1,2}([^_\n]+?)_{1,2}(?![A-Za-z0-9_])", _A)
+_NOT = re.compile(r"n't\b", re.I | _A)
 
 
 def prepare(text: str) -> str:
-    """Unicode and LaTeX folded to what the tokenizer reads (see processors/reward.ts prepare)."""
-    s = re.sub(r"[\u2070\u00b9\u00b2\u00b3\u2074-\u2079\u207a\u207b]+",
-               lambda m: "^" + unicodedata.normalize("NFKD", m.group(0)), text)
-    s = unicodedata.normalize("NFKD", s)
-    s = re.sub(r"[\u0300-\u036f]", "", s)
-    s = re.sub(r"[\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff]", " ", s)
-    s = re.sub(r"[\u2018\u2019\u02bc]", "'", s)
-    s = re.sub(r"[\u2212\u2010-\u2015]", "-", s)
-    s = re.sub(r"[\u0391-\u03a9\u03b1-\u03c9]", lambda m: _GREEK.get(m.group(0).lower(), m.group(0)), s)
-    s = re.sub(r"\\(?:text|mathrm|textbf|mathbf|mbox)\s*\{([^{}]*)\}", r"\1", s, flags=_A)
+    """Unicode and LaTeX folded to what the tokenizer reads: control characters gone (the anchor's marks
+    use two), accents dropped, Greek letters spelled out (and Latin look-alikes after a name's hyphen or
+    digit: NF-kB = NF-kappaB), typographic quotes, primes, dashes and spaces made ASCII, \\text{}
+    unwrapped, markdown emphasis gone."""
+    s = _CONTROL.sub(" ", text)
+    # Superscript exponents ("10⁻³") would fold to plain digits ("10-3"): mark them first.
+    s = _SUPERSCRIPTS.sub(lambda m: "^" + unicodedata.normalize("NFKD", m.group(0)), s)
+    s = _COMBINING.sub("", unicodedata.normalize("NFKD", s))
+    s = _SPACES.sub(" ", s)
+    s = _DASHES.sub("-", _QUOTES.sub("'", s))
+    s = _GREEK_LETTER.sub(lambda m: _GREEK.get(m.group(0).lower(), m.group(0)), s)
+    s = _LOOKALIKE.sub(lambda m: m.group(1) + _GREEK_LOOKALIKES[m.group(2)], s)
+    s = _LATEX_TEXT.sub(r"\1", s)
     s = s.replace("\\%", "%")
-    s = re.sub(r"\\(?:times|cdot)", "×", s)
-    s = re.sub(r"\\[,;:! ]", " ", s)
-    s = re.sub(r"[*#`]", " ", s)
-    return re.sub(r"n't\b", " not", s, flags=re.I | _A)
+    s = _LATEX_TIMES.sub("×", s)
+    s = _LATEX_SPACE.sub(" ", s)
+    s = _LATEX_GROUP.sub(r"\1\2", s)
+    s = _MARKDOWN.sub(" ", s)
+    s = _UNDERSCORES.sub(r"\1\2", s)
+    return _NOT.sub(" not", s)
 
 
-def boxed(text: str) -> list:
+_BOXED = re.compile(r"\\boxed\s*\{", _A)
+
+
+def boxed(text: str) -> List[str]:
     """Contents of every \\boxed{...} (nested braces allowed), in order."""
     out = []
-    for m in re.finditer(r"\\boxed\s*\{", text, _A):
+    for m in _BOXED.finditer(text):
         depth, i = 1, m.end()
         start = i
         while i < len(text) and depth > 0:
@@ -72,15 +172,21 @@ _ANSWER_PHRASE = re.compile(
     r"\s*(?:is|would\s+be|will\s+be|should\s+be|:|=|-)\s*([^\n]*)",
     re.I | _A,
 )
+_REVISION = re.compile(r"\b(?:" + "|".join(p.replace(" ", r"\s+") for p in _REVISIONS) + r")\b", re.I | _A)
 
-# -------------------------------------------------------------------------------------------------
-# Tokens
+
+def after_revision(text: str) -> str:
+    """What follows the last phrase that takes back what came before it, or the whole text."""
+    last = None
+    for last in _REVISION.finditer(text):
+        pass
+    return text[last.end():] if last is not None else text
 
 
 # NamedTuples, not dataclasses: verl loads this file by path without registering it in sys.modules
 # (load_extern_object), and a dataclass looks its module up there.
 class Token(NamedTuple):
-    kind: str  # "word" | "num" | "punct"
+    kind: str  # "word" | "num" | "punct" | "form" (an accepted form the anchor marked: text is what it stands for)
     text: str
     key: str
     space: bool
@@ -88,17 +194,7 @@ class Token(NamedTuple):
     attached: bool
 
 
-_NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-                 "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-                 "nineteen", "twenty"]
-_UNITS = set(("kDa Da kD bp kb kbp Mb nt aa g mg ug ng pg kg L l mL ml uL ul nL M mM uM nM pM fM mol mmol "
-              "nmol s ms min h hr hrs d x X mV Hz kHz C K cm mm um nm Gy U IU").split())
-_UNIT_WORDS = set((
-    "percent per cent fold times degree degrees celsius copy copies cell cells kilodaltons kilodalton "
-    "daltons dalton base bases pairs pair nucleotides amino acids residues hours hour minutes minute "
-    "seconds second days day weeks week months month years year molar micromolar millimolar nanomolar "
-    "grams gram milligrams micrograms liters litres milliliters chromosomes chromosome genes gene mu").split())
-_SIGNIFICANT = set(",;:.!?/-()%&+=<>~±'")
+_SIGNIFICANT = frozenset(",;:.!?/-()%&+=<>~±'≤≥")
 _NUMBER = re.compile(r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+", _A)
 _SCIENTIFIC = re.compile(r"\s*[x×]\s*10\s*\^\s*\{?\s*([-+]?\d+)\s*\}?", _A)
 _POWER_OF_TEN = re.compile(r"\s*\^\s*\{?\s*([-+]?\d+)\s*\}?", _A)
@@ -106,14 +202,10 @@ _FRACTION = re.compile(r"/(\d+)(?!\d|[.,]\d)", _A)
 _LETTERS_RUN = re.compile(r"[A-Za-z]+", _A)
 _WORD = re.compile(r"[A-Za-z0-9]+", _A)
 _INTEGER = re.compile(r"\d+", _A)
-_LOWER_LETTER = re.compile(r"[a-z]", _A)
-_SIGN_AFTER = set("([{=:~<>≈")
-_DIGITS = set("0123456789")
-_ALNUM = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-
-
-def _is_space(ch: str) -> bool:
-    return ch in " \t\n\f\v"
+_SIGN_AFTER = frozenset("([{=:~<>≈≤≥")
+# The anchor's mark of an accepted form: \u0001, what it stands for, \u0002.
+MARK_OPEN = "\u0001"
+MARK_CLOSE = "\u0002"
 
 
 def tokenize(line: str) -> List[Token]:
@@ -122,24 +214,32 @@ def tokenize(line: str) -> List[Token]:
     space = True
     i = 0
     n = len(line)
-    at = lambda k: line[k] if 0 <= k < n else ""  # noqa: E731
     while i < n:
         ch = line[i]
         if _is_space(ch):
             space = True
             i += 1
             continue
+        if ch == MARK_OPEN:
+            close = line.find(MARK_CLOSE, i)
+            if close < 0:  # never: the anchor writes both marks, prepare removes any in the output
+                close = n
+            stands = line[i + 1:close]
+            out.append(Token("form", stands, MARK_OPEN + stands, space, None, False))
+            space = False
+            i = close + 1
+            continue
         signed = (ch in "-+" and (i == 0 or _is_space(line[i - 1]) or line[i - 1] in _SIGN_AFTER)
-                  and (at(i + 2) if at(i + 1) == "." else at(i + 1)) in _DIGITS)
+                  and _is_digit(_at(line, i + 2) if _at(line, i + 1) == "." else _at(line, i + 1)))
         start = i + 1 if signed else i
-        m = _NUMBER.match(line, start) if at(start) != "" and at(start) in "0123456789." else None
+        m = _NUMBER.match(line, start) if _is_digit(_at(line, start)) or _at(line, start) == "." else None
         if m:
             end = m.end()
             value = float(m.group(0).replace(",", ""))
             key = m.group(0).replace(",", "")
             frac = _FRACTION.match(line, end) if _INTEGER.fullmatch(m.group(0)) else None
-            if frac and int(frac.group(1)) != 0:
-                value /= int(frac.group(1))
+            if frac and float(frac.group(1)) != 0:
+                value /= float(frac.group(1))
                 key += "/" + frac.group(1)
                 end = frac.end()
             sci = None
@@ -155,7 +255,7 @@ def tokenize(line: str) -> List[Token]:
                 end = sci.end()
             g = _LETTERS_RUN.match(line, end)
             glued = g.group(0) if g else None
-            if glued is None or (glued in _UNITS and at(end + len(glued)) not in _ALNUM):
+            if glued is None or (glued in _UNITS and not _is_alnum(_at(line, end + len(glued)))):
                 if signed and ch == "-":
                     value = -value
                 prev = out[-1] if out else None
@@ -166,7 +266,7 @@ def tokenize(line: str) -> List[Token]:
                 i = end
                 continue
             # A number glued to letters that are no unit is a name: "16S", "5S", "3D".
-        if ch in _ALNUM:
+        if _is_alnum(ch):
             word = _WORD.match(line, i).group(0)
             key = word.lower()
             number = _NUMBER_WORDS.index(key) if key in _NUMBER_WORDS else None
@@ -192,7 +292,8 @@ def _get(tokens: Sequence[Token], k: int) -> Optional[Token]:
 
 
 def sentences_of(text: str) -> List[List[Token]]:
-    """A line's sentences; a full stop after a lone letter or a number ends no sentence."""
+    """A line's sentences. A full stop after a lone letter or a number ends no sentence ("C. Golgi",
+    "A. B. C.", "3. 4."), so a list of candidates stays one sentence."""
     out: List[List[Token]] = []
     for line in text.split("\n"):
         tokens = tokenize(line)
@@ -217,108 +318,209 @@ def _is_question(sentence: Sequence[Token]) -> bool:
 
 
 # -------------------------------------------------------------------------------------------------
-# Candidates
+# The anchor (reward/anchor.ts): the reference's accepted forms found in the prepared text first,
+# each occurrence marked as one token standing for the answer (or an option's letter).
+
+
+class Form(NamedTuple):
+    text: str
+    stands: str  # an option's letter, or ANSWER
+
+
+ANSWER = "@"
+
+_KEY_SIGNS = frozenset("+<>=≤≥%")
+_FREE_GAP = re.compile(r"[ \t\-'/^_~]")
+
+
+def _keyed(text: str) -> Tuple[str, List[int]]:
+    """The text as a key (lower-case letters, digits, signs; a full stop or comma between digits as '.'),
+    with each key character's index in the text."""
+    key: List[str] = []
+    at: List[int] = []
+    for i, ch in enumerate(text):
+        if _is_alnum(ch):
+            key.append(ch.lower())
+        elif ch in _KEY_SIGNS:
+            key.append(ch)
+        elif ch in ".," and _is_digit(_at(text, i - 1)) and _is_digit(_at(text, i + 1)):
+            key.append(".")
+        else:
+            continue
+        at.append(i)
+    return "".join(key), at
+
+
+def _residue(gap: str) -> str:
+    """A gap with what any writer may put in one (spaces, hyphens, primes) taken out."""
+    return _FREE_GAP.sub("", gap)
+
+
+_TRAILING_STOPS = re.compile(r"[.!;:,]+\Z")
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.I | _A)
+
+
+def _bare(form: str) -> str:
+    """A form without a leading article ("the Golgi" = "Golgi"), prepared as outputs are."""
+    s = _TRAILING_STOPS.sub("", _trim(prepare(form)), count=1)
+    without = _ARTICLE.sub("", s, count=1)
+    return s if _keyed(without)[0] == "" else without
+
+
+def form_key(form: str) -> str:
+    """A form's key, '' for a form with nothing to find."""
+    return _keyed(_bare(form))[0]
+
+
+class _Pattern(NamedTuple):
+    key: str
+    gaps: List[str]  # gaps[k]: the residue the reference has between key characters k and k + 1
+
+
+_LAST_WORD = re.compile(r"([A-Za-z]+)\Z", _A)
+
+
+def _patterns_of(form: str) -> List[_Pattern]:
+    """The keys one term is written under: itself, with an added ending (kinases, increased), and for
+    a last word of four or more letters that is no acronym, its other number (mitochondria =
+    mitochondrion, nuclei = nucleus, mice = mouse)."""
+    text = _bare(form)
+    key, at = _keyed(text)
+    if key == "":
+        return []
+    gaps = [_residue(text[at[k] + 1:i]) for k, i in enumerate(at[1:])]
+    keys = dict.fromkeys([key])
+    m = _LAST_WORD.search(text)
+    if m is not None:
+        last = m.group(1)
+        for ending in _ENDINGS_ADDED:
+            keys[key + ending] = None
+        word = last.lower()
+        if len(word) >= 4 and last != last.upper():
+            def swap(frm: str, to: str, whole: bool) -> None:
+                if (word == frm) if whole else (word.endswith(frm) and len(word) - len(frm) >= 3):
+                    keys[key[:len(key) - len(frm)] + to] = None
+
+            for a, b in _ENDINGS_SWAPS:
+                swap(a, b, False)
+                swap(b, a, False)
+            for a, b in _ENDINGS_IRREGULAR:
+                swap(a, b, True)
+                swap(b, a, True)
+    return [_Pattern(k, gaps) for k in keys]
+
+
+_BINOMIAL = re.compile(r"^([A-Z])[a-z]{2,}" + _S + r"+([a-z]{3,}(?:" + _S + _DOT + r"*)?)\Z", _A)
+
+
+def abbreviations(forms: Sequence[str]) -> List[str]:
+    """"Escherichia coli K-12" is also written "E. coli K-12"."""
+    out = []
+    for f in forms:
+        m = _BINOMIAL.match(_trim(f))
+        if m:
+            out.append(f"{m.group(1)}. {m.group(2)}")
+    return out
+
+
+_ABBREVIATED = re.compile(r"^([A-Z])\." + _S + r"*([a-z]{3,})\b", _A)
+
+
+def _fold_genus(text: str, forms: Sequence[Form]) -> str:
+    """An abbreviated binomial's genus written out ("Escherichia coli" for "E. coli") folded back."""
+    s = text
+    for f in forms:
+        m = _ABBREVIATED.match(_trim(f.text))
+        if m:
+            s = re.sub(r"(?<![A-Za-z0-9])(" + m.group(1) + r")[a-z]{2,}\s+(?=" + m.group(2) + r"(?![a-z]))",
+                       r"\1. ", s, flags=_A)
+    return s
+
+
+def _occurrence(text: str, at: List[int], k: int, p: _Pattern) -> Optional[Tuple[int, int]]:
+    """Where the key match [k, k + length) lies in the text, when it is a whole term there."""
+    for j in range(k, k + len(p.key) - 1):
+        gap = _residue(text[at[j] + 1:at[j + 1]])
+        if gap != "" and gap != (p.gaps[j - k] if j - k < len(p.gaps) else ""):
+            return None
+    start = at[k]
+    last = at[k + len(p.key) - 1]
+    # A term inside a longer word, or glued by a hyphen or a sign to more of a name ("anti-TNF", "CD4+"
+    # for CD4, "E. coli-derived"), is another term.
+    before = _at(text, start - 1)
+    after = _at(text, last + 1)
+    if _is_alnum(before) or (before == "-" and _is_alnum(_at(text, start - 2))):
+        return None
+    if _is_alnum(after) or after == "+" or after == "-":
+        return None
+    return start, last + 1
+
+
+def anchor(prepared: str, forms: Sequence[Form]) -> str:
+    """The text with every occurrence of a form replaced by a mark of what it stands for: at each place
+    the longest occurrence wins, and occurrences do not overlap."""
+    if not forms:
+        return prepared
+    text = _fold_genus(prepared, forms)
+    key, at = _keyed(text)
+    found: List[Tuple[int, int, str]] = []
+    for form in forms:
+        for p in _patterns_of(form.text):
+            k = key.find(p.key)
+            while k >= 0:
+                span = _occurrence(text, at, k, p)
+                if span:
+                    found.append((span[0], span[1], form.stands))
+                k = key.find(p.key, k + 1)
+    found.sort(key=lambda f: (f[0], -f[1]))  # stable, as Array.prototype.sort
+    out: List[str] = []
+    pos = 0
+    for start, end, stands in found:
+        if start < pos:
+            continue
+        out.append(text[pos:start] + MARK_OPEN + stands + MARK_CLOSE)
+        pos = end
+    return "".join(out) + text[pos:]
+
+
+# -------------------------------------------------------------------------------------------------
+# Candidates (reward/graders.ts)
+
+LETTERS = "ABCDEFGHIJ"
+NUMERIC_TOLERANCE = 0.01
 
 
 class Mention(NamedTuple):
-    value: str
+    value: str  # the option letter, ANSWER for an accepted form of a free-form answer, or a number's key
     number: Optional[tuple]  # (value, percent)
+    bound: Optional[str]  # "<", "at least", ...: the number is a bound, not a value
     start: int
     end: int
-    listed: bool
+    listed: bool  # beside another short item in a list ("increase or decrease"): a hedge
 
 
 class _Grader(NamedTuple):
-    text: bool
+    text: bool  # free-form text: a box that names nothing known is another answer, not an empty one
+    forms: List[Form]  # what the anchor marks before the text is read
     mentions: Callable[[List[Token]], List[Mention]]
     decide: Callable[[List[Mention], str], dict]
-
-
-_NEGATORS = set(("not no never neither nor none cannot without incorrect wrong false unlikely rather instead "
-                 "unlike except excluded eliminated").split())
-_CLAUSE_WORDS = set("but whereas however although though while yet rather instead unlike except".split())
-_FILLER = set((
-    "it is are was were be been will would should could might may can must the a an this that these those "
-    "there so thus therefore hence then overall answer final correct right best option options choice "
-    "choices i think guess believe maybe perhaps possibly probably likely plausible both either also my "
-    "its yes of all only here we say pick go with choose approximately about around roughly nearly "
-    "exactly value result").split())
-_LETTER_LINKS = set((
-    "and or nor vs versus is are was were would could should will might may must can seems appears "
-    "because since as but best fits matches describes correctly only also both then so therefore thus rather "
-    "not instead than over unlike which that here for").split())
-_LETTER_PREFIXES = set(("vitamin hepatitis type class group chain complex site domain protein photosystem helix "
-                        "influenza strand form region").split())
-_CONTINUATIONS = set((
-    "as because since which that due when after before in with by given suggesting indicating "
-    "consistent compared relative from at for under on to during following upon via through than "
-    "and or nor is are was were will would").split())
-_HEADS = set("system pathway signaling signalling gene protein technique method approach process mechanism".split())
-_SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
-_LIST_WORDS = {"or", "and", "nor", "vs", "versus"}
-_LIST_PUNCT = {",", ";", "/", "&"}
-_JOINERS = {"-", "/", "'", "+"}
 
 
 def _is_list_separator(t: Optional[Token]) -> bool:
     if t is None:
         return False
-    return t.key in _LIST_PUNCT if t.kind == "punct" else t.key in _LIST_WORDS
-
-
-def form_key(form: str) -> str:
-    """Keys of a form: its words and numbers joined, leading articles dropped."""
-    words = [t for t in tokenize(prepare(form)) if _is_word(t)]
-    while len(words) > 1 and words[0].key in ("the", "a", "an"):
-        words.pop(0)
-    return "".join(t.key for t in words)
-
-
-def _form_at(tokens: List[Token], i: int, forms: Mapping, longest: int) -> Optional[tuple]:
-    best = None
-    joined = ""
-    j = i
-    # A key longer than the longest form plus an ending matches nothing.
-    while j < len(tokens) and len(joined) <= longest:
-        t = tokens[j]
-        if t.kind == "punct":
-            if j > i and t.key in _JOINERS and not t.space:
-                j += 1
-                continue
-            break
-        if j > i and tokens[j - 1].kind == "punct" and t.space:
-            break
-        joined += t.key
-        value = forms.get(joined)
-        if value is None:
-            for ending in ("s", "es", "d", "ed"):
-                if joined.endswith(ending) and joined[:-len(ending)] in forms:
-                    value = forms[joined[:-len(ending)]]
-                    break
-        if value is not None:
-            best = (j + 1, value)
-        j += 1
-    return best
-
-
-def _hyphenated(tokens: List[Token], start: int, end: int) -> bool:
-    before = _get(tokens, start - 1)
-    after = _get(tokens, end)
-    nxt = _get(tokens, end + 1)
-    return bool(
-        (before is not None and before.key == "-" and not before.space and not tokens[start].space
-         and _is_word(_get(tokens, start - 2)))
-        or (after is not None and after.key == "-" and not after.space and _is_word(nxt) and not nxt.space))
+    return t.key in _LIST_PUNCTUATION if t.kind == "punct" else t.key in _LIST_WORDS
 
 
 def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
+    """Another short item in a list right beside [start, end): "decrease" in "increase or decrease"."""
     def competes(item):
         words = [t for t in item if _is_word(t)]
         if not words or len(words) > 4:
             return False
         if words[0].key in _CONTINUATIONS or any(w.key in _NEGATORS for w in words):
             return False
-        return any(w.key not in _FILLER for w in words)
+        return any(w.key not in _FILLERS for w in words)
 
     def stops(t):
         return _is_list_separator(t) or (t.kind == "punct" and t.key in ",;:.!?(")
@@ -342,51 +544,82 @@ def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
     return False
 
 
+def _bound_before(tokens: List[Token], i: int) -> Optional[str]:
+    """The bound written before the number at i ("<", "<=", "at least"), or None."""
+    prev = _get(tokens, i - 1)
+    if prev is not None and prev.kind == "punct" and prev.key in _BOUND_SYMBOLS:
+        return prev.key
+    before = _get(tokens, i - 2)
+    if (prev is not None and prev.key == "=" and before is not None and before.kind == "punct"
+            and before.key in _BOUND_SYMBOLS):
+        return before.key + "="
+    for words in _BOUND_PHRASES:
+        if i >= len(words) and all(tokens[i - len(words) + k].key == w for k, w in enumerate(words)):
+            return " ".join(words)
+    return None
+
+
 def _unit(w: Optional[Token]) -> bool:
     return w is not None and w.kind == "word" and (w.text in _UNITS or w.key in _UNIT_WORDS)
 
 
+def _scale(word: str) -> Optional[float]:
+    if word in _SCALES:
+        return _SCALES[word]
+    # Mirrors reward/graders.ts, where RULES.scales is a plain object: "constructor" is found on its
+    # prototype (a function: the value becomes NaN).
+    return float("nan") if word == "constructor" else None
+
+
 def _number_at(tokens: List[Token], i: int) -> Optional[Mention]:
+    """The number at i with its units ("12.5 kDa", "25 %", "3-fold", "three copies"), or None."""
     t = tokens[i]
     if t.value is None or (t.kind == "num" and t.attached):
         return None
     end = i + 1
     percent = False
     value, key = t.value, t.key
-    scale = tokens[end] if end < len(tokens) and tokens[end].kind == "word" else None
-    if scale is not None and scale.key in _SCALES:
-        value *= _SCALES[scale.key]
-        key += " " + scale.key
+    nxt = _get(tokens, end)
+    scale = _scale(nxt.key) if nxt is not None and nxt.kind == "word" else None
+    if scale is not None:
+        value *= scale
+        key += " " + nxt.key
         end += 1
     units = 0
     while units < 3 and end < len(tokens):
         u = tokens[end]
-        nxt = _get(tokens, end + 1)
-        if u.key == "±" and nxt is not None and nxt.kind == "num":
+        after = _get(tokens, end + 1)
+        if u.key == "±" and after is not None and after.kind == "num":
             end += 2
         elif u.key == "%":
             end += 1
         elif _unit(u):
             end += 1
-        elif (u.key == "/" or (u.key == "-" and not u.space)) and _unit(nxt):
+        elif (u.key == "/" or (u.key == "-" and not u.space)) and _unit(after):
             end += 2
         else:
             break
         if tokens[end - 1].key in ("%", "percent", "cent"):
             percent = True
         units += 1
-    return Mention(key, (value, percent), i, end, False)
+    return Mention(key, (value, percent), _bound_before(tokens, i), i, end, False)
+
+
+_LOWER_START = re.compile(r"[a-z]", _A)
+_LETTER_KEY = re.compile(r"[a-z]?", _A)
 
 
 def _mcq_grader(truth: str, options: Sequence[str]) -> _Grader:
-    want = truth.strip().upper()
+    want = _trim(truth).upper()
     valid = LETTERS[:len(options)] if len(options) >= 2 else LETTERS
-    forms: dict = {}
+    # A one-letter option ("A", "C", "G", "T") is read as a letter, as the prompt asks for letters.
+    forms: List[Form] = []
     for i, o in enumerate(options):
-        key = form_key(o)
-        if not _LOWER_LETTER.fullmatch(key) and key not in forms:
-            forms[key] = LETTERS[i]
-    longest = max([len(k) for k in forms] + [0])
+        if not _LETTER_KEY.fullmatch(form_key(o)):
+            # LETTERS[i] past J is undefined in reward/graders.ts, written "undefined" in the mark.
+            stands = LETTERS[i] if i < len(LETTERS) else "undefined"
+            for text in [o, *abbreviations([o])]:
+                forms.append(Form(text, stands))
 
     def letter_at(tokens, i, words):
         t = tokens[i]
@@ -396,13 +629,14 @@ def _mcq_grader(truth: str, options: Sequence[str]) -> _Grader:
         if t.text == t.text.upper():
             if prev is not None and prev.kind == "word" and prev.key in _LETTER_PREFIXES:
                 return None
-            if (nxt is not None and nxt.kind == "word" and nxt.space and _LOWER_LETTER.match(nxt.text)
+            if (nxt is not None and nxt.kind == "word" and nxt.space and _LOWER_START.match(nxt.text)
                     and nxt.key not in _LETTER_LINKS):
                 return None
             if (nxt is not None and nxt.key == "." and after is not None and after.kind == "word"
-                    and after.space and _LOWER_LETTER.match(after.text)):
+                    and after.space and _LOWER_START.match(after.text)):
                 return None
             return t.text
+        # A lower-case letter is an option only where it cannot be a word: alone, "(c)", "c)", "option c".
         alone = words == 1
         closed = nxt is not None and nxt.key == ")" and not nxt.space
         named = prev is not None and prev.kind == "word" and prev.key in ("option", "choice", "answer")
@@ -411,17 +645,10 @@ def _mcq_grader(truth: str, options: Sequence[str]) -> _Grader:
     def mentions(tokens):
         out = []
         words = sum(1 for x in tokens if _is_word(x))
-        i = 0
-        while i < len(tokens):
-            form = _form_at(tokens, i, forms, longest) if _is_word(tokens[i]) else None
-            if form and not _hyphenated(tokens, i, form[0]):
-                out.append(Mention(form[1], None, i, form[0], False))
-                i = form[0]
-                continue
-            letter = letter_at(tokens, i, words)
+        for i, t in enumerate(tokens):
+            letter = t.text if t.kind == "form" else letter_at(tokens, i, words)
             if letter:
-                out.append(Mention(letter, None, i, i + 1, False))
-            i += 1
+                out.append(Mention(letter, None, None, i, i + 1, False))
         return out
 
     def decide(found, where):
@@ -432,17 +659,20 @@ def _mcq_grader(truth: str, options: Sequence[str]) -> _Grader:
             return {"score": 1, "reason": f"{want} in the {where}"}
         return {"score": 0, "reason": f"{named[0]} in the {where}, expected {want}"}
 
-    return _Grader(False, mentions, decide)
+    return _Grader(False, forms, mentions, decide)
 
 
-def accepted_forms(truth: str, aliases: Sequence[str]) -> list:
+_LONG_SHORT = re.compile(r"^(" + _DOT + r"+?)" + _S + r"*\(([^()]+)\)" + _S + r"*\Z", _A)
+
+
+def accepted_forms(truth: str, aliases: Sequence[str]) -> List[str]:
     """The ground truth's accepted forms: itself, its aliases, and both sides of "long form (SHORT)"."""
     forms = [truth, *aliases]
     for f in [truth, *aliases]:
-        m = re.match(r"^(.+?)\s*\(([^()]+)\)\s*$", f, _A)
+        m = _LONG_SHORT.match(f)
         if m:
             forms += [m.group(1), m.group(2)]
-    return list(dict.fromkeys(f.strip() for f in forms if form_key(f.strip()) != ""))
+    return list(dict.fromkeys(f for f in map(_trim, forms) if form_key(f) != ""))
 
 
 def numeric_form(form: str) -> Optional[tuple]:
@@ -452,59 +682,69 @@ def numeric_form(form: str) -> Optional[tuple]:
     return n.number if n is not None and n.end == len(tokens) else None
 
 
+def _js_max(a: float, b: float) -> float:
+    """Math.max: NaN when either is NaN (Python's max depends on the order)."""
+    return a if a != a else b if b != b else max(a, b)
+
+
 def _numbers_match(a: float, b: float, tolerance: float) -> bool:
-    scale = max(abs(a), abs(b))
+    """Within a relative tolerance (absolute below 1e-9); 1e-9 relative stands for exactly equal."""
+    scale = _js_max(abs(a), abs(b))
     return True if scale < 1e-9 else abs(a - b) <= max(tolerance, 1e-9) * scale
 
 
 def _same_number(a: tuple, b: tuple, tolerance: float) -> bool:
+    """Percent and fraction are the same number: 25% = 0.25 (and 25% = 25)."""
     xs = [a[0], a[0] / 100] if a[1] else [a[0]]
     ys = [b[0], b[0] / 100] if b[1] else [b[0]]
     return any(_numbers_match(x, y, tolerance) for x in xs for y in ys)
 
 
-def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
-    accepted = accepted_forms(truth, aliases)
+def _numeric_grader(truth: str, accepted: Sequence[str]) -> _Grader:
     numbers = [n for n in map(numeric_form, accepted) if n is not None]
-    if numeric_form(truth) is not None:
-        def number_mentions(tokens):
-            out = []
-            i = 0
-            while i < len(tokens):
-                n = _number_at(tokens, i)
-                if n:
-                    out.append(n)
-                i = n.end if n else i + 1
-            return out
-
-        def number_decide(found, where):
-            first = found[0]
-            if any(not _same_number(m.number, first.number, 0) for m in found):
-                return {"score": 0, "reason": f"several values ({', '.join(m.value for m in found)}) in the {where}"}
-            if any(_same_number(first.number, n, NUMERIC_TOLERANCE) for n in numbers):
-                return {"score": 1, "reason": f"{first.value} matches in the {where}"}
-            return {"score": 0, "reason": f"{first.value} is not {truth} ({where})"}
-
-        return _Grader(False, number_mentions, number_decide)
-
-    forms = {form_key(f): "answer" for f in accepted}
-    longest = max([len(k) for k in forms] + [0])
 
     def mentions(tokens):
         out = []
         i = 0
         while i < len(tokens):
-            form = _form_at(tokens, i, forms, longest) if _is_word(tokens[i]) else None
-            if not form or _hyphenated(tokens, i, form[0]):
-                i += 1
+            n = _number_at(tokens, i)
+            if n:
+                out.append(n)
+            i = n.end if n else i + 1
+        return out
+
+    def decide(found, where):
+        bounded = next((m for m in found if m.bound is not None), None)
+        if bounded is not None:
+            return {"score": 0, "reason": f"{bounded.bound} {bounded.value} is a bound, not a value ({where})"}
+        # Two values are two answers even when both lie within the tolerance ("99 or 100").
+        first = found[0]
+        if any(not _same_number(m.number, first.number, 0) for m in found):
+            return {"score": 0, "reason": f"several values ({', '.join(m.value for m in found)}) in the {where}"}
+        if any(_same_number(first.number, n, NUMERIC_TOLERANCE) for n in numbers):
+            return {"score": 1, "reason": f"{first.value} matches in the {where}"}
+        return {"score": 0, "reason": f"{first.value} is not {truth} ({where})"}
+
+    return _Grader(False, [], mentions, decide)
+
+
+def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
+    accepted = accepted_forms(truth, aliases)
+    if numeric_form(truth) is not None:
+        return _numeric_grader(truth, accepted)
+    forms = [Form(text, ANSWER) for text in [*accepted, *abbreviations(accepted)]]
+
+    def mentions(tokens):
+        out = []
+        for i, t in enumerate(tokens):
+            if t.kind != "form":
                 continue
-            nxt = _get(tokens, form[0])
+            # "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase.
+            nxt = _get(tokens, i + 1)
             if (nxt is not None and nxt.kind == "word" and nxt.key not in _CONTINUATIONS and nxt.key not in _HEADS
-                    and nxt.key not in _FILLER and not nxt.key.endswith("ly")):
-                i += 1
+                    and nxt.key not in _FILLERS and not nxt.key.endswith("ly")):
                 continue
-            out.append(Mention("answer", None, i, form[0], _listed_beside(tokens, i, form[0])))
-            i = form[0]
+            out.append(Mention(ANSWER, None, None, i, i + 1, _listed_beside(tokens, i, i + 1)))
         return out
 
     def decide(found, where):
@@ -512,19 +752,21 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
             return {"score": 0, "reason": f"the answer is one of a list or a hedge in the {where}"}
         return {"score": 1, "reason": f"matches in the {where}"}
 
-    return _Grader(True, mentions, decide)
+    return _Grader(True, forms, mentions, decide)
 
 
 # -------------------------------------------------------------------------------------------------
-# Places and the decision
+# Places and the decision (reward/score.ts)
 
 
-def _read_sentence(grader: _Grader, tokens: List[Token]) -> tuple:
+def _read_sentence(grader: _Grader, tokens: List[Token]) -> Tuple[List[Mention], int]:
+    """The candidates of a sentence, and how many a negation cancels: a negation reaches the candidates
+    after it in its clause ("not C", "does not increase"), and one before it when only filler lies
+    between ("C is not correct", "C is clearly wrong"), not "C and not B"."""
     mentions = grader.mentions(tokens)
-    mention_at = {}
+    mention_at = set()
     for m in mentions:
-        for k in range(m.start, m.end):
-            mention_at[k] = m
+        mention_at.update(range(m.start, m.end))
     clause_of = []
     clause = 0
     for i, t in enumerate(tokens):
@@ -533,29 +775,30 @@ def _read_sentence(grader: _Grader, tokens: List[Token]) -> tuple:
         clause_of.append(clause)
 
     def skippable(t):
-        return t.kind == "punct" or t.key in _FILLER or t.key.endswith("ly")
+        return t.kind == "punct" or t.key in _FILLERS or t.key.endswith("ly")
 
-    negated = []
+    negated = set()  # indexes into mentions
     for k, t in enumerate(tokens):
         if k in mention_at or t.kind != "word" or t.key not in _NEGATORS:
             continue
-        for m in mentions:
+        for index, m in enumerate(mentions):
             if clause_of[m.start] != clause_of[k]:
                 continue
             between = m.end
             while between < k and skippable(tokens[between]) and between not in mention_at:
                 between += 1
-            if (m.start > k or between == k) and m not in negated:
-                negated.append(m)
-    positive = [m for m in mentions if m not in negated]
+            if m.start > k or between == k:
+                negated.add(index)
+    positive = [m for index, m in enumerate(mentions) if index not in negated]
     return positive, len(negated)
 
 
 def _candidates_only(grader: _Grader, tokens: List[Token]) -> bool:
+    """A sentence of nothing but candidates and filler ("C", "3 copies", "A is possible.")."""
     mentions = grader.mentions(tokens)
     if not mentions:
         return False
-    return all(t.kind == "punct" or t.key in _FILLER or any(m.start <= i < m.end for m in mentions)
+    return all(t.kind == "punct" or t.key in _FILLERS or any(m.start <= i < m.end for m in mentions)
                for i, t in enumerate(tokens))
 
 
@@ -572,8 +815,8 @@ def _judge(grader: _Grader, sentences: List[List[Token]], where: str) -> Optiona
 class _Place(NamedTuple):
     where: str
     sentences: list
-    decisive: bool
-    unknown: bool = False
+    decisive: bool  # when it names nothing, nothing later is read (a box is the answer, even an empty one)
+    unknown: bool = False  # a box with something other than the answer in it
 
 
 def _places_of(text: str, grader: _Grader) -> Iterator[_Place]:
@@ -596,14 +839,18 @@ def _places_of(text: str, grader: _Grader) -> Iterator[_Place]:
     yield _Place("final sentence", also_named + [sentences[-1]], True)
 
 
+_ANY_ALNUM = re.compile(r"[A-Za-z0-9]", _A)
+
+
 def score(kind: str, ground_truth: str, output: str, options: Sequence[str] = (),
           aliases: Sequence[str] = ()) -> dict:
     """{"score": 0 | 1, "reason": ...} for one output; kind is "mcq" or "free-form"."""
-    text = prepare(final_text(output))
-    if not re.search(r"[A-Za-z0-9]", text, _A):
+    prepared = prepare(final_text(output))
+    if not _ANY_ALNUM.search(prepared):
         return {"score": 0, "reason": "empty output"}
     grader = (_mcq_grader(ground_truth, list(options)) if kind == "mcq"
               else _free_form_grader(ground_truth, list(aliases)))
+    text = after_revision(anchor(prepared, grader.forms))
     for place in _places_of(text, grader):
         if place.unknown:
             return {"score": 0, "reason": f"a box without the answer among the {place.where}"}
@@ -613,6 +860,31 @@ def score(kind: str, ground_truth: str, output: str, options: Sequence[str] = ()
         if place.decisive:
             return {"score": 0, "reason": f"no candidate answer in the {place.where}"}
     return {"score": 0, "reason": "no candidate answer in the final sentence"}
+
+
+def canonical_outputs(answer: str) -> List[str]:
+    """The canonical forms an answer is written in (the exported `solution` is the first): the reward
+    must pay each of them, or no trainer could ever be paid for the item."""
+    return [f"Answer: {answer}", f"\\boxed{{{answer}}}", f"The answer is {answer}."]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _json_string(s: str) -> str:
+    """JSON.stringify of a string: non-ASCII as is, a lone surrogate escaped."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", json.dumps(s, ensure_ascii=False))
+
+
+def unverifiable(kind: str, ground_truth: str, options: Sequence[str] = (),
+                 aliases: Sequence[str] = ()) -> Optional[str]:
+    """Why the reward could not pay a reference's own canonical forms, or None when it pays each: a
+    reference that fails here would train nothing, whatever a model answers."""
+    for output in canonical_outputs(ground_truth):
+        r = score(kind, ground_truth, output, options=options, aliases=aliases)
+        if r["score"] != 1:
+            return f"the reward cannot verify its own reference in {_json_string(output)}: {r['reason']}"
+    return None
 
 
 # -------------------------------------------------------------------------------------------------
