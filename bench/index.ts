@@ -13,6 +13,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   dashboard: () => import('./dashboard.js'),
   'cli-start': () => import('./cli-start.js'),
   decontaminate: () => import('./decontaminate.js'),
+  reward: () => import('./reward.js'),
 };
 
 const wanted = process.argv.slice(2);

@@ -65,7 +65,20 @@ interface Pattern {
  * for a last word of four or more letters that is no acronym, its other number
  * (mitochondria = mitochondrion, nuclei = nucleus, mice = mouse).
  */
-export function patternsOf(form: string): Pattern[] {
+export function patternsOf(form: string): readonly Pattern[] {
+  let patterns = PATTERNS.get(form);
+  if (patterns === undefined) {
+    // A trainer scores several rollouts of one item in a row, so recent references repeat.
+    if (PATTERNS.size >= 4096) PATTERNS.clear();
+    patterns = computePatterns(form);
+    PATTERNS.set(form, patterns);
+  }
+  return patterns;
+}
+
+const PATTERNS = new Map<string, readonly Pattern[]>();
+
+function computePatterns(form: string): Pattern[] {
   const text = bare(form);
   const { key, at } = keyed(text);
   if (key === '') return [];

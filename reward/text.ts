@@ -66,10 +66,14 @@ export function boxed(text: string): string[] {
 export const ANSWER_PHRASE =
   /\b(?:final\s+answer|correct\s+answer|correct\s+option|correct\s+choice|answer|option|choice)\s*(?:is|would\s+be|will\s+be|should\s+be|:|=|-)\s*([^\n]*)/gi;
 
+const REVISION = new RegExp(
+  `\\b(?:${RULES.revisions.map((p) => p.replace(/ /g, '\\s+')).join('|')})\\b`,
+  'gi',
+);
+
 /** What follows the last phrase that takes back what came before it, or the whole text. */
 export function afterRevision(text: string): string {
-  const re = new RegExp(`\\b(?:${RULES.revisions.map((p) => p.replace(/ /g, '\\s+')).join('|')})\\b`, 'gi');
-  const last = [...text.matchAll(re)].at(-1);
+  const last = [...text.matchAll(REVISION)].at(-1);
   return last ? text.slice(last.index + last[0].length) : text;
 }
 

@@ -334,14 +334,18 @@ _FREE_GAP = re.compile(r"[ \t\-'/^_~]")
 
 
 def _keyed(text: str) -> Tuple[str, List[int]]:
-    """The text as a key (lower-case letters, digits, signs; a full stop or comma between digits as '.'),
-    with each key character's index in the text."""
+    """The text as a key (lower-case letters, digits, signs and charges; a full stop or comma between
+    digits as '.'), with each key character's index in the text."""
     key: List[str] = []
     at: List[int] = []
     for i, ch in enumerate(text):
         if _is_alnum(ch):
             key.append(ch.lower())
         elif ch in _KEY_SIGNS:
+            key.append(ch)
+        # A minus that ends a name is a charge ("Cl-", "Ca2-", "CD4-"); one inside a name joins it.
+        elif (ch == "-" and (_is_alnum(_at(text, i - 1)) or _at(text, i - 1) == "^")
+              and not _is_alnum(_at(text, i + 1))):
             key.append(ch)
         elif ch in ".," and _is_digit(_at(text, i - 1)) and _is_digit(_at(text, i + 1)):
             key.append(".")
@@ -522,13 +526,18 @@ def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
             return False
         return any(w.key not in _FILLERS for w in words)
 
-    def stops(t):
+    def stops(j):
+        t = tokens[j]
+        # A full stop after one letter abbreviates ("S. aureus"): it ends no item.
+        prev = _get(tokens, j - 1)
+        if t.key == "." and prev is not None and prev.kind == "word" and len(prev.text) == 1:
+            return False
         return _is_list_separator(t) or (t.kind == "punct" and t.key in ",;:.!?(")
 
     if _is_list_separator(_get(tokens, end)):
         item = []
         j = end + 1
-        while j < len(tokens) and not stops(tokens[j]):
+        while j < len(tokens) and not stops(j):
             item.append(tokens[j])
             j += 1
         if competes(item):
@@ -536,7 +545,7 @@ def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
     if _is_list_separator(_get(tokens, start - 1)):
         item = []
         j = start - 2
-        while j >= 0 and not stops(tokens[j]):
+        while j >= 0 and not stops(j):
             item.insert(0, tokens[j])
             j -= 1
         if competes(item):
