@@ -17,7 +17,7 @@ export const ANSWER = '@';
 /** Characters a key keeps besides letters and digits: signs that change what a name is. */
 const KEY_SIGNS = new Set([...'+<>=≤≥%']);
 /** What may stand between two characters of a form however the reference wrote it. */
-const FREE_GAP = /[ \t\-'/^_~]/g;
+const FREE_GAP = /[ \t\-'/^_~$()]/g;
 
 /**
  * The text as a key (lower-case letters, digits, signs and charges; a full stop or comma between
@@ -120,7 +120,7 @@ function foldGenus(text: string, forms: readonly Form[]): string {
   for (const f of forms) {
     const m = /^([A-Z])\.\s*([a-z]{3,})\b/.exec(f.text.trim());
     if (m)
-      s = s.replace(new RegExp(`(?<![A-Za-z0-9])(${m[1]})[a-z]{2,}\\s+(?=${m[2]}(?![a-z]))`, 'g'), '$1. ');
+      s = s.replace(new RegExp(`(?<![A-Za-z0-9])(${m[1]})[a-z]{2,}\\s+(?=${m[2]}(?![a-z]))`, 'gi'), '$1. ');
   }
   return s;
 }

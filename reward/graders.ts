@@ -34,7 +34,10 @@ export interface Grader {
 const isListSeparator = (t: Token | undefined) =>
   t !== undefined && (t.kind === 'punct' ? RULES.listPunctuation.has(t.key) : RULES.listWords.has(t.key));
 
-/** Another short item in a list right beside [start, end): "decrease" in "increase or decrease". */
+/**
+ * Another short item in a list right beside [start, end): "decrease" in "increase or decrease",
+ * "S. aureus" in "E. coli, or maybe S. aureus", "E. coli and/or S. aureus", "E. coli (or S. aureus)".
+ */
 export function listedBeside(tokens: Token[], start: number, end: number): boolean {
   const competes = (item: Token[]) => {
     const words = item.filter(isWord);
@@ -48,14 +51,25 @@ export function listedBeside(tokens: Token[], start: number, end: number): boole
     if (t.key === '.' && tokens[j - 1]?.kind === 'word' && tokens[j - 1]!.text.length === 1) return false;
     return isListSeparator(t) || (t.kind === 'punct' && ',;:.!?('.includes(t.key));
   };
-  if (isListSeparator(tokens[end])) {
+  const parens = (t: Token | undefined) => t !== undefined && '()'.includes(t.key);
+  // After the first separator, more of them and a disjunction belong to it (", or", "and/or").
+  const joins = (t: Token | undefined) =>
+    t !== undefined &&
+    (t.kind === 'punct' ? RULES.listPunctuation.has(t.key) || parens(t) : RULES.disjunctions.has(t.key));
+  let j = end;
+  while (parens(tokens[j])) j++;
+  if (isListSeparator(tokens[j])) {
+    for (j++; joins(tokens[j]); j++);
     const item: Token[] = [];
-    for (let j = end + 1; j < tokens.length && !stops(j); j++) item.push(tokens[j]!);
+    for (; j < tokens.length && !stops(j); j++) item.push(tokens[j]!);
     if (competes(item)) return true;
   }
-  if (isListSeparator(tokens[start - 1])) {
+  j = start - 1;
+  while (parens(tokens[j])) j--;
+  if (isListSeparator(tokens[j])) {
+    for (j--; joins(tokens[j]); j--);
     const item: Token[] = [];
-    for (let j = start - 2; j >= 0 && !stops(j); j--) item.unshift(tokens[j]!);
+    for (; j >= 0 && !stops(j); j--) item.unshift(tokens[j]!);
     if (competes(item)) return true;
   }
   return false;

@@ -27,6 +27,7 @@ const RewardRules = z.strictObject({
   continuations: wordSet,
   heads: wordSet,
   listWords: wordSet,
+  disjunctions: wordSet,
   listPunctuation: wordSet,
   revisions: phrases,
   endings: z.strictObject({ about: z.string(), added: z.array(z.string()), swaps: pairs, irregular: pairs }),

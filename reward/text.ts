@@ -13,6 +13,10 @@ export function finalText(output: string): string {
 }
 
 const LOOKALIKE = /([A-Za-z]-|[A-Za-z]-?[0-9])([abgdk])(?![a-z])/g;
+/** Gene symbols write the letter as a capital after the digit: IL1B = IL-1β, HIF1A = HIF-1α. */
+const LOOKALIKE_CAPITAL = /([A-Za-z]-?[0-9])([ABGDK])(?![A-Za-z0-9])/g;
+const TEXT_MACRO =
+  /\\(?:text|textit|textrm|textbf|mathrm|mathit|mathbf|emph|mbox|operatorname|ce)\s*\{([^{}]*)\}/g;
 
 /**
  * Unicode and LaTeX folded to what the tokenizer reads: control characters gone (the anchor's
@@ -33,14 +37,22 @@ export function prepare(text: string): string {
     (_m, name: string, letter: string) => name + RULES.greekLookalikes.letters[letter],
   );
   s = s.replace(
-    /\\(?:text|textit|textrm|textbf|mathrm|mathit|mathbf|emph|mbox|operatorname)\s*\{([^{}]*)\}/g,
-    '$1',
+    LOOKALIKE_CAPITAL,
+    (_m, name: string, letter: string) => name + RULES.greekLookalikes.letters[letter.toLowerCase()],
   );
+  s = s.replace(/([A-Za-z]-)K(?=B(?![a-z]))/g, '$1kappa');
+  // Charges as pluses ("Fe+++" = "Fe3+"), primes spelled ("3 prime" = "3'").
+  s = s.replace(
+    /([A-Za-z])(\+{2,3})(?!\+)/g,
+    (_m, before: string, signs: string) => `${before}${signs.length}+`,
+  );
+  s = s.replace(/([0-9])[ -]?prime\b/gi, "$1'");
+  s = s.replace(/([\^_])\{([^{}]*)\}/g, '$1$2');
+  for (let k = 0; k < 2; k++) s = s.replace(TEXT_MACRO, '$1');
   s = s
     .replace(/\\%/g, '%')
     .replace(/\\(?:times|cdot)/g, '×')
-    .replace(/\\[,;:! ]/g, ' ')
-    .replace(/([\^_])\{([^{}]*)\}/g, '$1$2');
+    .replace(/\\[,;:! ]/g, ' ');
   s = s.replace(/[*#`]/g, ' ');
   s = s.replace(/(^|[^A-Za-z0-9_])_{1,2}([^_\n]+?)_{1,2}(?![A-Za-z0-9_])/g, '$1$2');
   return s.replace(/n't\b/gi, ' not');

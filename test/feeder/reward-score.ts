@@ -1,4 +1,4 @@
-// Scores JSON lines of reward items from stdin with processors/reward.ts, one result per line: the
+// Scores JSON lines of reward items from stdin with reward/score.ts, one result per line: the
 // Python twin's test (clients/python/tests/test_reward.py) compares its own results with these.
 import { createInterface } from 'node:readline';
 import { score } from '../../reward/index.js';

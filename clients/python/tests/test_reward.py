@@ -4,8 +4,11 @@ import subprocess
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
-from bioalchemy_client import compute_score, score
+from bioalchemy_client import canonical_outputs, compute_score, score, unverifiable
+from bioalchemy_client.reward import abbreviations, form_key
 from conftest import REPO
 
 # The same two tables run in test/feeder/reward.test.ts: one set of rules, two languages.
@@ -107,12 +110,6 @@ def test_typescript_and_python_give_the_same_score_and_reason():
 # canonical form and every other accepted spelling scores 1, and a hedge (two answers, a list, a
 # negation, an empty box) scores 0. The same classes run under fast-check in
 # test/feeder/reward-properties.test.ts.
-
-from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from bioalchemy_client import canonical_outputs, unverifiable  # noqa: E402
-from bioalchemy_client.reward import abbreviations, form_key  # noqa: E402
 
 RULES = json.loads((REPO / "reward" / "rules.json").read_text())
 TABLE_WORDS = {w for name in ("fillers", "negators", "continuations", "heads", "listWords", "clauseWords", "unitWords",
@@ -266,6 +263,56 @@ def test_a_hedge_a_list_a_negation_or_an_empty_box_scores_0(name):
     check()
 
 
+@PROPERTIES
+@given(st.lists(st.one_of(*CLASSES.values()), min_size=4, max_size=5, unique_by=lambda w: form_key(w[0])),
+       st.integers(0, 4), st.integers(0, 3))
+def test_options_in_notation_pay_the_keys_text_and_only_it(written, key, other):
+    texts = [w[0] for w in written]
+    # Options that contain one another are refused by grade's duplicate and answer checks.
+    assume(all(i == j or form_key(t) not in form_key(u) for i, t in enumerate(texts) for j, u in enumerate(texts)))
+    assume(len({form_key(abbreviated(t)) for t in texts}) == len(texts))
+    # One term twice (mitochondrion, mitochondria) is one option written twice.
+    assume(not any(form_key(s) == form_key(u) for w in written for s in w[1] for u in texts if u != w[0]))
+    k = key % len(texts)
+    o = (k + 1 + other % (len(texts) - 1)) % len(texts)
+    letter = "ABCDE"[k]
+    assert unverifiable("mcq", letter, texts) is None
+    assert score("mcq", letter, f"Answer: {texts[k]}", options=texts)["score"] == 1, texts[k]
+    assert score("mcq", letter, f"The answer is {texts[o]}.", options=texts)["score"] == 0, texts[o]
+    assert score("mcq", letter, f"Answer: {texts[k]} or {texts[o]}", options=texts)["score"] == 0
+
+
+NOTATION = ["Escherichia coli", "E. coli", "S. aureus", "Saccharomyces cerevisiae", "1,25-dihydroxyvitamin D3",
+            "2,3-bisphosphoglycerate", "Ca2+", "Cl-", "Na+/K+-ATPase", "H+/K+-ATPase", "CD4+ T cells", "CD8+",
+            "3' UTR", "5\u2032 cap", "NF-\u03baB", "NF-kB", "NF-kappaB", "\u03b2-catenin", "beta-catenin", "IL-1\u03b2",
+            "TNF-a", "mitochondrion", "mitochondria", "nucleus", "nuclei", "mice", "16S rRNA", "pH 7.4", "37 \u00b0C"]
+TEMPLATES = ["Answer: {x}", "\\boxed{{{x}}}", "The answer is {x}.", "Answer: {x} or {y}", "Answer: {x}, {y}",
+             "Answer: not {x}", "{y} rather than {x}", "It is {x} ({y}).", "First {y}, but on reflection {x}.",
+             "The {x} pathway.", "{x}-derived cells", "anti-{x}", "Answer: **{x}**", "Answer: _{x}_",
+             "Answer: {x}\n\n{y} is wrong.", "\\boxed{{{x}}} \\boxed{{{y}}}"]
+
+
+def test_typescript_and_python_agree_on_notation():
+    items = []
+    for n, x in enumerate(NOTATION):
+        for m, template in enumerate(TEMPLATES):
+            y = NOTATION[(n + m + 1) % len(NOTATION)]
+            for truth in (x, y):
+                items.append({"kind": "free-form", "ground_truth": truth, "options": [], "aliases": [],
+                              "output": template.format(x=x, y=y)})
+            options = [NOTATION[(n + 3 * j) % len(NOTATION)] for j in range(4)]
+            items.append({"kind": "mcq", "ground_truth": "ABCD"[m % 4], "options": options, "aliases": [],
+                          "output": template.format(x=options[m % 4], y=options[(m + 1) % 4])})
+    run = subprocess.run(["npx", "tsx", "test/feeder/reward-score.ts"], cwd=REPO, capture_output=True, text=True,
+                         input="".join(json.dumps(i) + "\n" for i in items), check=True)
+    typescript = [json.loads(line) for line in run.stdout.splitlines()]
+    assert len(typescript) == len(items)
+    python = [score(i["kind"], i["ground_truth"], i["output"], options=i["options"]) for i in items]
+    differ = [(i, t, p) for i, t, p in zip(items, typescript, python) if t != p]
+    assert not differ, differ[:5]
+    assert 0 < sum(r["score"] for r in python) < len(python)
+
+
 def test_unverifiable_names_the_canonical_form_the_reward_cannot_pay():
     assert unverifiable("free-form", "E. coli") is None
     assert unverifiable("mcq", "C", ORGANELLES) is None
@@ -279,7 +326,8 @@ def test_unverifiable_names_the_canonical_form_the_reward_cannot_pay():
 @pytest.mark.parametrize("kind, truth, options, output", [
     ("free-form", "Escherichia coli", [], "Answer: Entamoeba coli"),
     ("free-form", "Escherichia coli", [], "\\boxed{Escherichia coli} \\boxed{Entamoeba coli}"),
-    ("mcq", "A", ["Escherichia coli", "Entamoeba coli", "Giardia lamblia", "Vibrio cholerae"], "Answer: Entamoeba coli"),
+    ("mcq", "A", ["Escherichia coli", "Entamoeba coli", "Giardia lamblia", "Vibrio cholerae"],
+     "Answer: Entamoeba coli"),
 ])
 def test_a_genus_of_the_same_initial_is_not_the_reference(kind, truth, options, output):
     assert score(kind, truth, output, options=options)["score"] == 0
