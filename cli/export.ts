@@ -46,6 +46,22 @@ async function articlesOf(runtime: Runtime, ids: ReadonlySet<string>): Promise<A
   return [...out.values()];
 }
 
+/** Why there is no mix to export, in the words of what the log holds so far. */
+async function whyNoMix(runtime: Runtime): Promise<string> {
+  const count = async (topic: string) =>
+    [...(await runtime.endOffsets(topic)).values()].reduce((a, b) => a + b, 0);
+  const [articles, candidates, rejected, accepted] = await Promise.all(
+    ['articles', 'qa.candidates', 'qa.rejected', 'qa.classified'].map(count),
+  );
+  if (articles === 0) return 'no articles yet: bioalchemy ingest <files>, then bioalchemy run, then export';
+  if (accepted === 0)
+    return (
+      `nothing accepted yet, so nothing to export: ${articles} articles, ${candidates} candidate QA, ` +
+      `${rejected} rejected (the run summary lists them by code), 0 accepted`
+    );
+  return `no mix.state yet for the ${accepted} accepted QA: run the sampler (bioalchemy run) first`;
+}
+
 export async function exportSplit(opts: ExportOptions): Promise<void> {
   const config = configOf(opts);
   const runtime = await openRuntime(config.log);
@@ -56,7 +72,7 @@ export async function exportSplit(opts: ExportOptions): Promise<void> {
       const m = JSON.parse(value) as MixState;
       if (!mix || m.version > mix.version) mix = m;
     }
-    if (!mix) throw new Error('no mix.state yet: run the sampler (bioalchemy run) first');
+    if (!mix) throw new Error(await whyNoMix(runtime));
     const { topics, sources, publishedFrom } = mix.heldOut;
     if (opts.split === 'heldout' && topics.length === 0 && sources.length === 0 && publishedFrom === null)
       throw new UsageError(

@@ -1,7 +1,9 @@
 # Shared helpers for deploy/*/*.sh. Sourced, not executed.
 # shellcheck shell=bash
 
-DEPLOY_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# pwd -P: the CLI runs these through dist/deploy, a link to deploy/; the repository root is the
+# link's target's parent, not dist/ (state under dist/ would go with a clean build).
+DEPLOY_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 REPO_ROOT="$(cd "$DEPLOY_DIR/.." && pwd)"
 # Runtime state (downloads, builds, data dirs, logs, pid files). Override with
 # BIOALCHEMY_DEPLOY_STATE to keep a second, independent set (e.g. a cold-install test).

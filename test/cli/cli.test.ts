@@ -62,6 +62,18 @@ describe('bioalchemy CLI', () => {
     expect(cli(['consume', 'articles', '--data', data]).stdout).toBe('');
   });
 
+  it('says plainly why there is nothing to export: no articles, or nothing accepted yet', () => {
+    const empty = mkdtempSync(join(tmpdir(), 'cli-export-'));
+    const out = join(empty, 'train.jsonl');
+    const none = cli(['export', '--format', 'jsonl', '--out', out, '--data', empty]);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain('no articles yet');
+    expect(cli(['produce', 'articles', '--data', empty], `${JSON.stringify(sampleArticle)}\n`).code).toBe(0);
+    const nothing = cli(['export', '--format', 'jsonl', '--out', out, '--data', empty]);
+    expect(nothing.code).toBe(1);
+    expect(nothing.stderr).toContain('nothing accepted yet, so nothing to export: 1 articles, 0 candidate QA');
+  });
+
   it('produces valid records and consumes them back', () => {
     const lines = [sampleArticle, { ...sampleArticle, id: 'pmid:2', doi: null, pmid: '2' }].map((a) =>
       JSON.stringify(a),

@@ -34,4 +34,16 @@ describe('bioalchemy model', () => {
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
+
+  it('keeps its venv under the .deploy/ of the repository, not dist/, when the CLI runs the built script', () => {
+    // The built CLI runs deploy/model.sh through dist/deploy, a link: state under dist/ would
+    // go with the next clean build.
+    const root = new URL('../..', import.meta.url).pathname.replace(/\/$/, '');
+    const built = new URL('../../dist/deploy/lib.sh', import.meta.url).pathname;
+    const r = spawnSync('bash', ['-c', `source '${built}' && echo "$REPO_ROOT" && echo "$STATE_ROOT"`], {
+      encoding: 'utf8',
+      env: { ...process.env, BIOALCHEMY_DEPLOY_STATE: '' },
+    });
+    expect(r.stdout.trim().split('\n')).toEqual([root, `${root}/.deploy`]);
+  });
 });
