@@ -1,6 +1,7 @@
 import { rejectionCodesOf } from '../processors/grade.js';
 import { DeadLetterCounts } from '../schemas/dead-letter.js';
 import type { LlmCallRecord } from '../schemas/llm.js';
+import type { ClassifiedQa } from '../schemas/qa.js';
 import type { EngineMetrics } from '../topology/metrics.js';
 import type { Runtime } from '../topology/runtime/types.js';
 
@@ -105,5 +106,30 @@ export async function runSummary(opts: {
   // End offsets, not record counts: on Kafka a transaction's commit marker takes an offset, and
   // an aborted transaction's records stay below the end (read_committed readers skip both).
   lines.push(`log end offsets: ${sizes.join(', ')}`);
+  lines.push(...(await acceptedExample(opts.runtime)));
   return lines.join('\n');
+}
+
+/**
+ * One accepted QA as a trainer will see it, and the command that exports them all: what a first
+ * run has made, not only what it counted.
+ */
+async function acceptedExample(runtime: Runtime): Promise<string[]> {
+  let last: ClassifiedQa | null = null;
+  for (const [partition, end] of (await runtime.endOffsets('qa.classified')).entries()) {
+    // A few records back: on Kafka the last offsets may be transaction markers.
+    const records = await runtime.read('qa.classified', partition, Math.max(0, end - 8), 8);
+    const value = records.at(-1)?.value;
+    if (value !== undefined) last = JSON.parse(value) as ClassifiedQa;
+  }
+  if (!last) return ['accepted QA: none yet (the rejections above say why)'];
+  const c = last.candidate;
+  const topics = [...new Set(last.classification.labels.map((l) => l.category))].join(', ') || 'none';
+  return [
+    'an accepted QA (bioalchemy export --format jsonl --out train.jsonl writes the training mix):',
+    `  question: ${c.question}`,
+    ...(c.kind === 'multiple-choice' ? c.options.map((o, i) => `    ${'ABCDEFGHIJ'[i]}) ${o}`) : []),
+    `  answer:   ${c.answer}`,
+    `  topics:   ${topics}`,
+  ];
 }

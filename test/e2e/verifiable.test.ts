@@ -62,7 +62,9 @@ describe('every served QA is verifiable by construction', () => {
 
   it('every exported row scores 1 on its solution, Answer: X, \\boxed{X} and The answer is X.', async () => {
     const ws = workspace(server.url);
-    await ingestAndRun(ws.config, [ARTICLE]);
+    const run = await ingestAndRun(ws.config, [ARTICLE]);
+    // The summary ends with one of them as a trainer will see it, and how to export them all.
+    expect(run.stdout).toMatch(/an accepted QA \(bioalchemy export [^)]*\):\n {2}question: .+\n(.*\n)* {2}answer: {3}.+\n {2}topics: {3}.+/);
     const files = { jsonl: join(ws.dir, 'rl.jsonl'), parquet: join(ws.dir, 'rl.parquet') };
     for (const [format, out] of [
       ['jsonl', files.jsonl],
