@@ -106,23 +106,18 @@ function computePatterns(form: string): Pattern[] {
   return [...keys].map((k) => ({ key: k, gaps }));
 }
 
-/** "Escherichia coli K-12" is also written "E. coli K-12". */
-export function abbreviations(forms: readonly string[]): string[] {
+/**
+ * The other way a binomial is written: "Escherichia coli K-12" abbreviated "E. coli K-12", and a
+ * known abbreviation written out ("E. coli" = "Escherichia coli", from the rules' table).
+ */
+export function binomialForms(forms: readonly string[]): string[] {
   return forms.flatMap((f) => {
-    const m = /^([A-Z])[a-z]{2,}\s+([a-z]{3,}(?:\s.*)?)$/.exec(f.trim());
-    return m ? [`${m[1]}. ${m[2]}`] : [];
+    const full = /^([A-Z])[a-z]{2,}\s+([a-z]{3,}(?:\s.*)?)$/.exec(f.trim());
+    if (full) return [`${full[1]}. ${full[2]}`];
+    const short = /^([A-Z]\.)\s*([a-z]{3,})((?:\s.*)?)$/.exec(f.trim());
+    const genus = short ? RULES.binomials.get(`${short[1]} ${short[2]}`) : undefined;
+    return short && genus ? [`${genus}${short[3]}`] : [];
   });
-}
-
-/** An abbreviated binomial's genus written out ("Escherichia coli" for "E. coli") folded back. */
-function foldGenus(text: string, forms: readonly Form[]): string {
-  let s = text;
-  for (const f of forms) {
-    const m = /^([A-Z])\.\s*([a-z]{3,})\b/.exec(f.text.trim());
-    if (m)
-      s = s.replace(new RegExp(`(?<![A-Za-z0-9])(${m[1]})[a-z]{2,}\\s+(?=${m[2]}(?![a-z]))`, 'gi'), '$1. ');
-  }
-  return s;
 }
 
 /** Where the key match [k, k + length) lies in the text, when it is a whole term there. */
@@ -146,9 +141,8 @@ function occurrence(text: string, at: readonly number[], k: number, p: Pattern):
  * The text with every occurrence of a form replaced by a mark of what it stands for: at each
  * place the longest occurrence wins, and occurrences do not overlap.
  */
-export function anchor(prepared: string, forms: readonly Form[]): string {
-  if (forms.length === 0) return prepared;
-  const text = foldGenus(prepared, forms);
+export function anchor(text: string, forms: readonly Form[]): string {
+  if (forms.length === 0) return text;
   const { key, at } = keyed(text);
   const found: { start: number; end: number; stands: string }[] = [];
   for (const form of forms)

@@ -1,5 +1,5 @@
 import type { RewardResult } from '../schemas/feeder.js';
-import { ANSWER, abbreviations, type Form, formKey } from './anchor.js';
+import { ANSWER, binomialForms, type Form, formKey } from './anchor.js';
 import { RULES } from './rules.js';
 import { isWord, prepare, type Token, tokenize } from './text.js';
 
@@ -98,7 +98,7 @@ export function numberAt(tokens: Token[], i: number): Mention | null {
   let percent = false;
   let value = t.value;
   let key = t.key;
-  const scale = tokens[end]?.kind === 'word' ? RULES.scales[tokens[end]!.key] : undefined;
+  const scale = tokens[end]?.kind === 'word' ? RULES.scales.get(tokens[end]!.key) : undefined;
   if (scale !== undefined) {
     value *= scale;
     key += ` ${tokens[end]!.key}`;
@@ -130,11 +130,14 @@ export function mcqGrader(truth: string, options: readonly string[]): Grader {
   const want = truth.trim().toUpperCase();
   const valid = options.length >= 2 ? LETTERS.slice(0, options.length) : LETTERS;
   // A one-letter option ("A", "C", "G", "T") is read as a letter, as the prompt asks for letters.
-  const forms: Form[] = [];
-  options.forEach((o, i) => {
-    if (!/^[a-z]?$/.test(formKey(o)))
-      for (const text of [o, ...abbreviations([o])]) forms.push({ text, stands: LETTERS[i]! });
-  });
+  // An abbreviation two options share ("E. coli" of Escherichia and Entamoeba coli) names neither.
+  const written = options.slice(0, LETTERS.length).map((o) => (/^[a-z]?$/.test(formKey(o)) ? [] : [o]));
+  const other = written.map((own) => binomialForms(own));
+  const shared = (text: string) =>
+    other.filter((forms) => forms.some((f) => formKey(f) === formKey(text))).length > 1;
+  const forms: Form[] = written.flatMap((own, i) =>
+    [...own, ...other[i]!.filter((f) => !shared(f))].map((text) => ({ text, stands: LETTERS[i]! })),
+  );
   const letterAt = (tokens: Token[], i: number, words: number): string | null => {
     const t = tokens[i]!;
     if (t.kind !== 'word' || t.text.length !== 1 || !valid.includes(t.text.toUpperCase())) return null;
@@ -247,7 +250,7 @@ function numericGrader(truth: string, accepted: readonly string[]): Grader {
 export function freeFormGrader(truth: string, aliases: readonly string[]): Grader {
   const accepted = acceptedForms(truth, aliases);
   if (numericForm(truth) !== null) return numericGrader(truth, accepted);
-  const forms = [...accepted, ...abbreviations(accepted)].map((text) => ({ text, stands: ANSWER }));
+  const forms = [...accepted, ...binomialForms(accepted)].map((text) => ({ text, stands: ANSWER }));
   return {
     text: true,
     forms,

@@ -13,7 +13,7 @@ const RewardRules = z.strictObject({
   greek: z.record(z.string(), z.string()),
   greekLookalikes: z.strictObject({ about: z.string(), letters: z.record(z.string(), z.string()) }),
   numberWords: z.array(z.string()),
-  scales: z.record(z.string(), z.number()),
+  scales: z.record(z.string(), z.number()).transform((t) => new Map(Object.entries(t))),
   units: z
     .strictObject({ about: z.string(), words: z.string() })
     .transform((u) => new Set(u.words.split(' '))),
@@ -29,6 +29,9 @@ const RewardRules = z.strictObject({
   listWords: wordSet,
   disjunctions: wordSet,
   listPunctuation: wordSet,
+  binomials: z
+    .strictObject({ about: z.string(), names: z.record(z.string(), z.string()) })
+    .transform((b) => new Map(Object.entries(b.names))),
   revisions: phrases,
   endings: z.strictObject({ about: z.string(), added: z.array(z.string()), swaps: pairs, irregular: pairs }),
 });

@@ -29,15 +29,27 @@ const lower = (min: number, max: number) =>
     .string({ unit: fc.constantFrom(...'abcdefghiklmnoprstuvy'), minLength: min, maxLength: max })
     .filter((w) => !TABLE_WORDS.has(w));
 
-const binomial = fc
-  .tuple(fc.constantFrom(...'ABCDEFGHKLMPSTVY'), lower(4, 9), lower(4, 9), fc.boolean())
-  .map(([initial, genusRest, species, abbreviated]): Written => {
-    const full = `${initial}${genusRest} ${species}`;
+const KNOWN_BINOMIALS = [...RULES.binomials];
+const binomial = fc.oneof(
+  fc
+    .tuple(fc.constantFrom(...'ABCDEFGHKLMPSTVY'), lower(4, 9), lower(4, 9))
+    .map(([initial, genusRest, species]) => {
+      const full = `${initial}${genusRest} ${species}`;
+      return { reference: full, spellings: [`${initial}. ${species}`, `_${full}_`] } as Written;
+    }),
+  // An abbreviation is written out only where the rules' table knows the genus: another genus may
+  // share the initial (Escherichia and Entamoeba coli).
+  fc.tuple(fc.constantFrom(...'ABCDEFGHKLMPSTVY'), lower(4, 9)).map(([initial, species]): Written => {
     const short = `${initial}. ${species}`;
-    return abbreviated
-      ? { reference: short, spellings: [full, `${initial}.${species}`, `*${short}*`] }
-      : { reference: full, spellings: [short, `_${full}_`] };
-  });
+    return { reference: short, spellings: [`${initial}.${species}`, `*${short}*`] };
+  }),
+  fc.constantFrom(...KNOWN_BINOMIALS).map(
+    ([short, full]): Written => ({
+      reference: short,
+      spellings: [full, short.replace('. ', '.'), `*${full}*`],
+    }),
+  ),
+);
 
 const locants = fc
   .tuple(

@@ -52,6 +52,7 @@ _LETTER_PREFIXES = _word_set(_RULES["letterPrefixes"])
 _CONTINUATIONS = _word_set(_RULES["continuations"])
 _HEADS = _word_set(_RULES["heads"])
 _LIST_WORDS = _word_set(_RULES["listWords"])
+_DISJUNCTIONS = _word_set(_RULES["disjunctions"])
 _LIST_PUNCTUATION = _word_set(_RULES["listPunctuation"])
 _REVISIONS: List[str] = _RULES["revisions"]["phrases"]
 _ENDINGS_ADDED: List[str] = _RULES["endings"]["added"]
@@ -114,8 +115,13 @@ _QUOTES = re.compile("[\u2018\u2019\u02bc\u2032]")
 _DASHES = re.compile("[\u2212\u2010-\u2015]")
 _GREEK_LETTER = re.compile("[\u0391-\u03a9\u03b1-\u03c9]")
 _LOOKALIKE = re.compile(r"([A-Za-z]-|[A-Za-z]-?[0-9])([abgdk])(?![a-z])", _A)
-_LATEX_TEXT = re.compile(
-    r"\\(?:text|textit|textrm|textbf|mathrm|mathit|mathbf|emph|mbox|operatorname)\s*\{([^{}]*)\}", _A)
+# Gene symbols write the letter as a capital after the digit: IL1B = IL-1beta, HIF1A = HIF-1alpha.
+_LOOKALIKE_CAPITAL = re.compile(r"([A-Za-z]-?[0-9])([ABGDK])(?![A-Za-z0-9])", _A)
+_KAPPA_B = re.compile(r"([A-Za-z]-)K(?=B(?![a-z]))", _A)
+_PLUSES = re.compile(r"([A-Za-z])(\+{2,3})(?!\+)", _A)
+_PRIME_SPELLED = re.compile(r"([0-9])[ -]?prime\b", re.I | _A)
+_TEXT_MACRO = re.compile(
+    r"\\(?:text|textit|textrm|textbf|mathrm|mathit|mathbf|emph|mbox|operatorname|ce)\s*\{([^{}]*)\}", _A)
 _LATEX_TIMES = re.compile(r"\\(?:times|cdot)", _A)
 _LATEX_SPACE = re.compile(r"\\[,;:! ]", _A)
 _LATEX_GROUP = re.compile(r"([\^_])\{([^{}]*)\}", _A)
@@ -137,11 +143,17 @@ def prepare(text: str) -> str:
     s = _DASHES.sub("-", _QUOTES.sub("'", s))
     s = _GREEK_LETTER.sub(lambda m: _GREEK.get(m.group(0).lower(), m.group(0)), s)
     s = _LOOKALIKE.sub(lambda m: m.group(1) + _GREEK_LOOKALIKES[m.group(2)], s)
-    s = _LATEX_TEXT.sub(r"\1", s)
+    s = _LOOKALIKE_CAPITAL.sub(lambda m: m.group(1) + _GREEK_LOOKALIKES[m.group(2).lower()], s)
+    s = _KAPPA_B.sub(r"\1kappa", s)
+    # Charges as pluses ("Fe+++" = "Fe3+"), primes spelled ("3 prime" = "3'").
+    s = _PLUSES.sub(lambda m: f"{m.group(1)}{len(m.group(2))}+", s)
+    s = _PRIME_SPELLED.sub(r"\1'", s)
+    s = _LATEX_GROUP.sub(r"\1\2", s)
+    for _ in range(2):
+        s = _TEXT_MACRO.sub(r"\1", s)
     s = s.replace("\\%", "%")
     s = _LATEX_TIMES.sub("×", s)
     s = _LATEX_SPACE.sub(" ", s)
-    s = _LATEX_GROUP.sub(r"\1\2", s)
     s = _MARKDOWN.sub(" ", s)
     s = _UNDERSCORES.sub(r"\1\2", s)
     return _NOT.sub(" not", s)
@@ -330,7 +342,7 @@ class Form(NamedTuple):
 ANSWER = "@"
 
 _KEY_SIGNS = frozenset("+<>=≤≥%")
-_FREE_GAP = re.compile(r"[ \t\-'/^_~]")
+_FREE_GAP = re.compile(r"[ \t\-'/^_~$()]")
 
 
 def _keyed(text: str) -> Tuple[str, List[int]]:
@@ -388,6 +400,19 @@ def _patterns_of(form: str) -> List[_Pattern]:
     """The keys one term is written under: itself, with an added ending (kinases, increased), and for
     a last word of four or more letters that is no acronym, its other number (mitochondria =
     mitochondrion, nuclei = nucleus, mice = mouse)."""
+    patterns = _PATTERNS.get(form)
+    if patterns is None:
+        # A trainer scores several rollouts of one item in a row, so recent references repeat.
+        if len(_PATTERNS) >= 4096:
+            _PATTERNS.clear()
+        patterns = _PATTERNS[form] = _compute_patterns(form)
+    return patterns
+
+
+_PATTERNS: Dict[str, List[_Pattern]] = {}
+
+
+def _compute_patterns(form: str) -> List[_Pattern]:
     text = _bare(form)
     key, at = _keyed(text)
     if key == "":
@@ -415,30 +440,24 @@ def _patterns_of(form: str) -> List[_Pattern]:
 
 
 _BINOMIAL = re.compile(r"^([A-Z])[a-z]{2,}" + _S + r"+([a-z]{3,}(?:" + _S + _DOT + r"*)?)\Z", _A)
+_ABBREVIATED = re.compile(r"^([A-Z]\.)" + _S + r"*([a-z]{3,})((?:" + _S + _DOT + r"*)?)\Z", _A)
+_BINOMIALS: Dict[str, str] = _RULES["binomials"]["names"]
 
 
-def abbreviations(forms: Sequence[str]) -> List[str]:
-    """"Escherichia coli K-12" is also written "E. coli K-12"."""
+def binomial_forms(forms: Sequence[str]) -> List[str]:
+    """The other way a binomial is written: "Escherichia coli K-12" abbreviated "E. coli K-12", and a
+    known abbreviation written out ("E. coli" = "Escherichia coli", from the rules' table)."""
     out = []
     for f in forms:
-        m = _BINOMIAL.match(_trim(f))
-        if m:
-            out.append(f"{m.group(1)}. {m.group(2)}")
+        full = _BINOMIAL.match(_trim(f))
+        if full:
+            out.append(f"{full.group(1)}. {full.group(2)}")
+            continue
+        short = _ABBREVIATED.match(_trim(f))
+        genus = _BINOMIALS.get(f"{short.group(1)} {short.group(2)}") if short else None
+        if short and genus:
+            out.append(genus + short.group(3))
     return out
-
-
-_ABBREVIATED = re.compile(r"^([A-Z])\." + _S + r"*([a-z]{3,})\b", _A)
-
-
-def _fold_genus(text: str, forms: Sequence[Form]) -> str:
-    """An abbreviated binomial's genus written out ("Escherichia coli" for "E. coli") folded back."""
-    s = text
-    for f in forms:
-        m = _ABBREVIATED.match(_trim(f.text))
-        if m:
-            s = re.sub(r"(?<![A-Za-z0-9])(" + m.group(1) + r")[a-z]{2,}\s+(?=" + m.group(2) + r"(?![a-z]))",
-                       r"\1. ", s, flags=_A)
-    return s
 
 
 def _occurrence(text: str, at: List[int], k: int, p: _Pattern) -> Optional[Tuple[int, int]]:
@@ -465,7 +484,7 @@ def anchor(prepared: str, forms: Sequence[Form]) -> str:
     the longest occurrence wins, and occurrences do not overlap."""
     if not forms:
         return prepared
-    text = _fold_genus(prepared, forms)
+    text = prepared
     key, at = _keyed(text)
     found: List[Tuple[int, int, str]] = []
     for form in forms:
@@ -517,7 +536,8 @@ def _is_list_separator(t: Optional[Token]) -> bool:
 
 
 def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
-    """Another short item in a list right beside [start, end): "decrease" in "increase or decrease"."""
+    """Another short item in a list right beside [start, end): "decrease" in "increase or decrease",
+    "S. aureus" in "E. coli, or maybe S. aureus", "E. coli and/or S. aureus", "E. coli (or S. aureus)"."""
     def competes(item):
         words = [t for t in item if _is_word(t)]
         if not words or len(words) > 4:
@@ -534,17 +554,36 @@ def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
             return False
         return _is_list_separator(t) or (t.kind == "punct" and t.key in ",;:.!?(")
 
-    if _is_list_separator(_get(tokens, end)):
+    def parens(t):
+        return t is not None and t.key in "()"
+
+    # After the first separator, more of them and a disjunction belong to it (", or", "and/or").
+    def joins(t):
+        if t is None:
+            return False
+        return (t.key in _LIST_PUNCTUATION or parens(t)) if t.kind == "punct" else t.key in _DISJUNCTIONS
+
+    j = end
+    while parens(_get(tokens, j)):
+        j += 1
+    if _is_list_separator(_get(tokens, j)):
+        j += 1
+        while joins(_get(tokens, j)):
+            j += 1
         item = []
-        j = end + 1
         while j < len(tokens) and not stops(j):
             item.append(tokens[j])
             j += 1
         if competes(item):
             return True
-    if _is_list_separator(_get(tokens, start - 1)):
+    j = start - 1
+    while parens(_get(tokens, j)):
+        j -= 1
+    if _is_list_separator(_get(tokens, j)):
+        j -= 1
+        while joins(_get(tokens, j)):
+            j -= 1
         item = []
-        j = start - 2
         while j >= 0 and not stops(j):
             item.insert(0, tokens[j])
             j -= 1
@@ -572,14 +611,6 @@ def _unit(w: Optional[Token]) -> bool:
     return w is not None and w.kind == "word" and (w.text in _UNITS or w.key in _UNIT_WORDS)
 
 
-def _scale(word: str) -> Optional[float]:
-    if word in _SCALES:
-        return _SCALES[word]
-    # Mirrors reward/graders.ts, where RULES.scales is a plain object: "constructor" is found on its
-    # prototype (a function: the value becomes NaN).
-    return float("nan") if word == "constructor" else None
-
-
 def _number_at(tokens: List[Token], i: int) -> Optional[Mention]:
     """The number at i with its units ("12.5 kDa", "25 %", "3-fold", "three copies"), or None."""
     t = tokens[i]
@@ -589,7 +620,7 @@ def _number_at(tokens: List[Token], i: int) -> Optional[Mention]:
     percent = False
     value, key = t.value, t.key
     nxt = _get(tokens, end)
-    scale = _scale(nxt.key) if nxt is not None and nxt.kind == "word" else None
+    scale = _SCALES.get(nxt.key) if nxt is not None and nxt.kind == "word" else None
     if scale is not None:
         value *= scale
         key += " " + nxt.key
@@ -622,13 +653,15 @@ def _mcq_grader(truth: str, options: Sequence[str]) -> _Grader:
     want = _trim(truth).upper()
     valid = LETTERS[:len(options)] if len(options) >= 2 else LETTERS
     # A one-letter option ("A", "C", "G", "T") is read as a letter, as the prompt asks for letters.
-    forms: List[Form] = []
-    for i, o in enumerate(options):
-        if not _LETTER_KEY.fullmatch(form_key(o)):
-            # LETTERS[i] past J is undefined in reward/graders.ts, written "undefined" in the mark.
-            stands = LETTERS[i] if i < len(LETTERS) else "undefined"
-            for text in [o, *abbreviations([o])]:
-                forms.append(Form(text, stands))
+    # An abbreviation two options share ("E. coli" of Escherichia and Entamoeba coli) names neither.
+    written = [[] if _LETTER_KEY.fullmatch(form_key(o)) else [o] for o in options[:len(LETTERS)]]
+    other = [binomial_forms(own) for own in written]
+
+    def shared(text):
+        return sum(1 for fs in other if any(form_key(f) == form_key(text) for f in fs)) > 1
+
+    forms: List[Form] = [Form(text, LETTERS[i]) for i, own in enumerate(written)
+                         for text in [*own, *[f for f in other[i] if not shared(f)]]]
 
     def letter_at(tokens, i, words):
         t = tokens[i]
@@ -741,7 +774,7 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
     accepted = accepted_forms(truth, aliases)
     if numeric_form(truth) is not None:
         return _numeric_grader(truth, accepted)
-    forms = [Form(text, ANSWER) for text in [*accepted, *abbreviations(accepted)]]
+    forms = [Form(text, ANSWER) for text in [*accepted, *binomial_forms(accepted)]]
 
     def mentions(tokens):
         out = []
