@@ -74,7 +74,8 @@ module.exports = {
   options: {
     doNotFollow: { path: 'node_modules' },
     exclude: { path: '^(data|dist|\\.deploy|\\.cache|\\.git)/' },
-    includeOnly: '^(schemas|topology|analytics|llm|reward|processors|server|cli|bin|test|bench)/|node_modules',
+    includeOnly:
+      '^(schemas|topology|analytics|llm|reward|processors|server|cli|bin|test|bench)/|node_modules',
     // Type-only imports count: a cycle through types is still a cycle in the design.
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },

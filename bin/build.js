@@ -19,7 +19,14 @@ const built = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build
 // status kept, so `npm run build` fails on them while the test set-up can still run what it runs
 // (type errors are `npm run lint`'s to report).
 if (built.status !== 0 && built.status !== TYPE_ERRORS_OUTPUT_WRITTEN) process.exit(built.status ?? 1);
-for (const path of ['package.json', 'deploy', 'schemas/reference', 'schemas/taxonomy', 'reward/rules.json', 'server/dashboard']) {
+for (const path of [
+  'package.json',
+  'deploy',
+  'schemas/reference',
+  'schemas/taxonomy',
+  'reward/rules.json',
+  'server/dashboard',
+]) {
   const link = join(root, 'dist', path);
   mkdirSync(dirname(link), { recursive: true });
   rmSync(link, { recursive: true, force: true });

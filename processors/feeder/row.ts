@@ -1,7 +1,7 @@
+import { acceptedForms } from '../../reward/index.js';
 import type { PromptTemplates } from '../../schemas/feeder.js';
 import type { ClassifiedQa } from '../../schemas/qa.js';
 import type { ChatMessage, GroundTruth, RolloutItem } from '../../schemas/rollout-batch.js';
-import { acceptedForms } from '../../reward/index.js';
 
 /** What the feeder and the exports keep of a classified QA: enough to select it and to render its row. */
 export interface PoolItem {

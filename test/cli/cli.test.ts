@@ -71,7 +71,9 @@ describe('bioalchemy CLI', () => {
     expect(cli(['produce', 'articles', '--data', empty], `${JSON.stringify(sampleArticle)}\n`).code).toBe(0);
     const nothing = cli(['export', '--format', 'jsonl', '--out', out, '--data', empty]);
     expect(nothing.code).toBe(1);
-    expect(nothing.stderr).toContain('nothing accepted yet, so nothing to export: 1 articles, 0 candidate QA');
+    expect(nothing.stderr).toContain(
+      'nothing accepted yet, so nothing to export: 1 articles, 0 candidate QA',
+    );
   });
 
   it('produces valid records and consumes them back', () => {

@@ -2,13 +2,13 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { poolItem, rolloutRow } from '../../processors/feeder/row.js';
 import { canonicalOutputs, score } from '../../reward/index.js';
+import { FeederConfig } from '../../schemas/feeder.js';
+import type { ClassifiedQa } from '../../schemas/qa.js';
 import type { GroundTruth } from '../../schemas/rollout-batch.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, type Responder, start } from '../llm-server/server.js';
-import { poolItem, rolloutRow } from '../../processors/feeder/row.js';
-import { FeederConfig } from '../../schemas/feeder.js';
-import type { ClassifiedQa } from '../../schemas/qa.js';
 import { cli, ingestAndRun, topicValues, workspace } from './helpers.js';
 
 const PYTHON = new URL('../../.deploy/py-venv/bin/python', import.meta.url).pathname;
@@ -64,7 +64,9 @@ describe('every served QA is verifiable by construction', () => {
     const ws = workspace(server.url);
     const run = await ingestAndRun(ws.config, [ARTICLE]);
     // The summary ends with one of them as a trainer will see it, and how to export them all.
-    expect(run.stdout).toMatch(/an accepted QA \(bioalchemy export [^)]*\):\n {2}question: .+\n(.*\n)* {2}answer: {3}.+\n {2}topics: {3}.+/);
+    expect(run.stdout).toMatch(
+      /an accepted QA \(bioalchemy export [^)]*\):\n {2}question: .+\n(.*\n)* {2}answer: {3}.+\n {2}topics: {3}.+/,
+    );
     const files = { jsonl: join(ws.dir, 'rl.jsonl'), parquet: join(ws.dir, 'rl.parquet') };
     for (const [format, out] of [
       ['jsonl', files.jsonl],

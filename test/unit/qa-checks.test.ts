@@ -40,7 +40,14 @@ const checks = (c: QaCandidate, opts = { allowYesNo: false }) =>
 describe('deterministic QA checks', () => {
   it('passes answers in biology notation, which the reward verifies', () => {
     const q = 'Which organism was engineered to secrete the enzyme at industrial scale?';
-    for (const answer of ['E. coli', '1,25-dihydroxyvitamin D3', 'CD4+ T cells', "3' UTR", 'NF-κB', 'Na+/K+-ATPase'])
+    for (const answer of [
+      'E. coli',
+      '1,25-dihydroxyvitamin D3',
+      'CD4+ T cells',
+      "3' UTR",
+      'NF-κB',
+      'Na+/K+-ATPase',
+    ])
       expect(checks(free(q, answer)), answer).toEqual([]);
   });
 
