@@ -42,14 +42,31 @@ function keyed(text: string): { key: string; at: number[] } {
 /** A gap with what any writer may put in one (spaces, hyphens, primes) taken out. */
 const residue = (gap: string) => gap.replace(FREE_GAP, '');
 
+/**
+ * fn remembered for the last few thousand forms it was given: a trainer scores several rollouts
+ * of one item in a row, so the forms of one reference repeat.
+ */
+function remembered<T>(fn: (form: string) => T): (form: string) => T {
+  const seen = new Map<string, T>();
+  return (form) => {
+    let value = seen.get(form);
+    if (value === undefined) {
+      if (seen.size >= 4096) seen.clear();
+      value = fn(form);
+      seen.set(form, value);
+    }
+    return value;
+  };
+}
+
 /** A form without a leading article ("the Golgi" = "Golgi"), prepared as outputs are. */
-function bare(form: string): string {
+const bare = remembered((form) => {
   const s = prepare(form)
     .trim()
     .replace(/[.!;:,]+$/, '');
   const without = s.replace(/^(?:the|a|an)\s+/i, '');
   return keyed(without).key === '' ? s : without;
-}
+});
 
 /** A form's key, '' for a form with nothing to find. */
 export const formKey = (form: string): string => keyed(bare(form)).key;
@@ -65,18 +82,7 @@ interface Pattern {
  * for a last word of four or more letters that is no acronym, its other number
  * (mitochondria = mitochondrion, nuclei = nucleus, mice = mouse).
  */
-export function patternsOf(form: string): readonly Pattern[] {
-  let patterns = PATTERNS.get(form);
-  if (patterns === undefined) {
-    // A trainer scores several rollouts of one item in a row, so recent references repeat.
-    if (PATTERNS.size >= 4096) PATTERNS.clear();
-    patterns = computePatterns(form);
-    PATTERNS.set(form, patterns);
-  }
-  return patterns;
-}
-
-const PATTERNS = new Map<string, readonly Pattern[]>();
+export const patternsOf = remembered((form): readonly Pattern[] => computePatterns(form));
 
 function computePatterns(form: string): Pattern[] {
   const text = bare(form);
@@ -123,6 +129,7 @@ export function binomialForms(forms: readonly string[]): string[] {
 /** Where the key match [k, k + length) lies in the text, when it is a whole term there. */
 function occurrence(text: string, at: readonly number[], k: number, p: Pattern): [number, number] | null {
   for (let j = k; j < k + p.key.length - 1; j++) {
+    if (at[j + 1] === at[j]! + 1) continue;
     const gap = residue(text.slice(at[j]! + 1, at[j + 1]!));
     if (gap !== '' && gap !== (p.gaps[j - k] ?? '')) return null;
   }

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import re
+from functools import lru_cache
+from operator import itemgetter
 import unicodedata
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
@@ -341,30 +343,21 @@ class Form(NamedTuple):
 
 ANSWER = "@"
 
-_KEY_SIGNS = frozenset("+<>=≤≥%")
 _FREE_GAP = re.compile(r"[ \t\-'/^_~$()]")
+
+
+# A key character: a letter, a digit or a sign; a minus that ends a name is a charge ("Cl-", "Ca2-",
+# "CD4-"), one inside a name joins it; a full stop or comma between digits is kept as ".".
+_KEY_CHAR = re.compile(r"[A-Za-z0-9+<>=≤≥%]|(?<=[A-Za-z0-9^])-(?![A-Za-z0-9])|(?<=[0-9])[.,](?=[0-9])")
 
 
 def _keyed(text: str) -> Tuple[str, List[int]]:
     """The text as a key (lower-case letters, digits, signs and charges; a full stop or comma between
     digits as '.'), with each key character's index in the text."""
-    key: List[str] = []
-    at: List[int] = []
-    for i, ch in enumerate(text):
-        if _is_alnum(ch):
-            key.append(ch.lower())
-        elif ch in _KEY_SIGNS:
-            key.append(ch)
-        # A minus that ends a name is a charge ("Cl-", "Ca2-", "CD4-"); one inside a name joins it.
-        elif (ch == "-" and (_is_alnum(_at(text, i - 1)) or _at(text, i - 1) == "^")
-              and not _is_alnum(_at(text, i + 1))):
-            key.append(ch)
-        elif ch in ".," and _is_digit(_at(text, i - 1)) and _is_digit(_at(text, i + 1)):
-            key.append(".")
-        else:
-            continue
-        at.append(i)
-    return "".join(key), at
+    at = [m.start() for m in _KEY_CHAR.finditer(text)]
+    if len(at) < 2:
+        return "".join(text[i] for i in at).replace(",", ".").lower(), at
+    return "".join(itemgetter(*at)(text)).replace(",", ".").lower(), at
 
 
 def _residue(gap: str) -> str:
@@ -376,6 +369,7 @@ _TRAILING_STOPS = re.compile(r"[.!;:,]+\Z")
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.I | _A)
 
 
+@lru_cache(maxsize=4096)
 def _bare(form: str) -> str:
     """A form without a leading article ("the Golgi" = "Golgi"), prepared as outputs are."""
     s = _TRAILING_STOPS.sub("", _trim(prepare(form)), count=1)
@@ -463,6 +457,8 @@ def binomial_forms(forms: Sequence[str]) -> List[str]:
 def _occurrence(text: str, at: List[int], k: int, p: _Pattern) -> Optional[Tuple[int, int]]:
     """Where the key match [k, k + length) lies in the text, when it is a whole term there."""
     for j in range(k, k + len(p.key) - 1):
+        if at[j + 1] == at[j] + 1:
+            continue
         gap = _residue(text[at[j] + 1:at[j + 1]])
         if gap != "" and gap != (p.gaps[j - k] if j - k < len(p.gaps) else ""):
             return None
