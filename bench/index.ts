@@ -14,6 +14,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   'cli-start': () => import('./cli-start.js'),
   decontaminate: () => import('./decontaminate.js'),
   reward: () => import('./reward.js'),
+  'local-model': () => import('./local-model.js'),
 };
 
 const wanted = process.argv.slice(2);
