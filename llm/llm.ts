@@ -21,6 +21,7 @@ import { MemoryJournal } from './journal/memory.js';
 import { replyJsonSchema } from './json-schema.js';
 import { requestKey } from './key.js';
 import { LlmMetrics } from './metrics.js';
+import { STAGE_GRAMMARS } from './providers/local-grammars.js';
 import { checkReply, repairMessages } from './reply.js';
 import { type Target, Targets } from './targets.js';
 
@@ -176,7 +177,14 @@ export class Llm {
       provider: target.provider,
       model: target.model,
       promptVersion: request.promptVersion,
-      params: { ...params, schema },
+      // The local model's reply also depends on the grammar a stage has of its own.
+      params: {
+        ...params,
+        schema,
+        ...(target.provider === 'local' && STAGE_GRAMMARS[schema.name]
+          ? { grammar: STAGE_GRAMMARS[schema.name] }
+          : {}),
+      },
       messages,
     });
     const callId = randomUUID();

@@ -3,6 +3,7 @@ import { basename } from 'node:path';
 import type { LlmMessage } from '../../schemas/llm.js';
 import { TransientError } from '../errors.js';
 import { Semaphore } from '../flow/semaphore.js';
+import { STAGE_GRAMMARS } from './local-grammars.js';
 import type { Provider, ProviderRequest } from './provider.js';
 
 /**
@@ -21,6 +22,7 @@ interface NodeLlamaCpp {
 interface Llama {
   loadModel(options: { modelPath: string }): Promise<Model>;
   createGrammarForJsonSchema(schema: unknown): Promise<unknown>;
+  createGrammar(options: { grammar: string }): Promise<unknown>;
   dispose(): Promise<void>;
 }
 interface Model {
@@ -74,7 +76,7 @@ export class LocalProvider implements Provider {
 
   async chat(request: ProviderRequest) {
     const { lib, llama, sequence } = await this.load();
-    const grammar = await this.grammar(llama, request.schema.schema);
+    const grammar = await this.grammar(llama, request.schema);
     await this.turn.acquire();
     const { history, prompt } = split(request.messages);
     // One sequence serves every call, one after another: a session reuses the evaluated prefix
@@ -146,11 +148,15 @@ export class LocalProvider implements Provider {
     return this.loading;
   }
 
-  private grammar(llama: Llama, schema: Record<string, unknown>): Promise<unknown> {
-    const key = JSON.stringify(schema);
+  /** The stage's own grammar where it has one (local-grammars.ts), else one from its JSON Schema. */
+  private grammar(llama: Llama, schema: ProviderRequest['schema']): Promise<unknown> {
+    const own = STAGE_GRAMMARS[schema.name];
+    const key = own ?? JSON.stringify(schema.schema);
     let grammar = this.grammars.get(key);
     if (!grammar) {
-      grammar = llama.createGrammarForJsonSchema(boundedForGrammar(schema));
+      grammar = own
+        ? llama.createGrammar({ grammar: own })
+        : llama.createGrammarForJsonSchema(boundedForGrammar(schema.schema));
       this.grammars.set(key, grammar);
     }
     return grammar;

@@ -3,6 +3,9 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Llm, MemoryJournal } from '../../llm/index.js';
+import { FREEFORM_PROMPT, FreeformReply, freeformMessages } from '../../llm/prompts/freeform.js';
+import { MCQ_PROMPT, McqReply, mcqMessages } from '../../llm/prompts/mcq.js';
+import { STAGE_GRAMMARS } from '../../llm/providers/local-grammars.js';
 import { LlmConfig } from '../../schemas/llm.js';
 import { LOCAL_MODEL } from '../model-setup.js';
 
@@ -46,6 +49,65 @@ describe('local GGUF model', () => {
       expect(reply.usage.outputTokens).toBeGreaterThan(0);
       expect(journal.size).toBeGreaterThanOrEqual(1);
       expect((await llm.complete(request)).cached).toBe(true);
+    } finally {
+      await llm.close();
+    }
+  }, 300_000);
+
+  it('compiles the grammars of the generation stages', async () => {
+    const lib = (await import('node-llama-cpp' as string)) as {
+      getLlama(o: { gpu: false }): Promise<{ createGrammar(o: { grammar: string }): Promise<unknown> }>;
+    };
+    const llama = await lib.getLlama({ gpu: false });
+    for (const [stage, grammar] of Object.entries(STAGE_GRAMMARS))
+      await expect(llama.createGrammar({ grammar }), stage).resolves.toBeDefined();
+  }, 120_000);
+
+  // Issue 34: what grade refuses for its form, the small model cannot write.
+  it('writes questions grade can take: an interrogative and one "?", 4-5 options with a key among them, short answers', async () => {
+    const llm = new Llm(LlmConfig.parse({ provider: 'local', modelPath, maxTokens: 700 }), {
+      journal: new MemoryJournal(),
+      log: pino({ level: 'silent' }),
+    });
+    const title = 'Trehalose protects tardigrades during drying';
+    const passage =
+      'Tardigrades that were dried slowly accumulated trehalose to about 2% of their dry mass and survived for ten years. ' +
+      'Animals lacking the cytoplasmic abundant heat soluble proteins died within a day of desiccation.';
+    const QUESTION =
+      /^(What|Which|How|Why|Where|When|Who|Whose|In what|In which|At what|By what|By which|To what|Through what) [^?]+\?$/;
+    try {
+      const mcq = McqReply.parse(
+        (
+          await llm.complete({
+            stage: 'mcq',
+            schema: McqReply,
+            promptVersion: MCQ_PROMPT,
+            messages: mcqMessages(title, passage),
+          })
+        ).value,
+      );
+      expect(mcq.questions.length).toBeGreaterThan(0);
+      for (const q of mcq.questions) {
+        expect(q.question).toMatch(QUESTION);
+        expect([4, 5]).toContain(q.options.length);
+        expect('ABCDE'.slice(0, q.options.length)).toContain(q.answer);
+      }
+      const free = FreeformReply.parse(
+        (
+          await llm.complete({
+            stage: 'freeform',
+            schema: FreeformReply,
+            promptVersion: FREEFORM_PROMPT,
+            messages: freeformMessages(title, passage),
+          })
+        ).value,
+      );
+      expect(free.questions.length).toBeGreaterThan(0);
+      for (const q of free.questions) {
+        expect(q.question).toMatch(QUESTION);
+        expect(q.answer.length).toBeLessThanOrEqual(40);
+        expect(q.answer).not.toMatch(/[.?!]$/);
+      }
     } finally {
       await llm.close();
     }
