@@ -20,7 +20,7 @@ const MODEL = process.env.BIOALCHEMY_LOCAL_MODEL ?? join(ROOT, 'data/models/gemm
 
 /** Seconds of one short structured reply, the model loaded beforehand (the median of 3). */
 async function oneCall(): Promise<number> {
-  const llm = new Llm(LlmConfig.parse({ provider: 'local', modelPath: MODEL, maxTokens: 64 }), {
+  const llm = new Llm(LlmConfig.parse({ provider: 'local', modelPath: MODEL, maxTokens: 256 }), {
     journal: new MemoryJournal(),
     log: pino({ level: 'silent' }),
   });
