@@ -97,7 +97,10 @@ export const Config = z
       .string()
       .default('chdb:./data/chdb')
       .describe('chdb:DIR for in-process ClickHouse, or http(s)://user@host:port/database'),
-    schemaRegistry: z.string().url().optional().describe('Confluent-compatible Schema Registry URL'),
+    // One way to set the registry: on the log URL. The key was once accepted and did nothing.
+    schemaRegistry: z
+      .never({ error: 'the Schema Registry is set on the log URL: kafka://host:port?registry=http://host:8081' })
+      .optional(),
     llm: LlmConfig.default(LlmConfig.parse({})).describe(
       'LLM endpoint or local model, per-stage limits and prices, budget',
     ),

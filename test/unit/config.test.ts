@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { Config } from '../../schemas/config.js';
+
+// Every config key does something: an unknown key, or one that would do nothing, is an error that
+// names its path (issue 32: `schemaRegistry` was accepted and ignored).
+describe('the config', () => {
+  it('refuses an unknown key, naming its path', () => {
+    const r = Config.safeParse({ llm: { bogus: 1 } });
+    expect(r.success).toBe(false);
+    expect(r.error!.issues[0]!.path).toEqual(['llm']);
+    expect(r.error!.issues[0]!.message).toContain('bogus');
+  });
+
+  it('refuses schemaRegistry and says where the registry is set', () => {
+    const r = Config.safeParse({ schemaRegistry: 'http://localhost:8081' });
+    expect(r.success).toBe(false);
+    expect(r.error!.issues[0]!.path).toEqual(['schemaRegistry']);
+    expect(r.error!.issues[0]!.message).toContain('kafka://host:port?registry=');
+    expect(Config.safeParse({ log: 'kafka://localhost:9092?registry=http://localhost:8081' }).success).toBe(
+      true,
+    );
+  });
+});
