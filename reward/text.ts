@@ -15,6 +15,7 @@ export function finalText(output: string): string {
 const LOOKALIKE = /([A-Za-z]-|[A-Za-z]-?[0-9])([abgdk])(?![a-z])/g;
 /** Gene symbols write the letter as a capital after the digit: IL1B = IL-1β, HIF1A = HIF-1α. */
 const LOOKALIKE_CAPITAL = /([A-Za-z]-?[0-9])([ABGDK])(?![A-Za-z0-9])/g;
+const ROMAN: Record<string, number> = { I: 1, II: 2, III: 3, IV: 4, V: 5, VI: 6, VII: 7 };
 const TEXT_MACRO =
   /\\(?:text|textit|textrm|textbf|mathrm|mathit|mathbf|emph|mbox|operatorname|ce)\s*\{([^{}]*)\}/g;
 
@@ -48,6 +49,12 @@ export function prepare(text: string): string {
     (_m, before: string, signs: string) => `${before}${signs.length}+`,
   );
   s = s.replace(/([0-9])[ -]?prime\b/gi, "$1'");
+  // Oxidation states and markers in words: "Fe(III)" = "Fe3+", "CD4-positive" = "CD4+".
+  s = s.replace(
+    /\b([A-Z][a-z]?)\((I{1,3}|IV|VI{0,2})\)/g,
+    (_m, element: string, roman: string) => `${element}${ROMAN[roman]}+`,
+  );
+  s = s.replace(/([0-9])[- ]?positive\b/g, '$1+').replace(/([0-9])[- ]?negative\b/g, '$1-');
   s = s.replace(/([\^_])\{([^{}]*)\}/g, '$1$2');
   for (let k = 0; k < 2; k++) s = s.replace(TEXT_MACRO, '$1');
   s = s

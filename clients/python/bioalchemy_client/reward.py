@@ -122,6 +122,10 @@ _LOOKALIKE_CAPITAL = re.compile(r"([A-Za-z]-?[0-9])([ABGDK])(?![A-Za-z0-9])", _A
 _KAPPA_B = re.compile(r"([A-Za-z]-)K(?=B(?![a-z]))", _A)
 _PLUSES = re.compile(r"([A-Za-z])(\+{2,3})(?!\+)", _A)
 _PRIME_SPELLED = re.compile(r"([0-9])[ -]?prime\b", re.I | _A)
+_OXIDATION = re.compile(r"\b([A-Z][a-z]?)\((I{1,3}|IV|VI{0,2})\)", _A)
+_ROMAN = {"I": 1, "II": 2, "III": 3, "IV": 4, "V": 5, "VI": 6, "VII": 7}
+_POSITIVE = re.compile(r"([0-9])[- ]?positive\b", _A)
+_NEGATIVE = re.compile(r"([0-9])[- ]?negative\b", _A)
 _TEXT_MACRO = re.compile(
     r"\\(?:text|textit|textrm|textbf|mathrm|mathit|mathbf|emph|mbox|operatorname|ce)\s*\{([^{}]*)\}", _A)
 _LATEX_TIMES = re.compile(r"\\(?:times|cdot)", _A)
@@ -150,6 +154,9 @@ def prepare(text: str) -> str:
     # Charges as pluses ("Fe+++" = "Fe3+"), primes spelled ("3 prime" = "3'").
     s = _PLUSES.sub(lambda m: f"{m.group(1)}{len(m.group(2))}+", s)
     s = _PRIME_SPELLED.sub(r"\1'", s)
+    # Oxidation states and markers in words: "Fe(III)" = "Fe3+", "CD4-positive" = "CD4+".
+    s = _OXIDATION.sub(lambda m: f"{m.group(1)}{_ROMAN[m.group(2)]}+", s)
+    s = _NEGATIVE.sub(r"\1-", _POSITIVE.sub(r"\1+", s))
     s = _LATEX_GROUP.sub(r"\1\2", s)
     for _ in range(2):
         s = _TEXT_MACRO.sub(r"\1", s)
