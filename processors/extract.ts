@@ -12,7 +12,7 @@ import type { Processor } from '../topology/processor.js';
 import { windowed } from '../topology/window.js';
 import { llmFailure } from './llm-failure.js';
 import { looksEnglish } from './qa/language.js';
-import { passagesOf } from './sources/passages.js';
+import { informativeFirst, passagesOf } from './sources/passages.js';
 
 export interface ExtractOptions {
   readonly llm: Llm;
@@ -20,7 +20,7 @@ export interface ExtractOptions {
   readonly registry?: Registry;
   /** Articles whose LLM work is in flight at once (the window's capacity). */
   readonly inFlight: number;
-  /** Passages of one article sent to the model: abstract first, then sections in order. */
+  /** Passages of one article sent to the model, the most informative first (informativeFirst). */
   readonly maxPassages: number;
   /** Token budget of a passage (~4 characters a token). */
   readonly passageTokens: number;
@@ -72,7 +72,10 @@ export function extractProcessor(opts: ExtractOptions): Processor {
       inFlight: opts.inFlight,
       async start(input) {
         const article = input.value as Article;
-        const passages = passagesOf(article, { maxTokens: opts.passageTokens }).slice(0, opts.maxPassages);
+        const passages = informativeFirst(
+          article,
+          passagesOf(article, { maxTokens: opts.passageTokens }),
+        ).slice(0, opts.maxPassages);
         return Promise.all(passages.map((p) => extractPassage(opts.llm, article, p)));
       },
       finish(input, outcome, ctx) {

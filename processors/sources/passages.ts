@@ -122,3 +122,32 @@ export function sectionText(
 ): string | undefined {
   return sectionIndex === -1 ? article.abstract : article.sections[sectionIndex]?.text;
 }
+
+/** How much a section's heading says its passages hold findings a question can test: less first. */
+const SECTION_RANKS: readonly [RegExp, number][] = [
+  [/result|finding|discussion|conclusion|summary|highlight/i, 1],
+  [
+    /method|material|procedure|protocol|experimental|acknowledg|funding|author|contribution|reference|supplement|availability|conflict|competing|abbreviation|ethic/i,
+    3,
+  ],
+];
+
+/**
+ * The passages with the most informative first, so that `extract.maxPassages` keeps them: the
+ * abstract, then results, discussion and conclusions, then the rest (introduction, background),
+ * methods and back matter last; in text order within each rank.
+ */
+export function informativeFirst(
+  article: Pick<Article, 'sections'>,
+  passages: readonly PassageSpan[],
+): PassageSpan[] {
+  const rank = (p: PassageSpan) => {
+    if (p.sectionIndex < 0) return 0;
+    const heading = article.sections[p.sectionIndex]?.heading ?? '';
+    return SECTION_RANKS.find(([re]) => re.test(heading))?.[1] ?? 2;
+  };
+  return passages
+    .map((p, i) => ({ p, i, r: rank(p) }))
+    .sort((a, b) => a.r - b.r || a.i - b.i)
+    .map(({ p }) => p);
+}

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { approxTokens, passagesOf, sectionText, splitText } from '../../processors/sources/passages.js';
+import {
+  approxTokens,
+  informativeFirst,
+  passagesOf,
+  sectionText,
+  splitText,
+} from '../../processors/sources/passages.js';
 import { sentenceSpans } from '../../processors/sources/sentences.js';
 import { PassageSpan } from '../../schemas/qa.js';
 
@@ -153,5 +159,27 @@ describe('passagesOf', () => {
       // passages move forward
       for (let i = 1; i < spans.length; i++) expect(spans[i]!.end).toBeGreaterThan(spans[i - 1]!.end);
     }
+  });
+});
+
+describe('informativeFirst', () => {
+  it('puts the abstract, then results and discussion, then the rest, and methods and back matter last', () => {
+    const sections = [
+      'Introduction',
+      'Materials and methods',
+      'Results',
+      'Discussion',
+      'Acknowledgements',
+    ].map((heading) => ({ heading, text: `${heading} text.` }));
+    const passages = [-1, 0, 0, 1, 2, 2, 3, 4].map((sectionIndex, i) => ({
+      sectionIndex,
+      start: i,
+      end: i + 1,
+      text: `p${i}`,
+    }));
+    const order = informativeFirst({ sections }, passages).map((p) => p.text);
+    expect(order).toEqual(['p0', 'p4', 'p5', 'p6', 'p1', 'p2', 'p3', 'p7']);
+    // With extract.maxPassages 4, the results are kept and the methods are not.
+    expect(order.slice(0, 4)).toEqual(['p0', 'p4', 'p5', 'p6']);
   });
 });
