@@ -99,7 +99,9 @@ export const Config = z
       .describe('chdb:DIR for in-process ClickHouse, or http(s)://user@host:port/database'),
     // One way to set the registry: on the log URL. The key was once accepted and did nothing.
     schemaRegistry: z
-      .never({ error: 'the Schema Registry is set on the log URL: kafka://host:port?registry=http://host:8081' })
+      .never({
+        error: 'the Schema Registry is set on the log URL: kafka://host:port?registry=http://host:8081',
+      })
       .optional(),
     llm: LlmConfig.default(LlmConfig.parse({})).describe(
       'LLM endpoint or local model, per-stage limits and prices, budget',
