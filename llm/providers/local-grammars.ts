@@ -10,7 +10,9 @@
  * - a question starts with an interrogative and ends with its only "?";
  * - mcq: 4 or 5 options of 1-80 characters, and a key among their letters (A-D for 4, A-E for 5);
  * - freeform: an answer of 1-40 characters with no sentence end in it;
- * - one to three questions (relevance has already decided the passage is worth one).
+ * - options and answers without "<" or ">" (the model copied the prompt's "<first option>");
+ * - one question a reply: relevance has already decided the passage is worth one, and asked for
+ *   up to three the model wrote the same question three times (BENCHMARKS.md).
  * JSON is written compact, its keys in the schema's order.
  */
 
@@ -39,24 +41,25 @@ const COMMON = [
   // No quote, backslash, control character or question mark inside the question.
   'qchar ::= [^"\\\\?\\x00-\\x1f]',
   'char ::= [^"\\\\\\x00-\\x1f]',
+  'ochar ::= [^"\\\\<>\\x00-\\x1f]',
   'rationale ::= "\\"" char{0,240} "\\""',
 ].join('\n');
 
 const MCQ = [
-  'root ::= "{\\"questions\\":[" mcq ("," mcq){0,2} "]}"',
+  'root ::= "{\\"questions\\":[" mcq "]}"',
   'mcq ::= four | five',
   'four ::= "{\\"question\\":" question ",\\"options\\":[" option ("," option){3} "],\\"answer\\":\\"" [A-D] "\\",\\"rationale\\":" rationale "}"',
   'five ::= "{\\"question\\":" question ",\\"options\\":[" option ("," option){4} "],\\"answer\\":\\"" [A-E] "\\",\\"rationale\\":" rationale "}"',
-  'option ::= "\\"" char{1,80} "\\""',
+  'option ::= "\\"" ochar{1,80} "\\""',
   COMMON,
 ].join('\n');
 
 const FREEFORM = [
-  'root ::= "{\\"questions\\":[" pair ("," pair){0,2} "]}"',
+  'root ::= "{\\"questions\\":[" pair "]}"',
   'pair ::= "{\\"question\\":" question ",\\"answer\\":" answer ",\\"rationale\\":" rationale "}"',
   // A term, a name or a number with its unit: no "?" or "!", and no full stop that ends it.
-  'answer ::= "\\"" achar{0,39} [^"\\\\?!.\\x00-\\x1f ] "\\""',
-  'achar ::= [^"\\\\?!\\x00-\\x1f]',
+  'answer ::= "\\"" achar{0,39} [^"\\\\?!.<>\\x00-\\x1f ] "\\""',
+  'achar ::= [^"\\\\?!<>\\x00-\\x1f]',
   COMMON,
 ].join('\n');
 
