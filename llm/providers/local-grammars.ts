@@ -16,7 +16,8 @@
  * JSON is written compact, its keys in the schema's order.
  */
 
-const INTERROGATIVES = [
+/** How a question may begin. */
+export const INTERROGATIVES = [
   'What',
   'Which',
   'How',
