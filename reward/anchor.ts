@@ -146,19 +146,23 @@ function occurrence(text: string, at: readonly number[], k: number, p: Pattern):
 
 /**
  * The text with every occurrence of a form replaced by a mark of what it stands for: at each
- * place the longest occurrence wins, and occurrences do not overlap.
+ * place the longest occurrence wins (a form as written before another's variant), and
+ * occurrences do not overlap.
  */
 export function anchor(text: string, forms: readonly Form[]): string {
   if (forms.length === 0) return text;
   const { key, at } = keyed(text);
-  const found: { start: number; end: number; stands: string }[] = [];
+  const found: { start: number; end: number; stands: string; written: boolean }[] = [];
   for (const form of forms)
-    for (const p of patternsOf(form.text))
+    patternsOf(form.text).forEach((p, n) => {
       for (let k = key.indexOf(p.key); k >= 0; k = key.indexOf(p.key, k + 1)) {
         const span = occurrence(text, at, k, p);
-        if (span) found.push({ start: span[0], end: span[1], stands: form.stands });
+        // The form as written (its first pattern) wins over another's ending or number at the
+        // same place: "colony" is the option "colony", not the option "colonies" in the singular.
+        if (span) found.push({ start: span[0], end: span[1], stands: form.stands, written: n === 0 });
       }
-  found.sort((a, b) => a.start - b.start || b.end - a.end);
+    });
+  found.sort((a, b) => a.start - b.start || b.end - a.end || Number(b.written) - Number(a.written));
   let out = '';
   let pos = 0;
   for (const f of found) {

@@ -489,19 +489,21 @@ def anchor(prepared: str, forms: Sequence[Form]) -> str:
         return prepared
     text = prepared
     key, at = _keyed(text)
-    found: List[Tuple[int, int, str]] = []
+    found: List[Tuple[int, int, str, bool]] = []
     for form in forms:
-        for p in _patterns_of(form.text):
+        for n, p in enumerate(_patterns_of(form.text)):
             k = key.find(p.key)
             while k >= 0:
                 span = _occurrence(text, at, k, p)
+                # The form as written (its first pattern) wins over another's ending or number at
+                # the same place: "colony" is the option "colony", not "colonies" in the singular.
                 if span:
-                    found.append((span[0], span[1], form.stands))
+                    found.append((span[0], span[1], form.stands, n == 0))
                 k = key.find(p.key, k + 1)
-    found.sort(key=lambda f: (f[0], -f[1]))  # stable, as Array.prototype.sort
+    found.sort(key=lambda f: (f[0], -f[1], not f[3]))  # stable, as Array.prototype.sort
     out: List[str] = []
     pos = 0
-    for start, end, stands in found:
+    for start, end, stands, _written in found:
         if start < pos:
             continue
         out.append(text[pos:start] + MARK_OPEN + stands + MARK_CLOSE)

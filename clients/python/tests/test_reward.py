@@ -1,3 +1,4 @@
+import os
 import re
 import importlib.util
 import json
@@ -115,8 +116,10 @@ def test_typescript_and_python_give_the_same_score_and_reason():
 RULES = json.loads((REPO / "reward" / "rules.json").read_text())
 TABLE_WORDS = {w for name in ("fillers", "negators", "continuations", "heads", "listWords", "clauseWords", "unitWords",
                               "letterLinks", "letterPrefixes") for w in RULES[name].split(" ")}
-PROPERTIES = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much,
-                                                                              HealthCheck.too_slow])
+# Derandomised, so CI gives every run the same examples (a failure there is not a coin toss);
+# HYPOTHESIS_RANDOM=1 explores new ones, as a session does before it changes the rules.
+PROPERTIES = settings(max_examples=150, deadline=None, derandomize=not os.environ.get("HYPOTHESIS_RANDOM"),
+                      suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 
 
 def lower(min_size, max_size):
