@@ -82,7 +82,7 @@ interface Pattern {
  * for a last word of four or more letters that is no acronym, its other number
  * (mitochondria = mitochondrion, nuclei = nucleus, mice = mouse).
  */
-export const patternsOf = remembered((form): readonly Pattern[] => computePatterns(form));
+const patternsOf = remembered((form): readonly Pattern[] => computePatterns(form));
 
 function computePatterns(form: string): Pattern[] {
   const text = bare(form);

@@ -38,7 +38,7 @@ const isListSeparator = (t: Token | undefined) =>
  * Another short item in a list right beside [start, end): "decrease" in "increase or decrease",
  * "S. aureus" in "E. coli, or maybe S. aureus", "E. coli and/or S. aureus", "E. coli (or S. aureus)".
  */
-export function listedBeside(tokens: Token[], start: number, end: number): boolean {
+function listedBeside(tokens: Token[], start: number, end: number): boolean {
   const competes = (item: Token[]) => {
     const words = item.filter(isWord);
     if (words.length === 0 || words.length > 4) return false;
@@ -79,7 +79,7 @@ const BOUND_SYMBOLS = new Set(RULES.bounds.symbols.split(' '));
 const BOUND_PHRASES = RULES.bounds.phrases.map((p) => p.split(' '));
 
 /** The bound written before the number at i ("<", "<=", "at least"), or null. */
-export function boundBefore(tokens: Token[], i: number): string | null {
+function boundBefore(tokens: Token[], i: number): string | null {
   const prev = tokens[i - 1];
   if (prev?.kind === 'punct' && BOUND_SYMBOLS.has(prev.key)) return prev.key;
   const before = tokens[i - 2];
@@ -91,7 +91,7 @@ export function boundBefore(tokens: Token[], i: number): string | null {
 }
 
 /** The number at i with its units ("12.5 kDa", "25 %", "3-fold", "three copies"), or null. */
-export function numberAt(tokens: Token[], i: number): Mention | null {
+function numberAt(tokens: Token[], i: number): Mention | null {
   const t = tokens[i]!;
   if (t.value === null || (t.kind === 'num' && t.attached)) return null;
   let end = i + 1;
@@ -192,7 +192,7 @@ export function acceptedForms(truth: string, aliases: readonly string[]): string
 }
 
 /** The number a form states, when it is nothing but a number and its units ("37 °C", "25%"). */
-export function numericForm(form: string): { value: number; percent: boolean } | null {
+function numericForm(form: string): { value: number; percent: boolean } | null {
   const tokens = tokenize(prepare(form)).filter((t) => t.key !== '~');
   const n = tokens.length > 0 ? numberAt(tokens, 0) : null;
   return n && n.end === tokens.length ? n.number : null;

@@ -128,7 +128,7 @@ const SIGN_AFTER = new Set([...'([{=:~<>≈≤≥']);
 export const MARK_OPEN = '\u0001';
 export const MARK_CLOSE = '\u0002';
 
-export const isSpace = (ch: string) => ch === ' ' || ch === '\t' || ch === '\n' || ch === '\f' || ch === '\v';
+const isSpace = (ch: string) => ch === ' ' || ch === '\t' || ch === '\n' || ch === '\f' || ch === '\v';
 export const isDigit = (ch: string | undefined) => ch !== undefined && ch >= '0' && ch <= '9';
 export const isAlnum = (ch: string | undefined) =>
   ch !== undefined && ((ch >= '0' && ch <= '9') || (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z'));
