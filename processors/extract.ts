@@ -97,7 +97,10 @@ export function extractProcessor(opts: ExtractOptions): Processor {
                   ? 'questions'
                   : 'none',
           });
-          for (const c of result.candidates) ctx.emit('qa.candidates', c.id, c);
+          // Keyed by article: one work's questions are graded in one partition, in the order
+          // extract made them, so they reach every band owner in that order and the same one of a
+          // work's duplicates wins whatever the worker count (processors/dedup/).
+          for (const c of result.candidates) ctx.emit('qa.candidates', c.articleId, c);
           const at = `passage ${result.passage.sectionIndex}:${result.passage.start}-${result.passage.end}`;
           for (const failure of result.failures ?? [])
             ctx.deadLetter(input, failure.code, `extract: ${at}: ${failure.reason}`, failure.payload);

@@ -4,6 +4,7 @@ import { FREEFORM_GRADE_PROMPT, freeformGradeMessages } from '../llm/prompts/fre
 import { BOUNDED_SCORES, JudgeReply } from '../llm/prompts/judge.js';
 import { MCQ_QUALITY_PROMPT, mcqQualityMessages } from '../llm/prompts/mcq-quality.js';
 import type { Config } from '../schemas/config.js';
+import type { QaBand } from '../schemas/dedup.js';
 import type { ModelStamp } from '../schemas/provenance.js';
 import type { EvalMatch, Grade, GradeAccept, GradedQa, QaCandidate, RejectionCode } from '../schemas/qa.js';
 import type { Processor } from '../topology/processor.js';
@@ -11,7 +12,7 @@ import { windowed } from '../topology/window.js';
 import { type LlmFailure, llmFailure } from './llm-failure.js';
 import { deterministicChecks, type RuleFailure } from './qa/checks.js';
 import { EvalSets } from './qa/decontaminate.js';
-import { NearDuplicateIndex, SignatureCache } from './qa/near-duplicates.js';
+import { questionBands } from './qa/near-duplicates.js';
 
 type GradeConfig = Config['grade'];
 
@@ -42,21 +43,16 @@ type GradedMark = 'accepted' | 'rejected' | 1;
 const NOT_SCORED = { quality: 0, difficulty: 0, answerability: 0, verifiability: 0 } as const;
 
 /**
- * qa.candidates -> qa.graded | qa.rejected, one of the two (or a dead letter) per candidate.
+ * qa.candidates -> qa.bands | qa.rejected, one of the two (or a dead letter) per candidate.
  * Deterministic checks run first and spare the judge's call when they fail; then the LLM judge
  * (multiple-choice quality evaluation, or free-form grading) scores it, and grade.accept decides
  * from the scores, whatever the judge's verdict (a verdict that contradicts them is a rejection
- * of its own); last, in offset order inside the step, exact and near-duplicates of accepted
- * questions are refused, from an index held in a state store so it survives restarts. Every
- * rejection carries one code per rule it failed.
+ * of its own). An accepted QA goes to the owners of its MinHash bands, which refuse it if it repeats
+ * a question accepted by any worker (processors/dedup/); a candidate id seen before is refused here
+ * from grade's own store. Every rejection carries one code per rule it failed.
  */
 export function gradeProcessor(opts: GradeOptions): Processor {
-  const rejections = registryCounter(
-    opts.registry,
-    'bioalchemy_grade_rejections_total',
-    'QA grade rejected, by the code of each rule it failed (one rejection may count under several)',
-    ['code'],
-  );
+  const rejections = gradeRejections(opts.registry);
   // Per eval set: candidates rejected `contaminated` or `eval-source` by one of its items.
   const evalRejections = registryCounter(
     opts.registry,
@@ -64,7 +60,6 @@ export function gradeProcessor(opts: GradeOptions): Processor {
     'QA grade rejected as contaminated by, or from the source article of, an item of an eval set (grade.evalSets)',
     ['code', 'eval_set'],
   );
-  const signatures = new SignatureCache();
   // Loaded here, synchronously: a bad eval set stops the pipeline at start with its error.
   const evalSets = new EvalSets({
     paths: opts.evalSets,
@@ -76,9 +71,9 @@ export function gradeProcessor(opts: GradeOptions): Processor {
   return windowed<Judged>({
     name: 'grade',
     description:
-      'eval-set decontamination + deterministic checks + LLM judge scores against grade.accept + MinHash near-duplicates',
+      'eval-set decontamination + deterministic checks + LLM judge scores against grade.accept; accepted QA to their MinHash band owners',
     reads: ['qa.candidates'],
-    writes: ['qa.graded', 'qa.rejected'],
+    writes: ['qa.bands', 'qa.rejected'],
     stores: ['dedup'],
     window: {
       inFlight: opts.inFlight,
@@ -171,29 +166,23 @@ export function gradeProcessor(opts: GradeOptions): Processor {
           });
           return;
         }
-        const duplicate = new NearDuplicateIndex(dedup, opts.nearDuplicate, signatures).check(
-          candidate.id,
-          candidate.question,
-        );
-        if (duplicate) {
-          mark('rejected');
-          reject({
-            ...scored,
-            reasons: [
-              duplicate.kind === 'exact'
-                ? `duplicate: the same question as ${duplicate.of}`
-                : `near-duplicate: ${Math.round(duplicate.similarity * 100)}% similar to ${duplicate.of}`,
-            ],
-            codes: [duplicate.kind === 'exact' ? 'duplicate' : 'near-duplicate'],
-            duplicateOf: duplicate.of,
-          });
-          return;
-        }
         mark('accepted');
-        ctx.emit('qa.graded', candidate.id, {
+        // Duplicates of questions accepted anywhere are refused by the band owners and the join
+        // (processors/dedup/): this QA goes to the owner of each of its bands, the QA itself
+        // with the exact band's record.
+        const accepted: GradedQa = {
           candidate,
           grade: { ...scored, verdict: 'accept', reasons: judgeReasons, codes: [] },
-        } satisfies GradedQa);
+        };
+        const { signature, bands } = questionBands(candidate.question);
+        for (const { band, key } of bands)
+          ctx.emit('qa.bands', key, {
+            qaId: candidate.id,
+            band,
+            bands: bands.length,
+            signature,
+            ...(band === 'exact' ? { graded: accepted } : {}),
+          } satisfies QaBand);
       },
     },
   });
@@ -232,6 +221,16 @@ export class EvalSourceShare {
     }
     return warnings;
   }
+}
+
+/** QA refused, by code: grade's rules and the dedup join's duplicates count in one metric. */
+export function gradeRejections(registry: Registry | undefined): Counter<'code'> {
+  return registryCounter(
+    registry,
+    'bioalchemy_grade_rejections_total',
+    'QA grade rejected, by the code of each rule it failed (one rejection may count under several)',
+    ['code'],
+  );
 }
 
 /** The registry's counter of that name: one per registry, however many grade processors are built on it. */

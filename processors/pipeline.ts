@@ -1,16 +1,21 @@
 import type { Registry } from 'prom-client';
 import type { Analytics } from '../analytics/clickhouse.js';
 import { JOURNAL_TOPIC, LLM_CALLS_TOPIC, type Llm } from '../llm/index.js';
-import { type Config, ProcessorConfig } from '../schemas/config.js';
+import { Config, ProcessorConfig } from '../schemas/config.js';
 import type { Taxonomy } from '../schemas/taxonomy.js';
 import type { InputRecord, Processor } from '../topology/processor.js';
 import { defineTopology, type Topology } from '../topology/topology.js';
 import { classifyProcessor } from './classify.js';
 import { COUNT_SINK, countSinkProcessor } from './count-sink.js';
 import { extractProcessor } from './extract.js';
-import { gradeProcessor } from './grade.js';
+import { dedupBandsProcessor } from './dedup/bands.js';
+import { dedupJoinProcessor } from './dedup/join.js';
+import { gradeProcessor, gradeRejections } from './grade.js';
 import { LLM_CALLS_SINK, llmCallsSinkProcessor } from './llm-calls.js';
 import { SAMPLER, type SamplerOptions, samplerProcessor } from './sampler/sampler.js';
+
+/** grade.nearDuplicate by default, for a topology built without the LLM stages' config. */
+const DEFAULT_NEAR_DUPLICATE = Config.parse({}).grade.nearDuplicate;
 
 /** What the LLM stages run on; without it they are declared in the graph but not run. */
 export interface LlmStages {
@@ -77,7 +82,24 @@ export function pipelineTopology(
         schema: 'qa-candidate',
         description: 'extracted MCQ and free-form QA',
       },
-      { name: 'qa.graded', partitions, schema: 'graded-qa', description: 'accepted by the judge and checks' },
+      {
+        name: 'qa.bands',
+        partitions,
+        schema: 'qa-band',
+        description: 'accepted by the judge and checks, once per MinHash band, keyed by band key',
+      },
+      {
+        name: 'qa.band-verdicts',
+        partitions,
+        schema: 'band-verdict',
+        description: "each band owner's answer: does the band hold a near-duplicate? keyed by QA id",
+      },
+      {
+        name: 'qa.graded',
+        partitions,
+        schema: 'graded-qa',
+        description: 'accepted by the judge and checks, and no duplicate of any QA accepted before',
+      },
       { name: 'qa.rejected', partitions, schema: 'graded-qa', description: 'refused, with reasons' },
       { name: 'qa.classified', partitions, schema: 'classified-qa', description: 'with MeSH Biology labels' },
       {
@@ -143,9 +165,11 @@ export function pipelineTopology(
         : needsLlm({
             name: 'grade',
             reads: ['qa.candidates'],
-            writes: ['qa.graded', 'qa.rejected'],
+            writes: ['qa.bands', 'qa.rejected'],
             stores: ['dedup'],
           }),
+      dedupBandsProcessor({ threshold: stages?.config.grade.nearDuplicate ?? DEFAULT_NEAR_DUPLICATE }),
+      dedupJoinProcessor({ rejections: gradeRejections(stages?.registry) }),
       stages
         ? classifyProcessor({
             llm: stages.llm,

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { Article } from './article.js';
 import { Config } from './config.js';
 import { DeadLetter } from './dead-letter.js';
+import { BandVerdict, QaBand } from './dedup.js';
 import { LlmCallRecord, LlmJournalReply } from './llm.js';
 import { MixState } from './mix-state.js';
 import { ClassifiedQa, GradedQa, QaCandidate } from './qa.js';
@@ -14,6 +15,8 @@ export const RECORD_SCHEMAS = {
   article: Article,
   'qa-candidate': QaCandidate,
   'graded-qa': GradedQa,
+  'qa-band': QaBand,
+  'band-verdict': BandVerdict,
   'classified-qa': ClassifiedQa,
   'dead-letter': DeadLetter,
   'mix-state': MixState,
@@ -42,6 +45,7 @@ export function exportJsonSchemas(dir: string): string[] {
 export * from './article.js';
 export * from './config.js';
 export * from './dead-letter.js';
+export * from './dedup.js';
 export * from './ids.js';
 export * from './mix-state.js';
 export * from './provenance.js';

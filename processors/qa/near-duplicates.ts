@@ -69,14 +69,6 @@ export function similarity(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return same / HASHES;
 }
 
-/** The LSH band keys of a signature: two questions sharing one are compared (`band:<i>:<rows>`). */
-function bandKeys(sig: readonly number[]): string[] {
-  return Array.from(
-    { length: BANDS },
-    (_, b) => `band:${b}:${sig.slice(b * ROWS, (b + 1) * ROWS).join('.')}`,
-  );
-}
-
 /**
  * Most ids one band keeps, the newest. Shingles common to many questions ("which of the
  * following") can make a band's rows the same for a large share of all questions: unbounded,
@@ -111,30 +103,63 @@ export class SignatureCache {
   }
 }
 
-/** The index over a processor's store: `exact:<hash>`, `band:<i>:<hash>` and `sig:<id>` keys. */
-export class NearDuplicateIndex {
+/** One band of a question: `exact` (its normalised text's hash) or an LSH band of its signature. */
+export interface QuestionBand {
+  readonly band: string;
+  readonly key: string;
+}
+
+/** How many bands every question has: the exact one and the LSH bands. */
+export const BAND_COUNT = BANDS + 1;
+
+/** A question's signature and its bands: two questions sharing a band key are compared. */
+export function questionBands(question: string): { signature: number[]; bands: QuestionBand[] } {
+  const normalised = normaliseQuestion(question);
+  const sig = signature(normalised);
+  const exact = createHash('sha256').update(normalised).digest('hex').slice(0, 24);
+  return {
+    signature: sig,
+    bands: [
+      { band: 'exact', key: `exact:${exact}` },
+      ...Array.from({ length: BANDS }, (_, b) => ({
+        band: String(b),
+        key: `band:${b}:${sig.slice(b * ROWS, (b + 1) * ROWS).join('.')}`,
+      })),
+    ],
+  };
+}
+
+/** What one band's owner says of a question: the member it repeats, if any. */
+export interface BandAnswer {
+  readonly band: string;
+  readonly duplicateOf: string | null;
+  readonly similarity: number;
+}
+
+/**
+ * The owner of band keys, over a state store (`exact:<hash>` -> id, `band:<i>:<rows>` -> ids,
+ * `sig:<id>` -> signature). It answers in the order questions reach it, and registers a question
+ * in a band only when the band holds no duplicate of it: a duplicate is never what a later
+ * question is measured against there.
+ */
+export class BandOwner {
   constructor(
     private readonly store: StateStore,
     private readonly threshold = 0.8,
     private readonly cache = new SignatureCache(0),
   ) {}
 
-  /**
-   * The id of an indexed question this one duplicates exactly or nearly, if any; otherwise
-   * indexes it under `id` and returns null.
-   */
-  check(id: string, question: string): { kind: 'exact' | 'near'; of: string; similarity: number } | null {
-    const normalised = normaliseQuestion(question);
-    const exactKey = `exact:${createHash('sha256').update(normalised).digest('hex').slice(0, 24)}`;
-    const exact = this.store.get<string>(exactKey);
-    if (exact !== undefined && exact !== id) return { kind: 'exact', of: exact, similarity: 1 };
-    const sig = signature(normalised);
-    const bands = bandKeys(sig);
-    const members = bands.map((key) => (this.store.get<string[]>(key) ?? []).slice(-BAND_IDS));
-    const candidates = new Set<string>();
-    for (const ids of members) for (const other of ids) if (other !== id) candidates.add(other);
+  answer(id: string, { band, key }: QuestionBand, sig: readonly number[]): BandAnswer {
+    if (band === 'exact') {
+      const first = this.store.get<string>(key);
+      if (first !== undefined && first !== id) return { band, duplicateOf: first, similarity: 1 };
+      this.store.put(key, id);
+      return { band, duplicateOf: null, similarity: 0 };
+    }
+    const members = (this.store.get<string[]>(key) ?? []).slice(-BAND_IDS);
     let best: { of: string; similarity: number } | null = null;
-    for (const other of candidates) {
+    for (const other of members) {
+      if (other === id) continue;
       let otherSig = this.cache.get(other);
       if (!otherSig) {
         otherSig = this.store.get<number[]>(`sig:${other}`);
@@ -144,14 +169,45 @@ export class NearDuplicateIndex {
       const s = similarity(sig, otherSig);
       if (s >= this.threshold && (!best || s > best.similarity)) best = { of: other, similarity: s };
     }
-    if (best) return { kind: 'near', ...best };
-    this.store.put(exactKey, id);
-    this.store.put(`sig:${id}`, sig);
-    this.cache.set(id, sig);
-    bands.forEach((key, b) => {
-      const ids = members[b]!;
-      if (!ids.includes(id)) this.store.put(key, [...ids, id].slice(-BAND_IDS));
-    });
-    return null;
+    if (best) return { band, duplicateOf: best.of, similarity: best.similarity };
+    if (this.cache.get(id) === undefined) {
+      this.store.put(`sig:${id}`, sig);
+      this.cache.set(id, sig);
+    }
+    if (!members.includes(id)) this.store.put(key, [...members, id].slice(-BAND_IDS));
+    return { band, duplicateOf: null, similarity: 0 };
+  }
+}
+
+/**
+ * The decision from every band's answer: an exact duplicate first, else the most similar near
+ * one (the first band's on a tie), else none. The same function decides in one process and in
+ * the streaming join, so both agree.
+ */
+export function duplicateFrom(
+  answers: readonly BandAnswer[],
+): { kind: 'exact' | 'near'; of: string; similarity: number } | null {
+  const exact = answers.find((a) => a.band === 'exact' && a.duplicateOf !== null);
+  if (exact) return { kind: 'exact', of: exact.duplicateOf!, similarity: 1 };
+  let best: BandAnswer | null = null;
+  for (const a of answers) if (a.duplicateOf !== null && (!best || a.similarity > best.similarity)) best = a;
+  return best ? { kind: 'near', of: best.duplicateOf!, similarity: best.similarity } : null;
+}
+
+/**
+ * Every band owned by one store, answered in turn: the whole index in one process (tests, the
+ * decontamination bench's baseline). The pipeline spreads the same owners over partitions.
+ */
+export class NearDuplicateIndex {
+  private readonly owner: BandOwner;
+
+  constructor(store: StateStore, threshold = 0.8, cache = new SignatureCache(0)) {
+    this.owner = new BandOwner(store, threshold, cache);
+  }
+
+  /** The indexed question this one repeats, if any; the question is indexed where its bands hold none. */
+  check(id: string, question: string): { kind: 'exact' | 'near'; of: string; similarity: number } | null {
+    const { signature: sig, bands } = questionBands(question);
+    return duplicateFrom(bands.map((b) => this.owner.answer(id, b, sig)));
   }
 }

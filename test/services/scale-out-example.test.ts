@@ -84,7 +84,7 @@ describe('the scale-out example of the README on Kafka', () => {
         '--config',
         config,
         '--processors',
-        'extract,grade,classify',
+        'extract,grade,dedup-bands,dedup,classify',
         '--worker-id',
         `w${w}`,
       ]),

@@ -1,11 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acceptRule } from '../../llm/prompts/judge.js';
 import { classifyProcessor } from '../../processors/classify.js';
+import { dedupBandsProcessor } from '../../processors/dedup/bands.js';
+import { dedupJoinProcessor } from '../../processors/dedup/join.js';
 import { gradeProcessor } from '../../processors/grade.js';
 import { Config, formatIssues } from '../../schemas/config.js';
 import type { ClassifiedQa, GradedQa, QaCandidate } from '../../schemas/qa.js';
 import { loadTaxonomy } from '../../schemas/taxonomy.js';
 import { TestDriver } from '../../topology/test-driver.js';
+import { defineTopology } from '../../topology/topology.js';
 import { acceptingJudgeReply, testProvenance } from '../fixtures/records.js';
 import { type Rig, rig } from '../llm/helpers.js';
 import type { ChatRequest } from '../llm-server/server.js';
@@ -32,6 +35,8 @@ const candidate = (
 
 const TOPICS = [
   { name: 'qa.candidates', partitions: 2, schema: 'qa-candidate' as const },
+  { name: 'qa.bands', partitions: 2, schema: 'qa-band' as const },
+  { name: 'qa.band-verdicts', partitions: 2, schema: 'band-verdict' as const },
   { name: 'qa.graded', partitions: 2, schema: 'graded-qa' as const },
   { name: 'qa.rejected', partitions: 2, schema: 'graded-qa' as const },
   { name: 'qa.classified', partitions: 2, schema: 'classified-qa' as const },
@@ -69,9 +74,16 @@ afterAll(async () => {
 
 async function grade(candidates: QaCandidate[], config: unknown = {}) {
   const settings = Config.parse({ grade: config }).grade;
-  const d = await TestDriver.forProcessor(
-    gradeProcessor({ llm: llm.llm, inFlight: 4, ...settings, registry: llm.registry }),
-    TOPICS,
+  // Grade, then the band owners and the join that refuse duplicates (processors/dedup/).
+  const d = await TestDriver.create(
+    defineTopology({
+      topics: TOPICS,
+      processors: [
+        gradeProcessor({ llm: llm.llm, inFlight: 4, ...settings, registry: llm.registry }),
+        dedupBandsProcessor({ threshold: settings.nearDuplicate }),
+        dedupJoinProcessor(),
+      ],
+    }),
   );
   try {
     // One key, so the candidates are graded in the order given (one partition).
