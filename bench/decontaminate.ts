@@ -74,6 +74,7 @@ function candidates(items: ReturnType<typeof evalItems>): QaCandidate[] {
         journal: null,
         published: null,
         articleMesh: [],
+        workIds: [],
       },
       generatedBy: { model: 'm', promptVersion: 'p' },
     } satisfies QaCandidate;

@@ -12,7 +12,8 @@ import type { Processor } from '../topology/processor.js';
 import { windowed } from '../topology/window.js';
 import { llmFailure } from './llm-failure.js';
 import { looksEnglish } from './qa/language.js';
-import { informativeFirst, passagesOf } from './sources/passages.js';
+import { informativeFirst, passagesOf, sectionText } from './sources/passages.js';
+import { sentTextKey, unversioned, workIds } from './sources/works.js';
 
 export interface ExtractOptions {
   readonly llm: Llm;
@@ -72,10 +73,13 @@ export function extractProcessor(opts: ExtractOptions): Processor {
       inFlight: opts.inFlight,
       async start(input) {
         const article = input.value as Article;
-        const passages = informativeFirst(
-          article,
-          passagesOf(article, { maxTokens: opts.passageTokens }),
-        ).slice(0, opts.maxPassages);
+        // An update of a work carries the texts an earlier record already brought: one work's
+        // questions are extracted once (sources/works.ts).
+        const sent = new Set(article.textSentBefore);
+        const fresh = passagesOf(article, { maxTokens: opts.passageTokens }).filter(
+          (p) => !sent.has(sentTextKey(sectionText(article, p.sectionIndex) ?? '')),
+        );
+        const passages = informativeFirst(article, fresh).slice(0, opts.maxPassages);
         return Promise.all(passages.map((p) => extractPassage(opts.llm, article, p)));
       },
       finish(input, outcome, ctx) {
@@ -84,6 +88,8 @@ export function extractProcessor(opts: ExtractOptions): Processor {
           return;
         }
         if (outcome.value.length === 0) {
+          // An update whose texts were all extracted before: nothing to do, nothing lost.
+          if ((input.value as Article).textSentBefore.length) return;
           ctx.deadLetter(input, 'no-text', 'extract: article has no text to make passages from');
           return;
         }
@@ -234,6 +240,7 @@ export function provenanceOf(article: Article): Provenance {
     ...(article.sourceUri ? { sourceUri: article.sourceUri } : {}),
     ...(article.pmid ? { pmid: article.pmid } : {}),
     ...(article.doi ? { doi: article.doi } : {}),
+    workIds: [...new Set([...workIds(article), ...article.relatedIds.map(unversioned)])],
     licence: article.licence,
     journal: article.journal,
     published: article.published,

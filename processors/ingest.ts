@@ -1,11 +1,10 @@
 import { stat, watch } from 'node:fs/promises';
 import { relative, sep } from 'node:path';
-import type { Article } from '../schemas/article.js';
 import type { Processor, StepContext } from '../topology/processor.js';
 import type { ProcessorTask } from '../topology/task.js';
-import { dedupKeys, mergeArticles } from './sources/dedup.js';
 import type { SourceItem } from './sources/items.js';
 import { type ReadOptions, readPath, walk } from './sources/read.js';
+import { changed, linkRecord, WorkIndex } from './sources/works.js';
 
 /**
  * Ingestion as a processor with no input topic: each step takes a chunk of reader items, emits
@@ -40,9 +39,10 @@ export function addCounts(into: IngestCounts, from: IngestCounts): void {
 }
 
 /**
- * One reader item into the step. An article seen before under any of its DOI/PMID/PMCID is
- * merged with the stored copy and re-emitted under the id it first got (so QA ids derived from
- * it stay stable) if the merge adds anything; otherwise it is counted as a duplicate.
+ * One reader item into the step. A record of a work seen before (by an id, a declared relation or
+ * its abstract: sources/works.ts) is linked into the work and re-emitted under the work's id (so QA
+ * ids derived from it stay stable) if that adds anything; otherwise it is counted as a duplicate.
+ * Keys that name two different works are logged with both ids, and the works stay apart.
  */
 export function emitItem(ctx: StepContext, item: SourceItem, counts: IngestCounts): void {
   if (item.kind === 'dead-letter') {
@@ -50,24 +50,29 @@ export function emitItem(ctx: StepContext, item: SourceItem, counts: IngestCount
     counts.deadLetters++;
     return;
   }
-  const articles = ctx.store('articles');
-  const keys = ctx.store('article-keys');
-  const incoming = item.article;
-  const knownId = dedupKeys(incoming)
-    .map((k) => keys.get<string>(k))
-    .find((id) => id !== undefined);
-  const known = knownId === undefined ? undefined : articles.get<Article>(knownId);
-  const next = known ? { ...mergeArticles(known, incoming), id: known.id } : incoming;
-  if (known && JSON.stringify(next) === JSON.stringify(known)) {
-    counts.duplicates++;
-    ctx.log.debug({ id: known.id, source: incoming.source }, 'duplicate article');
+  const works = new WorkIndex(ctx.store('articles'), ctx.store('article-keys'));
+  const record = item.article;
+  const found = works.find(record);
+  for (const other of found?.conflicts ?? [])
+    ctx.log.warn(
+      { record: record.id, source: record.source, work: found!.work.id, other: other.workId, by: other.link },
+      'a record names two works: linked to the first, the other left apart',
+    );
+  if (!found) {
+    works.put(record);
+    ctx.emit('articles', record.id, record);
+    counts.articles++;
     return;
   }
-  articles.put(next.id, next);
-  for (const k of dedupKeys(next)) keys.put(k, next.id);
+  const next = linkRecord(found.work, record, found.link);
+  if (!changed(found.work, next)) {
+    counts.duplicates++;
+    ctx.log.debug({ id: found.work.id, source: record.source }, 'duplicate article');
+    return;
+  }
+  works.put(next);
   ctx.emit('articles', next.id, next);
-  if (known) counts.updated++;
-  else counts.articles++;
+  counts.updated++;
 }
 
 interface FileState {

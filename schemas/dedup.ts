@@ -13,7 +13,11 @@ const Band = z
   .string()
   .regex(/^(exact|[0-9]+)$/)
   .describe("'exact' (the normalised question's hash) or the LSH band's index");
-const Bands = z.number().int().positive().describe('how many band records the QA has: the join waits for all');
+const Bands = z
+  .number()
+  .int()
+  .positive()
+  .describe('how many band records the QA has: the join waits for all');
 
 export const QaBand = z.object({
   qaId: QaId,

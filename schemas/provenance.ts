@@ -10,6 +10,12 @@ export const Provenance = z.object({
     .optional()
     .describe("the article's PMID, beside a DOI article id: grade matches eval items' sources by either"),
   doi: z.string().optional().describe("the article's DOI, beside a PMID article id"),
+  workIds: z
+    .array(z.string())
+    .default([])
+    .describe(
+      "every id of the article's work (its records' and declared relations' ids): grade matches eval items' sources by any",
+    ),
   licence: z.string().nullable().describe('licence of the article text, as stated by the source'),
   journal: z.string().nullable().default(null),
   published: z

@@ -5,7 +5,7 @@ import { BandOwner, SignatureCache } from '../qa/near-duplicates.js';
 /** What the band owners read and write: the graph declares it the same whoever builds it. */
 export const DEDUP_BANDS = {
   name: 'dedup-bands',
-  description: "owner of each MinHash band key: does the band already hold a near-duplicate of the question?",
+  description: 'owner of each MinHash band key: does the band already hold a near-duplicate of the question?',
   reads: ['qa.bands'],
   writes: ['qa.band-verdicts'],
   stores: ['bands'],

@@ -7,7 +7,8 @@ import { type BandAnswer, duplicateFrom } from '../qa/near-duplicates.js';
 /** What the join reads and writes: the graph declares it the same whoever builds it. */
 export const DEDUP_JOIN = {
   name: 'dedup',
-  description: "join of a QA's band verdicts: unique -> qa.graded, a duplicate -> qa.rejected naming the QA it repeats",
+  description:
+    "join of a QA's band verdicts: unique -> qa.graded, a duplicate -> qa.rejected naming the QA it repeats",
   reads: ['qa.band-verdicts'],
   writes: ['qa.graded', 'qa.rejected'],
   stores: ['verdicts'],
@@ -35,7 +36,10 @@ export function dedupJoinProcessor(opts: { readonly rejections?: Counter<'code'>
         const v = r.value as BandVerdict;
         const before = verdicts.get<Waiting>(v.qaId) ?? { answers: [], graded: null };
         const waiting: Waiting = {
-          answers: [...before.answers, { band: v.band, duplicateOf: v.duplicateOf, similarity: v.similarity }],
+          answers: [
+            ...before.answers,
+            { band: v.band, duplicateOf: v.duplicateOf, similarity: v.similarity },
+          ],
           graded: v.graded ?? before.graded,
         };
         if (waiting.answers.length < v.bands || !waiting.graded) {

@@ -494,11 +494,12 @@ function sourceKeys(item: EvalItem): string[] {
   return keys;
 }
 
-/** A candidate's article ids: its article id and the PMID and DOI its provenance carries. */
+/** A candidate's article ids: its article id, the PMID and DOI its provenance carries, and its work's. */
 function candidateSourceKeys(c: Pick<QaCandidate, 'articleId' | 'provenance'>): string[] {
   const keys = new Set([c.articleId]);
   if (c.provenance.pmid) keys.add(`pmid:${c.provenance.pmid.trim()}`);
   if (c.provenance.doi) keys.add(`doi:${normaliseDoi(c.provenance.doi)}`);
+  for (const id of c.provenance.workIds) keys.add(id);
   return [...keys];
 }
 

@@ -58,7 +58,8 @@ export function dateNumber(date: string): number {
 }
 
 export function isHeldOut(spec: HeldOut, item: Pick<MixItem, 'topics' | 'source' | 'published'>): boolean {
-  if (spec.sources.includes(item.source)) return true;
+  // A work linked from several sources is `biorxiv+pubmed`: held out if any of them is.
+  if (item.source.split('+').some((s) => spec.sources.includes(s))) return true;
   if (spec.topics.some((t) => item.topics.includes(t))) return true;
   return (
     spec.publishedFrom !== null &&

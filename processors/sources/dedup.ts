@@ -35,13 +35,16 @@ export function sameArticle(a: Article, b: Article): boolean {
 const textLength = (a: Article) => a.abstract.length + a.sections.reduce((n, s) => n + s.text.length, 0);
 
 /**
- * Orders two records richest first: full text (sections) beats abstract only, then more text,
- * then a fixed tie-break on the content hash and source so merge(a, b) equals merge(b, a).
+ * Orders two records richest first: full text (sections) beats abstract only, then the later
+ * publication (a journal version over its preprint), then more text, then a fixed tie-break on
+ * the content hash and source so merge(a, b) equals merge(b, a).
  */
 function richerFirst(a: Article, b: Article): [Article, Article] {
   const score = (x: Article) => [x.sections.length > 0 ? 1 : 0, textLength(x)] as const;
   const [sa, sb] = [score(a), score(b)];
   if (sa[0] !== sb[0]) return sa[0] > sb[0] ? [a, b] : [b, a];
+  if (a.published && b.published && a.published !== b.published)
+    return a.published > b.published ? [a, b] : [b, a];
   if (sa[1] !== sb[1]) return sa[1] > sb[1] ? [a, b] : [b, a];
   const ka = `${a.contentHash}\u0000${a.source}`;
   const kb = `${b.contentHash}\u0000${b.source}`;

@@ -38,6 +38,9 @@ export const JsonlMapping = z
     doi: Paths.optional(),
     pmid: Paths.optional(),
     pmcid: Paths.optional(),
+    related: Paths.optional().describe(
+      "other records of the same work: a DOI, PMID or PMCID, or a list of them (bioRxiv's `published`)",
+    ),
     journal: Paths.optional().describe('a string, or an object with a name'),
     published: Paths.optional().describe('a year or a date string'),
     licence: Paths.optional(),
@@ -98,6 +101,7 @@ export const GENERIC: JsonlMappingInput = {
   doi: 'doi',
   pmid: ['pmid', 'pubmed_id'],
   pmcid: ['pmcid', 'pmc_id'],
+  related: ['related_ids', 'related'],
   journal: 'journal',
   published: ['published', 'date', 'year'],
   licence: ['licence', 'license'],

@@ -21,6 +21,7 @@ import {
   stripMarkup,
 } from './normalise.js';
 import { fromAnnotated } from './s2orc.js';
+import { articleIdOf } from './works.js';
 
 /**
  * JSON Lines, one article per line, through a field mapping (presets: s2orc, generic). A bad
@@ -161,7 +162,17 @@ export function jsonToDraft(record: Record<string, Json>, m: JsonlMapping, sourc
     journal: str(record, m.journal) || null,
     published: parseDate(firstValue(record, m.published)),
     licence: str(record, m.licence) || null,
+    relatedIds: relatedIdsOf(firstValue(record, m.related)),
   };
+}
+
+/** A relation's value as article ids: a DOI, PMID or PMCID, or a list of them; anything else is no id. */
+function relatedIdsOf(v: Json | undefined): string[] {
+  const values = Array.isArray(v) ? v : v === undefined || v === null ? [] : [v];
+  return values.flatMap((x) => {
+    const id = articleIdOf(textOf(x));
+    return id ? [id] : [];
+  });
 }
 
 /** Streams a JSONL file (plain or gzipped), one item per non-blank line. Never throws. */

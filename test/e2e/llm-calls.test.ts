@@ -33,7 +33,9 @@ describe('LLM accounting through the log', () => {
       ).toBe(0);
       // Nothing listens there: a worker that opened ClickHouse would wait for it, then fail.
       setClickHouse('http://127.0.0.1:1/nowhere');
-      const worker = await runUntilIdle(ws.config, { extraArgs: ['--processors', 'extract,grade,dedup-bands,dedup,classify'] });
+      const worker = await runUntilIdle(ws.config, {
+        extraArgs: ['--processors', 'extract,grade,dedup-bands,dedup,classify'],
+      });
       expect(worker.code, worker.stderr).toBe(0);
       const calls = await topicValues(ws.dir, 'llm.calls');
       expect(calls.length).toBeGreaterThan(0);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EvalSourceShare, gradeProcessor } from '../../processors/grade.js';
 import { EvalIndex, EvalSetError, EvalSets, parseEvalSet } from '../../processors/qa/decontaminate.js';
 import { Config } from '../../schemas/config.js';
+import type { QaBand } from '../../schemas/dedup.js';
 import type { GradedQa, QaCandidate } from '../../schemas/qa.js';
 import { TestDriver } from '../../topology/test-driver.js';
 import { acceptingJudgeReply, testProvenance } from '../fixtures/records.js';
@@ -264,7 +265,7 @@ describe('grade with eval sets', () => {
       gradeProcessor({ llm: llm.llm, inFlight: 4, ...settings, registry }),
       [
         { name: 'qa.candidates', partitions: 1, schema: 'qa-candidate' as const },
-        { name: 'qa.graded', partitions: 1, schema: 'graded-qa' as const },
+        { name: 'qa.bands', partitions: 1, schema: 'qa-band' as const },
         { name: 'qa.rejected', partitions: 1, schema: 'graded-qa' as const },
         { name: 'dlq', partitions: 1, schema: 'dead-letter' as const },
       ],
@@ -286,7 +287,8 @@ describe('grade with eval sets', () => {
       ]);
       await driver.drain();
       const rejected = await driver.values<GradedQa>('qa.rejected');
-      const graded = await driver.values<GradedQa>('qa.graded');
+      // Accepted by grade: on to the band owners, the QA itself on its exact band's record.
+      const graded = (await driver.values<QaBand>('qa.bands')).flatMap((b) => (b.graded ? [b.graded] : []));
       expect(graded.map((g) => g.candidate.id)).toEqual(['c3']);
       expect(Object.fromEntries(rejected.map((r) => [r.candidate.id, r.grade.codes]))).toEqual({
         c1: ['contaminated'],

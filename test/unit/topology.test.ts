@@ -28,6 +28,8 @@ describe('topology validation', () => {
     expect(t.topics.map((x) => x.name)).toEqual([
       'articles',
       'qa.candidates',
+      'qa.bands',
+      'qa.band-verdicts',
       'qa.graded',
       'qa.rejected',
       'qa.classified',
@@ -40,6 +42,8 @@ describe('topology validation', () => {
     expect(t.processors.map((p) => p.name)).toEqual([
       'extract',
       'grade',
+      'dedup-bands',
+      'dedup',
       'classify',
       'count-sink',
       'sampler',
@@ -97,8 +101,9 @@ describe('topology validation', () => {
 describe('topology describe', () => {
   it('prints every topic, source and processor with its wiring', () => {
     const text = describeTopology(pipelineTopology());
-    expect(text).toContain('mix.state        1 partition, compacted, schema mix-state');
-    expect(text).toContain('qa.candidates ──► grade ──► qa.graded + qa.rejected');
+    expect(text).toContain('mix.state         1 partition, compacted, schema mix-state');
+    expect(text).toContain('qa.candidates ──► grade ──► qa.bands + qa.rejected');
+    expect(text).toContain('qa.band-verdicts ──► dedup ──► qa.graded + qa.rejected');
     expect(text).toContain('(ingest) ──► articles + dlq');
     expect(text).toMatch(/sampler {2}\(placeholder: not run\)[\s\S]*stores: mix/);
     // Wired, the sampler shows its timer.

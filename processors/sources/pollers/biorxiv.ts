@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { BiorxivConfig, isDay } from '../../../schemas/pollers.js';
 import { articleItem, type SourceItem } from '../items.js';
 import { type ArticleDraft, finishArticle, parseDate, stripMarkup } from '../normalise.js';
+import { articleIdOf } from '../works.js';
 import { apiDeadLetter, parseJson } from './api-items.js';
 import { endpoint, type PollerDeps, resolveDeps, unreadable } from './common.js';
 import { decodeCursor, encodeCursor, queryKey } from './cursor.js';
@@ -45,6 +46,8 @@ const Entry = z.object({
   category: z.string().optional(),
   abstract: z.string().default(''),
   jatsxml: z.url().optional(),
+  /** The journal version's DOI once the preprint is published ('NA' before). */
+  published: z.string().optional(),
 });
 type Entry = z.infer<typeof Entry>;
 
@@ -66,6 +69,8 @@ export function entryToDraft(e: Entry, server: 'biorxiv' | 'medrxiv'): ArticleDr
     journal: JOURNAL[server],
     published: parseDate(e.date),
     licence: e.license ?? null,
+    // The journal version is the same work: ingest links the two whichever comes first.
+    relatedIds: [articleIdOf(e.published ?? '')].filter((id) => id?.startsWith('doi:')) as string[],
   };
 }
 
