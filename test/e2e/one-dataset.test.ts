@@ -1,0 +1,145 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { normaliseQuestion } from '../../processors/qa/near-duplicates.js';
+import type { Article, ClassifiedQa, GradedQa } from '../../schemas/index.js';
+import { pipelineResponder } from '../llm-server/pipeline-responder.js';
+import { type LlmServer, type Responder, start } from '../llm-server/server.js';
+import { ingestAndRun, topicValues, workspace } from './helpers.js';
+
+/** One made-up abstract of about 120 words: the work the copies repeat. */
+const ABSTRACT = [
+  'Heat shock transcription factor 1 binds the promoters of chaperone genes within minutes of a temperature rise.',
+  'In cultured fibroblasts, the factor trimerised and accumulated in nuclear stress granules after exposure to forty-two degrees.',
+  'Knockdown of the factor abolished induction of the major inducible chaperone and reduced survival after the heat shock by half.',
+  'Acetylation of a lysine in the DNA-binding domain released the factor from chromatin during recovery.',
+  'A deacetylase inhibitor prolonged the binding and delayed the return of chaperone transcripts to their resting level.',
+  'These results place acetylation at the end of the heat shock response, as a switch that turns the factor off.',
+].join(' ');
+
+/** Another work, posted as a preprint, then published with one sentence reworded. */
+const PREPRINT = [
+  'Root hairs of the model grass elongate by tip growth that depends on a gradient of cytosolic calcium.',
+  'A calcium channel of the cyclic nucleotide-gated family localised to the apex of growing hairs in live imaging.',
+  'Mutants lacking the channel formed short, branched hairs and lost the oscillations of apical calcium.',
+  'Expression of the channel from a hair-specific promoter restored both the oscillations and normal elongation.',
+  'Phosphate starvation raised the expression of the channel and lengthened hairs in wild-type plants only.',
+  'The channel thus links a nutrient signal to the growth machinery at the tip of the root hair.',
+].join(' ');
+const PUBLISHED = PREPRINT.replace(
+  'Mutants lacking the channel formed short',
+  'Knockout lines without the channel produced short',
+);
+
+const line = (fields: Record<string, unknown>) => JSON.stringify(fields);
+
+/** Eight copies of one abstract under eight PMIDs and titles, and a preprint beside its journal version. */
+function duplicatedCorpus(dir: string, copies: number): string {
+  const lines = [
+    ...Array.from({ length: copies }, (_, i) =>
+      line({ pmid: String(39_000_000 + i), title: `Copy ${i} of the heat shock study`, abstract: ABSTRACT }),
+    ),
+    line({
+      doi: '10.1101/2025.05.05.650001',
+      title: 'Acetylation switches off HSF1 (preprint)',
+      abstract: PREPRINT,
+      published: '2025-05-05',
+    }),
+    line({
+      doi: '10.7554/eLife.99001',
+      title: 'Acetylation switches off HSF1',
+      abstract: PUBLISHED,
+      published: '2025-11-20',
+    }),
+  ];
+  const path = join(dir, `corpus-${copies}.jsonl`);
+  writeFileSync(path, `${lines.join('\n')}\n`);
+  return path;
+}
+
+const questionsOf = (qas: { candidate: { question: string } }[]) =>
+  qas.map((q) => normaliseQuestion(q.candidate.question));
+
+// Issue 30: one dataset, whatever the records of a work and whichever partition a question comes from.
+describe('one dataset: no question twice', () => {
+  let server: LlmServer;
+  beforeAll(async () => {
+    server = await start({ responder: pipelineResponder });
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  it('eight copies of one abstract give the QA of one; a preprint and its published version are one work', async () => {
+    const eight = workspace(server.url);
+    await ingestAndRun(eight.config, [duplicatedCorpus(eight.dir, 8)]);
+    const one = workspace(server.url);
+    await ingestAndRun(one.config, [duplicatedCorpus(one.dir, 1)]);
+
+    const works = async (dir: string) =>
+      new Set((await topicValues<Article>(dir, 'articles')).map((a) => a.id));
+    expect([...(await works(eight.dir))].sort()).toEqual(['doi:10.1101/2025.05.05.650001', 'pmid:39000000']);
+    expect(await works(one.dir)).toEqual(await works(eight.dir));
+
+    const accepted = await topicValues<ClassifiedQa>(eight.dir, 'qa.classified');
+    expect(accepted.length).toBeGreaterThan(0);
+    const questions = questionsOf(accepted);
+    expect(new Set(questions).size).toBe(questions.length);
+    // The same QA, id for id, as from one copy: the seven others added ids to the work, no question.
+    const ids = (qas: ClassifiedQa[]) => qas.map((q) => q.candidate.id).sort();
+    expect(ids(accepted)).toEqual(ids(await topicValues<ClassifiedQa>(one.dir, 'qa.classified')));
+    // The work remembers every record it was made of.
+    const latest = (await topicValues<Article>(eight.dir, 'articles'))
+      .filter((a) => a.id === 'pmid:39000000')
+      .at(-1)!;
+    expect(latest.records.map((r) => r.id)).toEqual(
+      Array.from({ length: 8 }, (_, i) => `pmid:${39_000_000 + i}`),
+    );
+  });
+});
+
+describe('a question accepted in one partition is refused in every other', () => {
+  // Every passage of every article is asked the same free-form question: the articles spread over
+  // four partitions, graded by four tasks, and the band owners see them all.
+  const SAME = 'Which enzyme family transfers phosphate groups from ATP to serine residues of proteins?';
+  const sameQuestion: Responder = async (request, context) => {
+    const reply = await pipelineResponder(request, context);
+    if (request.response_format?.json_schema?.name !== 'freeform') return reply;
+    const parsed = JSON.parse(reply) as { questions: { question: string }[] };
+    for (const q of parsed.questions) q.question = SAME;
+    return JSON.stringify(parsed);
+  };
+  let server: LlmServer;
+  beforeAll(async () => {
+    server = await start({ responder: sameQuestion });
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  it('accepts it once, and rejects each other copy as a duplicate naming the one accepted', async () => {
+    const ws = workspace(server.url);
+    const corpus = join(ws.dir, 'works.jsonl');
+    writeFileSync(
+      corpus,
+      `${Array.from({ length: 12 }, (_, i) =>
+        line({
+          pmid: String(40_000_000 + i),
+          title: `Study ${i}`,
+          abstract: `Study ${i} measured ${['kinase', 'operon', 'ligase', 'channel'][i % 4]} activity in ${['roots', 'gills', 'livers'][i % 3]} of organisms grown at temperature ${10 + i} with nitrogen supplied as nitrate or ammonium, and found activity rising with temperature in every replicate.`,
+        }),
+      ).join('\n')}\n`,
+    );
+    await ingestAndRun(ws.config, [corpus]);
+    const graded = await topicValues<GradedQa>(ws.dir, 'qa.graded');
+    const rejected = await topicValues<GradedQa>(ws.dir, 'qa.rejected');
+    const same = normaliseQuestion(SAME);
+    const kept = graded.filter((g) => normaliseQuestion(g.candidate.question) === same);
+    expect(kept).toHaveLength(1);
+    const duplicates = rejected.filter((r) => r.grade.codes.includes('duplicate'));
+    expect(duplicates.length).toBeGreaterThanOrEqual(5);
+    for (const d of duplicates) expect(d.grade.duplicateOf).toBe(kept[0]!.candidate.id);
+    // They came from several partitions' grade tasks: articles of more than one key hash.
+    expect(new Set(duplicates.map((d) => d.candidate.articleId)).size).toBeGreaterThanOrEqual(5);
+  });
+});
