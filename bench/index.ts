@@ -13,6 +13,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   dashboard: () => import('./dashboard.js'),
   'cli-start': () => import('./cli-start.js'),
   decontaminate: () => import('./decontaminate.js'),
+  dedup: () => import('./dedup.js'),
   reward: () => import('./reward.js'),
   'local-model': () => import('./local-model.js'),
 };

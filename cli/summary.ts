@@ -1,4 +1,5 @@
 import { rejectionCodesOf } from '../processors/grade.js';
+import { BAND_COUNT } from '../processors/qa/near-duplicates.js';
 import { DeadLetterCounts } from '../schemas/dead-letter.js';
 import type { LlmCallRecord } from '../schemas/llm.js';
 import type { ClassifiedQa } from '../schemas/qa.js';
@@ -24,13 +25,16 @@ export class LlmTally {
   }
 }
 
+/** Topics with one record per band of each QA (processors/dedup/). */
+const BAND_TOPICS: readonly string[] = ['qa.bands', 'qa.band-verdicts'];
+
 async function counterValues(metric: { get(): Promise<{ values: { labels: object; value: number }[] }> }) {
   return (await metric.get()).values as { labels: Record<string, string>; value: number }[];
 }
 
 /**
  * The summary `run --until-idle` prints: per processor what it took in and what became of it
- * (in = out + rejected + dead letters for grade; one output per input for classify), dead
+ * (in = out + rejected + dead letters for grade and the dedup join; one output per input for classify), dead
  * letters by code, what the LLM cost, and the topics' sizes in the log.
  */
 export async function runSummary(opts: {
@@ -51,8 +55,12 @@ export async function runSummary(opts: {
     const n = inputs.find((v) => v.labels.processor === p)?.value ?? 0;
     const outs = outputs.filter((v) => v.labels.processor === p && v.labels.topic !== 'dlq');
     const dl = deadByCode.filter((v) => v.labels.processor === p).reduce((n, v) => n + v.value, 0);
-    const parts = outs.map((v) => `${v.labels.topic} ${v.value}`);
-    lines.push(`  ${p.padEnd(9)} in ${n} -> ${[...parts, `dead letters ${dl}`].join(', ')}`);
+    // The band topics carry each accepted QA once per band: say how many QA that is.
+    const parts = outs.map(
+      (v) =>
+        `${v.labels.topic} ${v.value}${BAND_TOPICS.includes(v.labels.topic!) ? ` (${v.value / BAND_COUNT} QA)` : ''}`,
+    );
+    lines.push(`  ${p.padEnd(11)} in ${n} -> ${[...parts, `dead letters ${dl}`].join(', ')}`);
   }
   const passages =
     (await opts.metrics.registry.getSingleMetric('bioalchemy_extract_passages_total')?.get())?.values ?? [];

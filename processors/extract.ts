@@ -73,13 +73,7 @@ export function extractProcessor(opts: ExtractOptions): Processor {
       inFlight: opts.inFlight,
       async start(input) {
         const article = input.value as Article;
-        // An update of a work carries the texts an earlier record already brought: one work's
-        // questions are extracted once (sources/works.ts).
-        const sent = new Set(article.textSentBefore);
-        const fresh = passagesOf(article, { maxTokens: opts.passageTokens }).filter(
-          (p) => !sent.has(sentTextKey(sectionText(article, p.sectionIndex) ?? '')),
-        );
-        const passages = informativeFirst(article, fresh).slice(0, opts.maxPassages);
+        const passages = passagesToExtract(article, opts);
         return Promise.all(passages.map((p) => extractPassage(opts.llm, article, p)));
       },
       finish(input, outcome, ctx) {
@@ -124,6 +118,22 @@ export function extractProcessor(opts: ExtractOptions): Processor {
       },
     },
   });
+}
+
+/**
+ * The passages extract asks about, most informative first, at most maxPassages. An update of a
+ * work carries the texts an earlier record already brought: they are left out, so one work's
+ * questions are extracted once (sources/works.ts).
+ */
+export function passagesToExtract(
+  article: Article,
+  opts: Pick<ExtractOptions, 'passageTokens' | 'maxPassages'>,
+): PassageSpan[] {
+  const sent = new Set(article.textSentBefore);
+  const fresh = passagesOf(article, { maxTokens: opts.passageTokens }).filter(
+    (p) => !sent.has(sentTextKey(sectionText(article, p.sectionIndex) ?? '')),
+  );
+  return informativeFirst(article, fresh).slice(0, opts.maxPassages);
 }
 
 async function extractPassage(llm: Llm, article: Article, passage: PassageSpan): Promise<PassageResult> {

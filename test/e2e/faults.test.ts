@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { passagesOf } from '../../processors/sources/passages.js';
+import { passagesToExtract } from '../../processors/extract.js';
 import type { Article } from '../../schemas/article.js';
 import { openRuntime } from '../../topology/runtime/open.js';
 import { readAll } from '../conformance/suite.js';
@@ -55,7 +55,10 @@ describe('the pipeline under LLM faults', () => {
     const runtime = await openRuntime(`file:${ws.dir}/log`);
     const articles = (await readAll(runtime, 'articles')).map((r) => r.value as Article);
     await runtime.close();
-    const total = articles.reduce((n, a) => n + passagesOf(a, { maxTokens: 400 }).slice(0, 8).length, 0);
+    const total = articles.reduce(
+      (n, a) => n + passagesToExtract(a, { passageTokens: 400, maxPassages: 8 }).length,
+      0,
+    );
     const outcomes = passageCounts(run.stdout);
     expect(Object.values(outcomes).reduce((a, b) => a + b, 0)).toBe(total);
     expect(outcomes.questions).toBeGreaterThan(0);

@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Article } from '../../schemas/article.js';
 import type { GradedQa } from '../../schemas/qa.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
 import {
   cli,
   cliAsync,
+  expectSummaryAddsUp,
   ingestAndRun,
   runUntilIdle,
   summaryCounts,
@@ -30,27 +32,22 @@ describe('the pipeline end to end (embedded, test LLM server)', () => {
     const counts = summaryCounts(run.stdout);
     const articles = await topicValues<{ id: string }>(ws.dir, 'articles');
     expect(counts.extract!.in).toBe(articles.length);
-    // Every input of grade and classify ends in exactly one place.
-    const g = counts.grade!;
-    expect(g.in).toBe(counts.extract!['qa.candidates']);
-    expect(g.in).toBe((g['qa.graded'] ?? 0) + (g['qa.rejected'] ?? 0) + g['dead letters']!);
+    // Every input of grade, the dedup join and classify ends in exactly one place.
+    expectSummaryAddsUp(counts, expect);
     const c = counts.classify!;
-    expect(c.in).toBe(g['qa.graded']);
-    expect(c.in).toBe((c['qa.classified'] ?? 0) + c['dead letters']!);
-    expect(g['qa.rejected']).toBeGreaterThan(0);
+    expect(counts.grade!['qa.rejected']).toBeGreaterThan(0);
 
     const classified = await topicValues(ws.dir, 'qa.classified');
     expect(classified.length).toBe(c['qa.classified']);
     expect(classified.length).toBeGreaterThan(5);
-    // One article is in the fixtures twice: its candidates are graded once, the repeats rejected
-    // as duplicates of themselves, not dead letters (no operator need look at them).
+    // One article is in the fixtures twice (JATS and MEDLINE): one work, updated by its second
+    // record, whose texts were extracted once, so no candidate comes twice.
     const classifiedIds = classified.map((qa) => (qa as { candidate: { id: string } }).candidate.id);
     expect(new Set(classifiedIds).size).toBe(classifiedIds.length);
-    const repeats = (await topicValues<GradedQa>(ws.dir, 'qa.rejected')).filter(
-      (g) => g.grade.duplicateOf === g.candidate.id,
-    );
-    expect(repeats.length).toBeGreaterThan(0);
-    for (const { grade } of repeats) expect(grade.codes).toEqual(['duplicate']);
+    const candidateIds = (await topicValues<{ id: string }>(ws.dir, 'qa.candidates')).map((q) => q.id);
+    expect(new Set(candidateIds).size).toBe(candidateIds.length);
+    const updates = (await topicValues<Article>(ws.dir, 'articles')).filter((a) => a.textSentBefore.length);
+    expect(updates.length).toBeGreaterThan(0);
     expect((await topicValues<{ code: string }>(ws.dir, 'dlq')).map((d) => d.code)).not.toContain(
       'duplicate',
     );
