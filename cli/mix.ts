@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { openClickHouse } from '../analytics/clickhouse.js';
 import { forEachQaItem } from '../analytics/qa-store.js';
+import { DuplicatesRemoved, type DuplicatesRemovedCounts } from '../processors/dedup/removed.js';
 import { type EvalRejectionCounts, EvalRejectionTally } from '../processors/qa/decontaminate.js';
 import {
   type DatasetRow,
@@ -45,7 +46,12 @@ export async function mix(opts: MixOptions): Promise<void> {
   }
   // Grade's eval-set rejections, from the log: what decontamination kept out of the mix, per set.
   const evalRejections = new EvalRejectionTally();
-  await forEachLogValue(config, 'qa.rejected', (v) => evalRejections.add(v));
+  const duplicates = new DuplicatesRemoved();
+  await forEachLogValue(config, 'qa.rejected', (v) => {
+    evalRejections.add(v);
+    duplicates.addRejected(v);
+  });
+  await forEachLogValue(config, 'articles', (v) => duplicates.addArticle(v));
   const params = selectionParams(config.sampler, reference, alpha);
   const live: Live | null = index.size ? { index, selection: computeSelection(index, params) } : null;
   const referenceCounts = knownCounts(reference).counts;
@@ -98,13 +104,25 @@ export async function mix(opts: MixOptions): Promise<void> {
           }
         : null,
       evalRejections: evalRejections.counts,
+      duplicatesRemoved: duplicates.counts,
     };
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     return;
   }
   process.stdout.write(
-    `${[...table13Lines(reference, figures, name), ...liveLines(live, full, alpha, config.sampler.heldOut), ...evalRejectionLines(evalRejections.counts, config.grade.evalSets)].join('\n')}\n`,
+    `${[...table13Lines(reference, figures, name), ...liveLines(live, full, alpha, config.sampler.heldOut), ...evalRejectionLines(evalRejections.counts, config.grade.evalSets), ...duplicateLines(duplicates.counts)].join('\n')}\n`,
   );
+}
+
+/** Duplicates kept out of the dataset, by kind (README: what counts as a duplicate). */
+function duplicateLines(c: DuplicatesRemovedCounts): string[] {
+  const r = c.records;
+  const q = c.questions;
+  return [
+    'duplicates removed:',
+    `  records folded into works: ${r.id + r.relation + r.text + r['near-text']} (${c.worksWithCopies} works with copies): by id ${r.id}, by declared relation ${r.relation}, same abstract ${r.text}, near-identical abstract ${r['near-text']}`,
+    `  questions refused: ${q['same-candidate'] + q.exact + q.near}: the same question ${q.exact}, a near-duplicate ${q.near}, the same candidate again ${q['same-candidate']}`,
+  ];
 }
 
 /** Per eval set, the QA grade kept out of the mix: `  pubmedqa: 12 contaminated, 3 eval-source`. */

@@ -5,7 +5,7 @@ import { normaliseQuestion } from '../../processors/qa/near-duplicates.js';
 import type { Article, ClassifiedQa, GradedQa } from '../../schemas/index.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, type Responder, start } from '../llm-server/server.js';
-import { ingestAndRun, topicValues, workspace } from './helpers.js';
+import { cli, ingestAndRun, topicValues, workspace } from './helpers.js';
 
 /** One made-up abstract of about 120 words: the work the copies repeat. */
 const ABSTRACT = [
