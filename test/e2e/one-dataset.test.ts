@@ -3,59 +3,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normaliseQuestion } from '../../processors/qa/near-duplicates.js';
 import type { Article, ClassifiedQa, GradedQa } from '../../schemas/index.js';
+import { duplicatedCorpus, line } from '../fixtures/duplicated-corpus.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, type Responder, start } from '../llm-server/server.js';
 import { cli, ingestAndRun, topicValues, workspace } from './helpers.js';
-
-/** One made-up abstract of about 120 words: the work the copies repeat. */
-const ABSTRACT = [
-  'Heat shock transcription factor 1 binds the promoters of chaperone genes within minutes of a temperature rise.',
-  'In cultured fibroblasts, the factor trimerised and accumulated in nuclear stress granules after exposure to forty-two degrees.',
-  'Knockdown of the factor abolished induction of the major inducible chaperone and reduced survival after the heat shock by half.',
-  'Acetylation of a lysine in the DNA-binding domain released the factor from chromatin during recovery.',
-  'A deacetylase inhibitor prolonged the binding and delayed the return of chaperone transcripts to their resting level.',
-  'These results place acetylation at the end of the heat shock response, as a switch that turns the factor off.',
-].join(' ');
-
-/** Another work, posted as a preprint, then published with one sentence reworded. */
-const PREPRINT = [
-  'Root hairs of the model grass elongate by tip growth that depends on a gradient of cytosolic calcium.',
-  'A calcium channel of the cyclic nucleotide-gated family localised to the apex of growing hairs in live imaging.',
-  'Mutants lacking the channel formed short, branched hairs and lost the oscillations of apical calcium.',
-  'Expression of the channel from a hair-specific promoter restored both the oscillations and normal elongation.',
-  'Phosphate starvation raised the expression of the channel and lengthened hairs in wild-type plants only.',
-  'The channel thus links a nutrient signal to the growth machinery at the tip of the root hair.',
-].join(' ');
-const PUBLISHED = PREPRINT.replace(
-  'Mutants lacking the channel formed short',
-  'Knockout lines without the channel produced short',
-);
-
-const line = (fields: Record<string, unknown>) => JSON.stringify(fields);
-
-/** Eight copies of one abstract under eight PMIDs and titles, and a preprint beside its journal version. */
-function duplicatedCorpus(dir: string, copies: number): string {
-  const lines = [
-    ...Array.from({ length: copies }, (_, i) =>
-      line({ pmid: String(39_000_000 + i), title: `Copy ${i} of the heat shock study`, abstract: ABSTRACT }),
-    ),
-    line({
-      doi: '10.1101/2025.05.05.650001',
-      title: 'Acetylation switches off HSF1 (preprint)',
-      abstract: PREPRINT,
-      published: '2025-05-05',
-    }),
-    line({
-      doi: '10.7554/eLife.99001',
-      title: 'Acetylation switches off HSF1',
-      abstract: PUBLISHED,
-      published: '2025-11-20',
-    }),
-  ];
-  const path = join(dir, `corpus-${copies}.jsonl`);
-  writeFileSync(path, `${lines.join('\n')}\n`);
-  return path;
-}
 
 const questionsOf = (qas: { candidate: { question: string } }[]) =>
   qas.map((q) => normaliseQuestion(q.candidate.question));

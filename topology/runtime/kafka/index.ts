@@ -129,19 +129,38 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
     return runtime;
   }
 
+  /** Waits until every partition of the topics has a leader, for up to a minute; then throws `cause`. */
+  private async leadersOf(topics: readonly string[], cause: unknown): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const meta = await this.admin.fetchTopicMetadata({ topics: [...topics] }).catch(() => null);
+      if (meta?.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+      if (Date.now() > deadline) throw cause;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
   async ensureTopics(topics: readonly TopicSpec[]): Promise<void> {
     const existing = new Set(await this.admin.listTopics());
     const missing = topics.filter((t) => !existing.has(this.names.topic(t.name)));
     if (missing.length) {
-      await this.admin.createTopics({
-        waitForLeaders: true,
-        topics: missing.map((t) => ({
-          topic: this.names.topic(t.name),
-          numPartitions: t.partitions,
-          replicationFactor: 1,
-          configEntries: topicConfig(t),
-        })),
-      });
+      const names = missing.map((t) => this.names.topic(t.name));
+      await this.admin
+        .createTopics({
+          waitForLeaders: true,
+          topics: missing.map((t) => ({
+            topic: this.names.topic(t.name),
+            numPartitions: t.partitions,
+            replicationFactor: 1,
+            configEntries: topicConfig(t),
+          })),
+        })
+        .catch(async (e: unknown) => {
+          // kafkajs waits for leaders but gives up on the first "unknown topic" a KRaft broker
+          // answers for a topic it created moments before: wait for the leaders here instead.
+          if ((e as { type?: string }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw e;
+          await this.leadersOf(names, e);
+        });
     }
     const present = topics.filter((t) => existing.has(this.names.topic(t.name)));
     if (present.length) {

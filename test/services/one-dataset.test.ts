@@ -1,0 +1,143 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { normaliseQuestion } from '../../processors/qa/near-duplicates.js';
+import type { ClassifiedQa } from '../../schemas/qa.js';
+import { openRuntime } from '../../topology/runtime/open.js';
+import { readAll } from '../conformance/suite.js';
+import { BIN, cli, ingestAndRun, syntheticArticles, topicValues, workspace } from '../e2e/helpers.js';
+import { duplicatedCorpus } from '../fixtures/duplicated-corpus.js';
+import { pipelineResponder } from '../llm-server/pipeline-responder.js';
+import { type LlmServer, start } from '../llm-server/server.js';
+import { KAFKA } from './env.js';
+
+/** Accepted QA by id, with their questions as the dedup compares them. */
+const acceptedOf = (qas: ClassifiedQa[]) =>
+  new Map(qas.map((q) => [q.candidate.id, normaliseQuestion(q.candidate.question)]));
+
+// Issue 30, done when: three workers on Kafka, one killed mid-run, accept what one embedded
+// process accepts, with no question twice.
+describe('one dataset across workers on Kafka', () => {
+  let server: LlmServer;
+  let dir: string;
+  let corpus: string;
+  let embedded: Map<string, string>;
+  beforeAll(async () => {
+    server = await start({
+      responder: pipelineResponder,
+      latency: { kind: 'lognormal', medianMs: 20, p99Ms: 200 },
+    });
+    dir = mkdtempSync(join(tmpdir(), 'bioalchemy-one-dataset-'));
+    // The copies and the preprint pair, and 24 works of their own.
+    corpus = join(dir, 'corpus.jsonl');
+    const copies = duplicatedCorpus(dir, 8);
+    writeFileSync(corpus, `${readFileSync(copies, 'utf8')}${syntheticArticles(24)}`);
+    const ws = workspace(server.url);
+    await ingestAndRun(ws.config, [corpus]);
+    embedded = acceptedOf(await topicValues<ClassifiedQa>(ws.dir, 'qa.classified'));
+  }, 300_000);
+  afterAll(async () => {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  for (const client of ['kafkajs', 'rdkafka'] as const) {
+    it(`${client}: three workers, one killed with SIGKILL, accept the embedded run's QA, no question twice`, async () => {
+      const app = `od${randomUUID().slice(0, 8)}`;
+      const log = `kafka://${KAFKA}?client=${client}`;
+      const config = join(dir, `${client}.json`);
+      writeFileSync(
+        config,
+        JSON.stringify({
+          log,
+          app,
+          llm: { baseUrl: server.url, apiKeyEnv: 'E2E_LLM_KEY', model: 'test-model' },
+          processors: {
+            extract: { concurrency: 3 },
+            grade: { concurrency: 3 },
+            classify: { concurrency: 3 },
+          },
+        }),
+      );
+      const ingest = cli(['ingest', corpus, '--config', config]);
+      expect(ingest.status, ingest.stderr).toBe(0);
+      const workers = [1, 2, 3].map((w) =>
+        worker([
+          'run',
+          '--config',
+          config,
+          '--processors',
+          'extract,grade,dedup-bands,dedup,classify',
+          '--worker-id',
+          `w${w}`,
+        ]),
+      );
+      const runtime = await openRuntime(log, { app });
+      let accepted = new Map<string, string>();
+      const read = async () => {
+        accepted = acceptedOf((await readAll(runtime, 'qa.classified')).map((r) => r.value as ClassifiedQa));
+      };
+      try {
+        await until('a first classified QA', async () => (await read(), accepted.size > 0), workers);
+        workers[0]!.process.kill('SIGKILL');
+        await once(workers[0]!.process, 'exit');
+        await until(
+          'every question of the embedded run',
+          async () => (await read(), [...embedded.values()].every((q) => [...accepted.values()].includes(q))),
+          workers.slice(1),
+        );
+        // Nothing after: the two left have nothing more to accept.
+        const questions = [...accepted.values()];
+        expect(new Set(questions).size, 'no question twice').toBe(questions.length);
+        expect(new Set(questions)).toEqual(new Set(embedded.values()));
+        // Id for id where a question came from one work; a question two works asked alike is kept
+        // once, from whichever work reached its band owner first (see the README).
+        const sameWork = [...embedded].filter(
+          ([, q]) => [...embedded.values()].filter((x) => x === q).length === 1,
+        );
+        for (const [id] of sameWork) expect(accepted.has(id), id).toBe(true);
+      } finally {
+        await runtime.close();
+        for (const w of workers) w.process.kill('SIGTERM');
+        await Promise.all(
+          workers.map((w) =>
+            w.process.exitCode === null && w.process.signalCode === null ? once(w.process, 'exit') : null,
+          ),
+        );
+      }
+    }, 420_000);
+  }
+});
+
+interface Worker {
+  readonly process: ChildProcess;
+  stderr: string;
+}
+
+function worker(args: string[]): Worker {
+  const w: Worker = {
+    process: spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, E2E_LLM_KEY: 'test-key', BIOALCHEMY_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    }),
+    stderr: '',
+  };
+  w.process.stderr!.on('data', (c: Buffer) => {
+    w.stderr = (w.stderr + c).slice(-20_000);
+  });
+  return w;
+}
+
+async function until(what: string, done: () => Promise<boolean>, alive: readonly Worker[]): Promise<void> {
+  const deadline = Date.now() + 300_000;
+  while (!(await done())) {
+    const exited = alive.find((w) => w.process.exitCode !== null);
+    if (exited) throw new Error(`a worker exited while waiting for ${what}:\n${exited.stderr.slice(-3000)}`);
+    if (Date.now() > deadline) throw new Error(`no ${what} within 300 s`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
