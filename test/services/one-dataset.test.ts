@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normaliseQuestion } from '../../processors/qa/near-duplicates.js';
-import type { ClassifiedQa } from '../../schemas/qa.js';
+import type { ClassifiedQa, QaCandidate } from '../../schemas/qa.js';
 import { openRuntime } from '../../topology/runtime/open.js';
 import { readAll } from '../conformance/suite.js';
 import { BIN, cli, ingestAndRun, syntheticArticles, topicValues, workspace } from '../e2e/helpers.js';
@@ -26,6 +26,8 @@ describe('one dataset across workers on Kafka', () => {
   let dir: string;
   let corpus: string;
   let embedded: Map<string, string>;
+  /** Each question the embedded run's extract asked, and the works that asked it. */
+  const askedBy = new Map<string, Set<string>>();
   beforeAll(async () => {
     server = await start({
       responder: pipelineResponder,
@@ -39,6 +41,10 @@ describe('one dataset across workers on Kafka', () => {
     const ws = workspace(server.url);
     await ingestAndRun(ws.config, [corpus]);
     embedded = acceptedOf(await topicValues<ClassifiedQa>(ws.dir, 'qa.classified'));
+    for (const c of await topicValues<QaCandidate>(ws.dir, 'qa.candidates')) {
+      const q = normaliseQuestion(c.question);
+      askedBy.set(q, (askedBy.get(q) ?? new Set()).add(c.articleId));
+    }
   }, 300_000);
   afterAll(async () => {
     await server.stop();
@@ -82,12 +88,24 @@ describe('one dataset across workers on Kafka', () => {
         accepted = acceptedOf((await readAll(runtime, 'qa.classified')).map((r) => r.value as ClassifiedQa));
       };
       try {
-        await until('a first classified QA', async () => (await read(), accepted.size > 0), workers);
+        await until(
+          () => 'a first classified QA',
+          async () => {
+            await read();
+            return accepted.size > 0;
+          },
+          workers,
+        );
         workers[0]!.process.kill('SIGKILL');
         await once(workers[0]!.process, 'exit');
+        const missing = () =>
+          [...embedded.values()].filter((q) => ![...accepted.values()].includes(q)).length;
         await until(
-          'every question of the embedded run',
-          async () => (await read(), [...embedded.values()].every((q) => [...accepted.values()].includes(q))),
+          () => `every question of the embedded run (${missing()} of ${embedded.size} missing)`,
+          async () => {
+            await read();
+            return missing() === 0;
+          },
           workers.slice(1),
         );
         // Nothing after: the two left have nothing more to accept.
@@ -96,18 +114,12 @@ describe('one dataset across workers on Kafka', () => {
         expect(new Set(questions)).toEqual(new Set(embedded.values()));
         // Id for id where a question came from one work; a question two works asked alike is kept
         // once, from whichever work reached its band owner first (see the README).
-        const sameWork = [...embedded].filter(
-          ([, q]) => [...embedded.values()].filter((x) => x === q).length === 1,
-        );
-        for (const [id] of sameWork) expect(accepted.has(id), id).toBe(true);
+        const oneWork = [...embedded].filter(([, q]) => askedBy.get(q)?.size === 1);
+        expect(oneWork.length).toBeGreaterThan(embedded.size / 2);
+        for (const [id] of oneWork) expect(accepted.has(id), id).toBe(true);
       } finally {
         await runtime.close();
-        for (const w of workers) w.process.kill('SIGTERM');
-        await Promise.all(
-          workers.map((w) =>
-            w.process.exitCode === null && w.process.signalCode === null ? once(w.process, 'exit') : null,
-          ),
-        );
+        await Promise.all(workers.map(stop));
       }
     }, 420_000);
   }
@@ -132,12 +144,28 @@ function worker(args: string[]): Worker {
   return w;
 }
 
-async function until(what: string, done: () => Promise<boolean>, alive: readonly Worker[]): Promise<void> {
-  const deadline = Date.now() + 300_000;
+/** SIGTERM, and SIGKILL if it has not exited 20 s later: a stuck worker must not hide the test's own error. */
+async function stop(w: Worker): Promise<void> {
+  if (w.process.exitCode !== null || w.process.signalCode !== null) return;
+  const exited = once(w.process, 'exit');
+  w.process.kill('SIGTERM');
+  const timer = setTimeout(() => w.process.kill('SIGKILL'), 20_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function until(
+  what: () => string,
+  done: () => Promise<boolean>,
+  alive: readonly Worker[],
+): Promise<void> {
+  const deadline = Date.now() + 240_000;
   while (!(await done())) {
     const exited = alive.find((w) => w.process.exitCode !== null);
-    if (exited) throw new Error(`a worker exited while waiting for ${what}:\n${exited.stderr.slice(-3000)}`);
-    if (Date.now() > deadline) throw new Error(`no ${what} within 300 s`);
+    if (exited)
+      throw new Error(`a worker exited while waiting for ${what()}:\n${exited.stderr.slice(-3000)}`);
+    if (Date.now() > deadline)
+      throw new Error(`no ${what()} within 240 s; last worker's log:\n${alive.at(-1)?.stderr.slice(-3000)}`);
     await new Promise((r) => setTimeout(r, 1000));
   }
 }
