@@ -6,6 +6,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ingestFile, ingestProcessor } from '../../processors/ingest.js';
 import { pipelineTopology } from '../../processors/pipeline.js';
+import { isHeldOut } from '../../processors/sampler/selection.js';
 import { articleIdOf, unversioned } from '../../processors/sources/works.js';
 import type { Article } from '../../schemas/index.js';
 import { EngineMetrics } from '../../topology/metrics.js';
@@ -197,5 +198,13 @@ describe('one work, many records (ingest)', () => {
       ),
       { numRuns: 15, seed: Number(process.env.FC_SEED ?? 30) },
     );
+  });
+});
+
+describe('everything counts works', () => {
+  it('holds out a work linked from a held-out source, whatever its other sources', () => {
+    const heldOut = { sources: ['biorxiv'], topics: [], publishedFrom: null };
+    expect(isHeldOut(heldOut, { topics: [], source: 'biorxiv+pubmed', published: null })).toBe(true);
+    expect(isHeldOut(heldOut, { topics: [], source: 'jats+medline', published: null })).toBe(false);
   });
 });
