@@ -1,6 +1,6 @@
 /**
  * The layers of ../shared/DESIGN.md as code: imports point down this list, never up.
- *   schemas <- topology <- analytics, llm, reward <- processors <- server <- cli
+ *   schemas <- topology <- sources, analytics, llm, reward <- processors <- server <- cli
  * schemas import only zod and node; the engine (topology) knows no ClickHouse, no LLM and no
  * processor; nothing imports cli but the bin/ entry point; no import cycles, type-only included.
  * `npm run lint` runs it, and CI runs `npm run lint`.
@@ -12,9 +12,11 @@ const LAYERS = {
   llm: ['schemas', 'topology'],
   // The verifiable reward reads records and its own rule table: nothing of the engine.
   reward: ['schemas'],
-  processors: ['schemas', 'topology', 'analytics', 'llm', 'reward'],
-  server: ['schemas', 'topology', 'analytics', 'llm', 'reward', 'processors'],
-  cli: ['schemas', 'topology', 'analytics', 'llm', 'reward', 'processors', 'server'],
+  // Readers, pollers and passages: articles in, with the state a work's records share.
+  sources: ['schemas', 'topology'],
+  processors: ['schemas', 'topology', 'sources', 'analytics', 'llm', 'reward'],
+  server: ['schemas', 'topology', 'sources', 'analytics', 'llm', 'reward', 'processors'],
+  cli: ['schemas', 'topology', 'sources', 'analytics', 'llm', 'reward', 'processors', 'server'],
 };
 const names = Object.keys(LAYERS);
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TextDecoder } from 'node:util';
 import { SaxesParser } from 'saxes';
-import { readMedline } from '../processors/sources/medline.js';
+import { readMedline } from '../sources/medline.js';
 import { writePubmedFile } from '../test/sources/helpers/medline-gen.js';
 import { fmt, ratioLine } from './harness.js';
 

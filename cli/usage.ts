@@ -35,6 +35,6 @@ export function wholeNumber(value: string): number {
 export const POLL_STALLED = 3;
 export const POLL_PAUSED = 4;
 
-/** The formats `ingest --format` offers, and its JSONL mappings (processors/sources reads them). */
+/** The formats `ingest --format` offers, and its JSONL mappings (sources reads them). */
 export const FORMATS = ['jats', 'medline', 'jsonl', 'text', 'markdown', 'pdf'] as const;
 export const JSONL_MAPPINGS = ['auto', 's2orc', 'generic'] as const;

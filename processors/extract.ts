@@ -8,12 +8,12 @@ import type { DeadLetterCode } from '../schemas/dead-letter.js';
 import { contentHash } from '../schemas/ids.js';
 import type { Provenance } from '../schemas/provenance.js';
 import { type PassageSpan, QaCandidate } from '../schemas/qa.js';
+import { informativeFirst, passagesOf, sectionText } from '../sources/passages.js';
+import { sentTextKey, unversioned, workIds } from '../sources/works.js';
 import type { Processor } from '../topology/processor.js';
 import { windowed } from '../topology/window.js';
 import { llmFailure } from './llm-failure.js';
 import { looksEnglish } from './qa/language.js';
-import { informativeFirst, passagesOf, sectionText } from './sources/passages.js';
-import { sentTextKey, unversioned, workIds } from './sources/works.js';
 
 export interface ExtractOptions {
   readonly llm: Llm;

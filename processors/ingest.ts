@@ -1,10 +1,10 @@
 import { stat, watch } from 'node:fs/promises';
 import { relative, sep } from 'node:path';
+import type { SourceItem } from '../sources/items.js';
+import { type ReadOptions, readPath, walk } from '../sources/read.js';
+import { changed, linkRecord, WorkIndex } from '../sources/works.js';
 import type { Processor, StepContext } from '../topology/processor.js';
 import type { ProcessorTask } from '../topology/task.js';
-import type { SourceItem } from './sources/items.js';
-import { type ReadOptions, readPath, walk } from './sources/read.js';
-import { changed, linkRecord, WorkIndex } from './sources/works.js';
 
 /**
  * Ingestion as a processor with no input topic: each step takes a chunk of reader items, emits

@@ -2,13 +2,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { contentHash } from '../schemas/ids.js';
 import { type PollerConfig, PollerState } from '../schemas/pollers.js';
+import { apiDeadLetter } from '../sources/pollers/api-items.js';
+import { createPoller } from '../sources/pollers/config.js';
+import { HttpError } from '../sources/pollers/http.js';
+import { type HttpCall, type Poller, type RetryAfter, UnreadablePage } from '../sources/pollers/types.js';
 import type { Runtime } from '../topology/runtime/types.js';
 import type { ProcessorTask } from '../topology/task.js';
 import { addCounts, emitItem, type IngestCounts, ingestProcessor, noCounts } from './ingest.js';
-import { apiDeadLetter } from './sources/pollers/api-items.js';
-import { createPoller } from './sources/pollers/config.js';
-import { HttpError } from './sources/pollers/http.js';
-import { type HttpCall, type Poller, type RetryAfter, UnreadablePage } from './sources/pollers/types.js';
 
 /** How a poller waits out an unreadable page, and when its stall becomes an alert. */
 export type StallSettings = Pick<PollerConfig, 'stallBackoffMs' | 'maxStallBackoffMs' | 'stallAlertAfterMs'>;

@@ -22,7 +22,7 @@ export const Caption = z.object({
   text: z.string(),
 });
 
-/** How a record joined its work (processors/sources/works.ts): the first record, or the key that linked it. */
+/** How a record joined its work (sources/works.ts): the first record, or the key that linked it. */
 export const WorkLink = z.enum(['first', 'id', 'relation', 'text', 'near-text']);
 export type WorkLink = z.infer<typeof WorkLink>;
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * The config of the literature pollers (PubMed, Europe PMC, bioRxiv): schemas only, so the config
- * file can be checked without loading a poller; processors/sources/pollers/ builds pollers from it.
+ * file can be checked without loading a poller; sources/pollers/ builds pollers from it.
  */
 
 /** A calendar day as YYYY-MM-DD (UTC), as the pollers' cursors and `since` hold it. */

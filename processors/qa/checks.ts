@@ -1,8 +1,8 @@
 import { BLOCK_MARKER } from '../../llm/prompts/data-block.js';
 import { unverifiable } from '../../reward/index.js';
 import type { QaCandidate, RejectionCode } from '../../schemas/qa.js';
+import { normaliseText } from '../../sources/minhash.js';
 import { looksEnglish } from './language.js';
-import { normaliseQuestion } from './near-duplicates.js';
 
 /** A rule a candidate failed: its stable code (a metric label) and why, for the record. */
 export interface RuleFailure {
@@ -51,7 +51,7 @@ function sentencesOf(text: string): Set<string> {
   return new Set(
     text
       .split(/(?<=[.!?])\s+/)
-      .map(normaliseQuestion)
+      .map(normaliseText)
       .filter((s) => s.length > 0),
   );
 }
@@ -61,7 +61,7 @@ export function deterministicChecks(c: QaCandidate, opts: CheckOptions): RuleFai
   const failures: RuleFailure[] = [];
   const fail = (code: RejectionCode, reason: string) => failures.push({ code, reason });
   const question = c.question.trim();
-  const normalisedQuestion = normaliseQuestion(question);
+  const normalisedQuestion = normaliseText(question);
   if (question.length < LIMITS.question.min || question.length > LIMITS.question.max)
     fail(
       'question-length',
@@ -75,7 +75,7 @@ export function deterministicChecks(c: QaCandidate, opts: CheckOptions): RuleFai
     }
   }
   if (!looksEnglish(question)) fail('not-english', 'question is not in English');
-  if (normalisedQuestion && normalisedQuestion === normaliseQuestion(c.articleTitle))
+  if (normalisedQuestion && normalisedQuestion === normaliseText(c.articleTitle))
     fail('copied-text', "question is the article's title");
   else if (sentencesOf(c.passage.text).has(normalisedQuestion))
     fail('copied-text', 'question is a sentence of the passage, copied');
@@ -84,7 +84,7 @@ export function deterministicChecks(c: QaCandidate, opts: CheckOptions): RuleFai
   if (c.kind === 'multiple-choice') {
     const n = c.options.length;
     if (n < 4 || n > 5) fail('option-count', `${n} options; a multiple-choice question has 4 or 5`);
-    const normalised = c.options.map(normaliseQuestion);
+    const normalised = c.options.map(normaliseText);
     const repeated = normalised.findIndex((o, i) => normalised.indexOf(o) !== i);
     if (repeated >= 0)
       fail(
@@ -113,7 +113,7 @@ export function deterministicChecks(c: QaCandidate, opts: CheckOptions): RuleFai
         'yes-no-answer',
         `answer "${answer.slice(0, 40)}" is yes/no or true/false: a guess gets it half the time`,
       );
-    const key = normaliseQuestion(answer);
+    const key = normaliseText(answer);
     if (key.length >= 4 && ` ${normalisedQuestion} `.includes(` ${key} `))
       fail('answer-in-question', 'the answer is written in the question');
   }

@@ -6,7 +6,7 @@ import * as parquet from 'parquet-wasm/node';
 import { z } from 'zod';
 import { normaliseDoi } from '../../schemas/ids.js';
 import type { EvalMatch, QaCandidate } from '../../schemas/qa.js';
-import { MINHASH, normaliseQuestion, signature, similarity } from './near-duplicates.js';
+import { MINHASH, normaliseText, signature, similarity } from '../../sources/minhash.js';
 
 /**
  * Benchmark decontamination as a stage (issue 23): grade refuses a candidate that shares a word
@@ -213,7 +213,7 @@ function* jsonLines(
 
 /** The words of a text as the 13-gram check sees them: grade's question normalisation. */
 function words(text: string): string[] {
-  const n = normaliseQuestion(text);
+  const n = normaliseText(text);
   return n ? n.split(' ') : [];
 }
 
@@ -396,7 +396,7 @@ export class EvalIndex {
     let gramCount = 0;
     for (const item of set.items) {
       yield* clock.pause();
-      const text = normaliseQuestion(gramText(item.question, item.options));
+      const text = normaliseText(gramText(item.question, item.options));
       texts.push(text);
       gramCount += Math.max(0, wordCount(text) - GRAM_WORDS + 1);
     }
@@ -420,7 +420,7 @@ export class EvalIndex {
         if (this.grams.get(hi, lo) === -1) this.grams.swap(hi, lo, ref);
         return undefined;
       });
-      const sig = signature(normaliseQuestion(item.question));
+      const sig = signature(normaliseText(item.question));
       this.signatures.set(sig, ref * HASHES);
       for (let b = 0; b < BANDS; b++) {
         const [hi, lo] = bandKey(sig, b);
@@ -468,7 +468,7 @@ export class EvalIndex {
         add(ref, { code: 'contaminated', how: '13-gram', evidence: gram });
       return undefined;
     });
-    const sig = signature(normaliseQuestion(c.question));
+    const sig = signature(normaliseText(c.question));
     const compared = new Set<number>();
     for (let b = 0; b < BANDS; b++)
       for (let ref = this.bands.get(...bandKey(sig, b)); ref !== -1; ref = this.bandNext[ref * BANDS + b]!) {

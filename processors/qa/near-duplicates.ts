@@ -1,73 +1,13 @@
 import { createHash } from 'node:crypto';
+import { MINHASH, normaliseText, signature, similarity } from '../../sources/minhash.js';
 import type { StateStore } from '../../topology/processor.js';
 
 /**
- * Near-duplicate questions by MinHash over word shingles with LSH banding, held in a state store
+ * Near-duplicate questions by MinHash (sources/minhash.ts) with LSH banding, held in state stores
  * so the index survives restarts and follows the partition it serves. Two questions whose
  * estimated Jaccard similarity of 3-word shingles reaches the threshold are near-duplicates.
  */
-const HASHES = 64;
-const BANDS = 16;
-const ROWS = HASHES / BANDS;
-/** The signature's layout, for an index that bands signatures its own way (the eval index). */
-export const MINHASH = { hashes: HASHES, bands: BANDS, rows: ROWS } as const;
-const SHINGLE = 3;
-
-/** Lower case, punctuation and extra spaces gone: "What is X?" and "what is x" are one text. */
-export function normaliseQuestion(text: string): string {
-  return text
-    .normalize('NFKC')
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}\s]+/gu, ' ')
-    .replace(/\s+/g, ' ')
-    .trim();
-}
-
-function shingles(normalised: string): string[] {
-  const words = normalised.split(' ').filter(Boolean);
-  if (words.length < SHINGLE) return [words.join(' ')];
-  const out = new Set<string>();
-  for (let i = 0; i + SHINGLE <= words.length; i++) out.add(words.slice(i, i + SHINGLE).join(' '));
-  return [...out];
-}
-
-// 64 seeds from one fixed digest: the same signature for the same text in every process, forever.
-const SEEDS = (() => {
-  const digest = createHash('sha512').update('bioalchemy-minhash-v1').digest();
-  const seeds: number[] = [];
-  for (let i = 0; i < HASHES; i++)
-    seeds.push((digest.readUInt32LE((i * 4) % 60) ^ Math.imul(i + 1, 0x9e3779b1)) >>> 0);
-  return seeds;
-})();
-
-/** FNV-1a of a string with a seed: cheap and stable; MinHash needs only a family of independent-ish hashes. */
-function hash(text: string, seed: number): number {
-  let h = (0x811c9dc5 ^ seed) >>> 0;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  // A final avalanche, so seeds differing in few bits give unrelated orders.
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b) >>> 0;
-  h ^= h >>> 13;
-  return h >>> 0;
-}
-
-export function signature(normalised: string): number[] {
-  const sh = shingles(normalised);
-  return SEEDS.map((seed) => {
-    let min = 0xffffffff;
-    for (const s of sh) min = Math.min(min, hash(s, seed));
-    return min;
-  });
-}
-
-export function similarity(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let same = 0;
-  for (let i = 0; i < HASHES; i++) if (a[i] === b[i]) same++;
-  return same / HASHES;
-}
+const { bands: BANDS, rows: ROWS } = MINHASH;
 
 /**
  * Most ids one band keeps, the newest. Shingles common to many questions ("which of the
@@ -114,7 +54,7 @@ export const BAND_COUNT = BANDS + 1;
 
 /** A question's signature and its bands: two questions sharing a band key are compared. */
 export function questionBands(question: string): { signature: number[]; bands: QuestionBand[] } {
-  const normalised = normaliseQuestion(question);
+  const normalised = normaliseText(question);
   const sig = signature(normalised);
   const exact = createHash('sha256').update(normalised).digest('hex').slice(0, 24);
   return {

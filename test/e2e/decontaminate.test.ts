@@ -1,8 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { normaliseQuestion } from '../../processors/qa/near-duplicates.js';
 import type { ClassifiedQa, GradedQa } from '../../schemas/qa.js';
+import { normaliseText } from '../../sources/minhash.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
 import {
@@ -87,9 +87,9 @@ describe('decontamination (eval sets in grade)', () => {
     const fresh = workspace(server.url, { grade: { evalSets: [evals] } });
     const run = await ingestAndRunAddingUp(fresh.config);
     const now = await topics(fresh.dir);
-    const evalQuestions = new Set(items.map((i) => normaliseQuestion(i.question)));
+    const evalQuestions = new Set(items.map((i) => normaliseText(i.question)));
     for (const g of now.graded)
-      expect(evalQuestions.has(normaliseQuestion(g.candidate.question)), g.candidate.question).toBe(false);
+      expect(evalQuestions.has(normaliseText(g.candidate.question)), g.candidate.question).toBe(false);
     // The first record of each candidate: a candidate given twice is then a `duplicate` of itself.
     const byId = new Map<string, GradedQa['grade']>();
     for (const r of now.rejected) if (!byId.has(r.candidate.id)) byId.set(r.candidate.id, r.grade);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { normaliseQuestion } from '../../processors/qa/near-duplicates.js';
 import { Config } from '../../schemas/config.js';
 import type { MixState } from '../../schemas/mix-state.js';
 import { type ClassifiedQa, type GradedQa, RejectionCode } from '../../schemas/qa.js';
+import { normaliseText } from '../../sources/minhash.js';
 import { arbitraryJudgeResponder } from '../llm-server/arbitrary-judge-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
 import {
@@ -58,9 +58,7 @@ describe('grade enforces its own rules (test LLM with arbitrary judges)', () => 
       );
       expect(grade.codes).toEqual([]);
       if (candidate.kind === 'free-form') expect(candidate.answer).not.toMatch(/^(yes|no|true|false)\b/i);
-      expect(normaliseQuestion(candidate.question)).not.toBe(
-        normaliseQuestion(titles.get(candidate.articleId)!),
-      );
+      expect(normaliseText(candidate.question)).not.toBe(normaliseText(titles.get(candidate.articleId)!));
     }
 
     // Every rejection names the rules it failed, from the closed list.

@@ -1,15 +1,15 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { normaliseQuestion } from '../../processors/qa/near-duplicates.js';
 import type { Article, ClassifiedQa, GradedQa } from '../../schemas/index.js';
+import { normaliseText } from '../../sources/minhash.js';
 import { duplicatedCorpus, line } from '../fixtures/duplicated-corpus.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, type Responder, start } from '../llm-server/server.js';
 import { cli, ingestAndRun, topicValues, workspace } from './helpers.js';
 
 const questionsOf = (qas: { candidate: { question: string } }[]) =>
-  qas.map((q) => normaliseQuestion(q.candidate.question));
+  qas.map((q) => normaliseText(q.candidate.question));
 
 // Issue 30: one dataset, whatever the records of a work and whichever partition a question comes from.
 describe('one dataset: no question twice', () => {
@@ -46,6 +46,13 @@ describe('one dataset: no question twice', () => {
     expect(latest.records.map((r) => r.id)).toEqual(
       Array.from({ length: 8 }, (_, i) => `pmid:${39_000_000 + i}`),
     );
+    // `bioalchemy mix` says what was removed, by kind.
+    const mix = cli(['mix', '--json', '--config', eight.config]);
+    expect(mix.status, mix.stderr).toBe(0);
+    expect((JSON.parse(mix.stdout) as { duplicatesRemoved: unknown }).duplicatesRemoved).toMatchObject({
+      records: { id: 0, relation: 0, text: 7, 'near-text': 1 },
+      worksWithCopies: 2,
+    });
   });
 });
 
@@ -84,8 +91,8 @@ describe('a question accepted in one partition is refused in every other', () =>
     await ingestAndRun(ws.config, [corpus]);
     const graded = await topicValues<GradedQa>(ws.dir, 'qa.graded');
     const rejected = await topicValues<GradedQa>(ws.dir, 'qa.rejected');
-    const same = normaliseQuestion(SAME);
-    const kept = graded.filter((g) => normaliseQuestion(g.candidate.question) === same);
+    const same = normaliseText(SAME);
+    const kept = graded.filter((g) => normaliseText(g.candidate.question) === same);
     expect(kept).toHaveLength(1);
     const duplicates = rejected.filter((r) => r.grade.codes.includes('duplicate'));
     expect(duplicates.length).toBeGreaterThanOrEqual(5);

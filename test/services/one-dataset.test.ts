@@ -5,8 +5,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { normaliseQuestion } from '../../processors/qa/near-duplicates.js';
 import type { ClassifiedQa, QaCandidate } from '../../schemas/qa.js';
+import { normaliseText } from '../../sources/minhash.js';
 import { openRuntime } from '../../topology/runtime/open.js';
 import { readAll } from '../conformance/suite.js';
 import { BIN, cli, ingestAndRun, syntheticArticles, topicValues, workspace } from '../e2e/helpers.js';
@@ -17,7 +17,7 @@ import { KAFKA } from './env.js';
 
 /** Accepted QA by id, with their questions as the dedup compares them. */
 const acceptedOf = (qas: ClassifiedQa[]) =>
-  new Map(qas.map((q) => [q.candidate.id, normaliseQuestion(q.candidate.question)]));
+  new Map(qas.map((q) => [q.candidate.id, normaliseText(q.candidate.question)]));
 
 // Issue 30, done when: three workers on Kafka, one killed mid-run, accept what one embedded
 // process accepts, with no question twice.
@@ -42,7 +42,7 @@ describe('one dataset across workers on Kafka', () => {
     await ingestAndRun(ws.config, [corpus]);
     embedded = acceptedOf(await topicValues<ClassifiedQa>(ws.dir, 'qa.classified'));
     for (const c of await topicValues<QaCandidate>(ws.dir, 'qa.candidates')) {
-      const q = normaliseQuestion(c.question);
+      const q = normaliseText(c.question);
       askedBy.set(q, (askedBy.get(q) ?? new Set()).add(c.articleId));
     }
   }, 300_000);

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { dedupKey, dedupKeys, mergeArticles, sameArticle } from '../../processors/sources/dedup.js';
-import { readJats } from '../../processors/sources/jats.js';
-import { readMedline } from '../../processors/sources/medline.js';
-import { finishArticle } from '../../processors/sources/normalise.js';
 import { Article } from '../../schemas/article.js';
+import { dedupKey, dedupKeys, mergeArticles, sameArticle } from '../../sources/dedup.js';
+import { readJats } from '../../sources/jats.js';
+import { readMedline } from '../../sources/medline.js';
+import { finishArticle } from '../../sources/normalise.js';
 import { collect, fixture } from './helpers/collect.js';
 
 describe('cross-source dedup', async () => {

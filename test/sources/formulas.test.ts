@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { readJats } from '../../processors/sources/jats.js';
-import { readPath } from '../../processors/sources/read.js';
-import type { XmlElement } from '../../processors/sources/xml.js';
-import { linearMathml } from '../../processors/sources/xml-text.js';
+import { readJats } from '../../sources/jats.js';
+import { readPath } from '../../sources/read.js';
+import type { XmlElement } from '../../sources/xml.js';
+import { linearMathml } from '../../sources/xml-text.js';
 import { collect, fixture } from './helpers/collect.js';
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { deadLetter, MAX_PAYLOAD_BYTES, truncatePayload } from '../../processors/sources/items.js';
 import { DeadLetter } from '../../schemas/dead-letter.js';
+import { deadLetter, MAX_PAYLOAD_BYTES, truncatePayload } from '../../sources/items.js';
 
 describe('dead letters from readers', () => {
   it('truncate the payload to 64 KiB of UTF-8 without splitting a character', () => {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { readJats } from '../../processors/sources/jats.js';
+import { readJats } from '../../sources/jats.js';
 import { collect, fixture, inPieces } from './helpers/collect.js';
 
 describe('JATS reader: one full-text article', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { readJsonl } from '../../processors/sources/jsonl.js';
-import { JsonlMapping, resolveMapping } from '../../processors/sources/jsonl-mapping.js';
+import { readJsonl } from '../../sources/jsonl.js';
+import { JsonlMapping, resolveMapping } from '../../sources/jsonl-mapping.js';
 import { collect, fixture } from './helpers/collect.js';
 
 async function* text(s: string): AsyncGenerator<Uint8Array> {

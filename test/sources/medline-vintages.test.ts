@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readMedline } from '../../processors/sources/medline.js';
-import { detectFormat, readPath } from '../../processors/sources/read.js';
+import { readMedline } from '../../sources/medline.js';
+import { detectFormat, readPath } from '../../sources/read.js';
 import { collect, fixture, scratchDir } from './helpers/collect.js';
 import { pubmedRecord } from './helpers/medline-gen.js';
 

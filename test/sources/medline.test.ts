@@ -2,8 +2,8 @@ import { createReadStream, readFileSync, statSync, writeFileSync } from 'node:fs
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readMedline } from '../../processors/sources/medline.js';
 import { loadTaxonomy } from '../../schemas/taxonomy.js';
+import { readMedline } from '../../sources/medline.js';
 import { collect, fixture, inPieces, scratchDir } from './helpers/collect.js';
 import { writePubmedFile } from './helpers/medline-gen.js';
 

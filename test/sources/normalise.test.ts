@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { Article } from '../../schemas/article.js';
 import {
   CITE,
   cleanInline,
@@ -8,8 +9,7 @@ import {
   parseDate,
   partialDate,
   stripMarkup,
-} from '../../processors/sources/normalise.js';
-import { Article } from '../../schemas/article.js';
+} from '../../sources/normalise.js';
 
 describe('text cleaning', () => {
   it('collapses whitespace and removes invisible characters in one-line text', () => {

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
+import { PassageSpan } from '../../schemas/qa.js';
 import {
   approxTokens,
   informativeFirst,
   passagesOf,
   sectionText,
   splitText,
-} from '../../processors/sources/passages.js';
-import { sentenceSpans } from '../../processors/sources/sentences.js';
-import { PassageSpan } from '../../schemas/qa.js';
+} from '../../sources/passages.js';
+import { sentenceSpans } from '../../sources/sentences.js';
 
 const words = (s: string) => s.split(/\s+/).filter(Boolean).length;
 const byWords = { countTokens: words };

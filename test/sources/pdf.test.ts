@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { readPdf } from '../../processors/sources/pdf.js';
+import { readPdf } from '../../sources/pdf.js';
 import { collect, fixture } from './helpers/collect.js';
 import { CORAL_INFO, CORAL_PAGES, makePdf } from './helpers/make-pdf.js';
 

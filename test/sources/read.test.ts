@@ -2,7 +2,7 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { detectFormat, readPath } from '../../processors/sources/read.js';
+import { detectFormat, readPath } from '../../sources/read.js';
 import { collect, fixture, scratchDir } from './helpers/collect.js';
 
 const scratch = scratchDir();

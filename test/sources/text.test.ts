@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { markdownToDraft, plainTextToDraft, readText } from '../../processors/sources/text.js';
+import { markdownToDraft, plainTextToDraft, readText } from '../../sources/text.js';
 import { collect, fixture } from './helpers/collect.js';
 
 describe('Markdown reader', () => {

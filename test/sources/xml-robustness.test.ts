@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { reasonOf } from '../../processors/sources/items.js';
-import { JATS, jatsToDraft, readJats } from '../../processors/sources/jats.js';
-import { MEDLINE, medlineToDraft, readMedline } from '../../processors/sources/medline.js';
+import { reasonOf } from '../../sources/items.js';
+import { JATS, jatsToDraft, readJats } from '../../sources/jats.js';
+import { MEDLINE, medlineToDraft, readMedline } from '../../sources/medline.js';
 import {
   descendants,
   elementPath,
@@ -10,9 +10,9 @@ import {
   within,
   type XmlElement,
   type XmlNode,
-} from '../../processors/sources/xml.js';
-import { readXml, type XmlFormat } from '../../processors/sources/xml-reader.js';
-import { inlineText } from '../../processors/sources/xml-text.js';
+} from '../../sources/xml.js';
+import { readXml, type XmlFormat } from '../../sources/xml-reader.js';
+import { inlineText } from '../../sources/xml-text.js';
 import { collect } from './helpers/collect.js';
 import { pubmedRecord } from './helpers/medline-gen.js';
 

@@ -1,12 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { deterministicChecks } from '../../processors/qa/checks.js';
 import { looksEnglish } from '../../processors/qa/language.js';
-import {
-  NearDuplicateIndex,
-  normaliseQuestion,
-  SignatureCache,
-} from '../../processors/qa/near-duplicates.js';
+import { NearDuplicateIndex, SignatureCache } from '../../processors/qa/near-duplicates.js';
 import type { QaCandidate } from '../../schemas/qa.js';
+import { normaliseText } from '../../sources/minhash.js';
 import type { StateStore } from '../../topology/processor.js';
 import { testProvenance } from '../fixtures/records.js';
 
@@ -225,7 +222,7 @@ describe('near-duplicate index', () => {
     ).toBeNull();
     // The same id checked again (a replay) is not its own duplicate.
     expect(index.check('a', q)).toBeNull();
-    expect(normaliseQuestion('  What is  X? ')).toBe('what is x');
+    expect(normaliseText('  What is  X? ')).toBe('what is x');
   });
 
   // One template, two words changed per question: most of their bands are shared by many others.

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { SourceItem } from '../../../processors/sources/items.js';
 import type { Article } from '../../../schemas/article.js';
 import type { DeadLetter } from '../../../schemas/dead-letter.js';
+import type { SourceItem } from '../../../sources/items.js';
 
 export const FIXTURES = fileURLToPath(new URL('../../fixtures/sources/', import.meta.url));
 export const fixture = (rel: string) => join(FIXTURES, rel);

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type BiorxivOptions, createBiorxivPoller } from '../../../processors/sources/pollers/biorxiv.js';
-import { HostRateLimiter } from '../../../processors/sources/pollers/rate-limit.js';
-import { type PollPage, UnreadablePage } from '../../../processors/sources/pollers/types.js';
+import { type BiorxivOptions, createBiorxivPoller } from '../../../sources/pollers/biorxiv.js';
+import { HostRateLimiter } from '../../../sources/pollers/rate-limit.js';
+import { type PollPage, UnreadablePage } from '../../../sources/pollers/types.js';
 import {
   articlesOf,
   clockAt,

@@ -1,9 +1,9 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { addDays, isClosed, lastClosedDay } from '../../../processors/sources/pollers/days.js';
-import { createPoller, type PollerLog } from '../../../processors/sources/pollers/index.js';
 import { PollerConfig } from '../../../schemas/pollers.js';
+import { addDays, isClosed, lastClosedDay } from '../../../sources/pollers/days.js';
+import { createPoller, type PollerLog } from '../../../sources/pollers/index.js';
 
 describe('PollerConfig', () => {
   it('fills defaults per kind', () => {

@@ -1,10 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  createEuropePmcPoller,
-  type EuropePmcOptions,
-} from '../../../processors/sources/pollers/europepmc.js';
-import { HostRateLimiter } from '../../../processors/sources/pollers/rate-limit.js';
-import type { PollPage } from '../../../processors/sources/pollers/types.js';
+import { createEuropePmcPoller, type EuropePmcOptions } from '../../../sources/pollers/europepmc.js';
+import { HostRateLimiter } from '../../../sources/pollers/rate-limit.js';
+import type { PollPage } from '../../../sources/pollers/types.js';
 import {
   articlesOf,
   clockAt,

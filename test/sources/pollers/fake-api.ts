@@ -3,10 +3,10 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { SourceItem } from '../../../processors/sources/items.js';
-import type { PollerLog } from '../../../processors/sources/pollers/types.js';
 import type { Article } from '../../../schemas/article.js';
 import type { DeadLetter } from '../../../schemas/dead-letter.js';
+import type { SourceItem } from '../../../sources/items.js';
+import type { PollerLog } from '../../../sources/pollers/types.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/pollers/', import.meta.url));
 export const fixture = (rel: string) => readFileSync(join(FIXTURES, rel), 'utf8');

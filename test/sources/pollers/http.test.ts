@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { HttpError, PoliteHttp, retryAfterMs } from '../../../processors/sources/pollers/http.js';
-import { HostRateLimiter } from '../../../processors/sources/pollers/rate-limit.js';
+import { HttpError, PoliteHttp, retryAfterMs } from '../../../sources/pollers/http.js';
+import { HostRateLimiter } from '../../../sources/pollers/rate-limit.js';
 import { type FakeApi, memoryLog, type Reply, startFakeApi } from './fake-api.js';
 
 let api: FakeApi | undefined;

@@ -11,14 +11,14 @@ import {
   readPollerStates,
   skipPage,
 } from '../../../processors/poll.js';
-import { createBiorxivPoller } from '../../../processors/sources/pollers/biorxiv.js';
-import { createPubmedPoller } from '../../../processors/sources/pollers/pubmed.js';
-import { HostRateLimiter } from '../../../processors/sources/pollers/rate-limit.js';
 import type { Article } from '../../../schemas/article.js';
 import type { DeadLetter } from '../../../schemas/dead-letter.js';
 import { PollerConfig } from '../../../schemas/pollers.js';
 import { pollerViews } from '../../../server/dashboard-data.js';
 import { registerDashboardMetrics } from '../../../server/dashboard-metrics.js';
+import { createBiorxivPoller } from '../../../sources/pollers/biorxiv.js';
+import { createPubmedPoller } from '../../../sources/pollers/pubmed.js';
+import { HostRateLimiter } from '../../../sources/pollers/rate-limit.js';
 import { EngineMetrics } from '../../../topology/metrics.js';
 import { EmbeddedRuntime } from '../../../topology/runtime/embedded.js';
 import { ProcessorTask } from '../../../topology/task.js';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createPubmedPoller, type PubmedOptions } from '../../../processors/sources/pollers/pubmed.js';
-import { HostRateLimiter } from '../../../processors/sources/pollers/rate-limit.js';
-import { type PollPage, UnreadablePage } from '../../../processors/sources/pollers/types.js';
+import { createPubmedPoller, type PubmedOptions } from '../../../sources/pollers/pubmed.js';
+import { HostRateLimiter } from '../../../sources/pollers/rate-limit.js';
+import { type PollPage, UnreadablePage } from '../../../sources/pollers/types.js';
 import {
   articlesOf,
   clockAt,

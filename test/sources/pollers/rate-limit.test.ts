@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { HostRateLimiter } from '../../../processors/sources/pollers/rate-limit.js';
+import { HostRateLimiter } from '../../../sources/pollers/rate-limit.js';
 
 describe('HostRateLimiter', () => {
   it('starts each request an interval after the previous answer, one at a time per host', async () => {

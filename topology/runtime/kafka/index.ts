@@ -134,7 +134,8 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
     const deadline = Date.now() + 60_000;
     for (;;) {
       const meta = await this.admin.fetchTopicMetadata({ topics: [...topics] }).catch(() => null);
-      if (meta?.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+      if (meta?.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)))
+        return;
       if (Date.now() > deadline) throw cause;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
-import { HttpSettings } from '../../../schemas/pollers.js';
+import { HttpSettings } from '../../schemas/pollers.js';
 import { type HostRateLimiter, sharedRateLimiter } from './rate-limit.js';
 import { type HttpCall, type PollerLog, type RetryAfter, silentLog } from './types.js';
 

@@ -1,4 +1,4 @@
-import { PollerConfig, type PollerConfigInput } from '../../../schemas/pollers.js';
+import { PollerConfig, type PollerConfigInput } from '../../schemas/pollers.js';
 import { createBiorxivPoller } from './biorxiv.js';
 import type { PollerDeps } from './common.js';
 import { createEuropePmcPoller } from './europepmc.js';

@@ -1,4 +1,4 @@
-import type { MeshHeading } from '../../schemas/article.js';
+import type { MeshHeading } from '../schemas/article.js';
 import type { ByteSource } from './bytes.js';
 import { SourceError, type SourceItem } from './items.js';
 import { type ArticleDraft, cleanInline, parseDate, partialDate } from './normalise.js';

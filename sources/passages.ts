@@ -1,5 +1,5 @@
-import type { Article } from '../../schemas/article.js';
-import type { PassageSpan } from '../../schemas/qa.js';
+import type { Article } from '../schemas/article.js';
+import type { PassageSpan } from '../schemas/qa.js';
 import { type Span, sentenceSpans } from './sentences.js';
 
 /**

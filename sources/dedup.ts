@@ -1,5 +1,5 @@
-import type { Article, MeshHeading } from '../../schemas/article.js';
-import { articleId, normaliseDoi } from '../../schemas/ids.js';
+import type { Article, MeshHeading } from '../schemas/article.js';
+import { articleId, normaliseDoi } from '../schemas/ids.js';
 import { finishArticle, normalisePmcid } from './normalise.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { Section } from '../../schemas/article.js';
+import type { Section } from '../schemas/article.js';
 import { HeadingPath } from './headings.js';
 
 /**

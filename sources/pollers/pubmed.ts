@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isDay, PubmedConfig } from '../../../schemas/pollers.js';
+import { isDay, PubmedConfig } from '../../schemas/pollers.js';
 import type { SourceItem } from '../items.js';
 import { MEDLINE, medlineToDraft } from '../medline.js';
 import type { XmlFormat } from '../xml-reader.js';

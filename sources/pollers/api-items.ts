@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { DeadLetter, type DeadLetterCode, deadLetterCodeOf } from '../../../schemas/dead-letter.js';
-import { contentHash } from '../../../schemas/ids.js';
+import { DeadLetter, type DeadLetterCode, deadLetterCodeOf } from '../../schemas/dead-letter.js';
+import { contentHash } from '../../schemas/ids.js';
 import { type SourceItem, truncatePayload } from '../items.js';
 import { readXml, type XmlFormat } from '../xml-reader.js';
 import type { HttpResponse } from './http.js';

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { Caption, Section } from '../../schemas/article.js';
+import type { Caption, Section } from '../schemas/article.js';
 import type { ByteSource } from './bytes.js';
 import type { SourceItem } from './items.js';
 import {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BiorxivConfig, isDay } from '../../../schemas/pollers.js';
+import { BiorxivConfig, isDay } from '../../schemas/pollers.js';
 import { articleItem, type SourceItem } from '../items.js';
 import { type ArticleDraft, finishArticle, parseDate, stripMarkup } from '../normalise.js';
 import { articleIdOf } from '../works.js';

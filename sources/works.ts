@@ -1,8 +1,8 @@
-import type { Article, WorkLink, WorkRecord } from '../../schemas/article.js';
-import { contentHash, normaliseDoi } from '../../schemas/ids.js';
-import type { StateStore } from '../../topology/processor.js';
-import { normaliseQuestion, signature, similarity } from '../qa/near-duplicates.js';
+import type { Article, WorkLink, WorkRecord } from '../schemas/article.js';
+import { contentHash, normaliseDoi } from '../schemas/ids.js';
+import type { StateStore } from '../topology/processor.js';
 import { dedupKeys, mergeArticles } from './dedup.js';
+import { normaliseText, signature, similarity } from './minhash.js';
 
 /**
  * One work, many records: the same paper as a preprint and as its journal version, as PMC full
@@ -65,7 +65,7 @@ export function workIds(
 
 /** The abstract as a fingerprint: null when it is too short to tell works apart. */
 function fingerprintText(article: Pick<Article, 'abstract'>): string | null {
-  const text = normaliseQuestion(article.abstract);
+  const text = normaliseText(article.abstract);
   return text.split(' ').length >= FINGERPRINT_WORDS ? text : null;
 }
 

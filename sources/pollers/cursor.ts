@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { contentHash } from '../../../schemas/ids.js';
+import { contentHash } from '../../schemas/ids.js';
 
 /**
  * Cursors are JSON the lead stores verbatim. One a poller cannot read (another poller's, an

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { MeshHeading } from '../../../schemas/article.js';
-import { EuropePmcConfig, isDay } from '../../../schemas/pollers.js';
+import type { MeshHeading } from '../../schemas/article.js';
+import { EuropePmcConfig, isDay } from '../../schemas/pollers.js';
 import { articleItem, type SourceItem } from '../items.js';
 import { type ArticleDraft, finishArticle, parseDate, stripMarkup } from '../normalise.js';
 import { apiDeadLetter, parseJson } from './api-items.js';

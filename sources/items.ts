@@ -1,6 +1,6 @@
-import type { Article } from '../../schemas/article.js';
-import { DeadLetter, type DeadLetterCode, truncatePayload } from '../../schemas/dead-letter.js';
-import { contentHash } from '../../schemas/ids.js';
+import type { Article } from '../schemas/article.js';
+import { DeadLetter, type DeadLetterCode, truncatePayload } from '../schemas/dead-letter.js';
+import { contentHash } from '../schemas/ids.js';
 import type { Finished } from './normalise.js';
 
 /** What every reader yields: an article, or the reason something in the input could not become one. */
@@ -8,7 +8,7 @@ export type SourceItem =
   | { kind: 'article'; article: Article; position: string | null }
   | { kind: 'dead-letter'; deadLetter: DeadLetter };
 
-export { MAX_PAYLOAD_BYTES, truncatePayload } from '../../schemas/dead-letter.js';
+export { MAX_PAYLOAD_BYTES, truncatePayload } from '../schemas/dead-letter.js';
 
 /** Size limit for whatever is held whole: a text/Markdown/PDF file, one XML record, one JSONL line. */
 export const DEFAULT_MAX_BYTES = 50 * 1024 * 1024;

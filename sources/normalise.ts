@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { Article } from '../../schemas/article.js';
-import type { DeadLetterCode } from '../../schemas/dead-letter.js';
-import { articleId, contentHash, normaliseDoi } from '../../schemas/ids.js';
+import { Article } from '../schemas/article.js';
+import type { DeadLetterCode } from '../schemas/dead-letter.js';
+import { articleId, contentHash, normaliseDoi } from '../schemas/ids.js';
 
 /** An article before it has an id: what a reader builds. */
 export type ArticleDraft = Omit<z.input<typeof Article>, 'id' | 'contentHash'>;

@@ -1,4 +1,4 @@
-import type { Section } from '../../schemas/article.js';
+import type { Section } from '../schemas/article.js';
 import { type ByteSource, byteChunks } from './bytes.js';
 import { textChunks } from './decode.js';
 import { DEFAULT_MAX_BYTES, deadLetter, finishedItem, labelOf, reasonOf, type SourceItem } from './items.js';

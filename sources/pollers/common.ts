@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { HttpSettings } from '../../../schemas/pollers.js';
+import type { HttpSettings } from '../../schemas/pollers.js';
 import type { Problem } from './api-items.js';
 import { PoliteHttp } from './http.js';
 import type { HostRateLimiter } from './rate-limit.js';
