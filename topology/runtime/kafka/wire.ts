@@ -10,6 +10,7 @@ import { jsonSchemaOf, RECORD_SCHEMAS } from '../../../schemas/index.js';
 import type { LogRecord } from '../../records.js';
 import type { TopicSpec } from '../../topology.js';
 import type { KafkaNames } from './names.js';
+import { STAMP_SEAL_HEADER, type StampSeal, VALIDATED_AS_HEADER } from './stamp-seal.js';
 
 /**
  * How values are laid out on Kafka: plain UTF-8 JSON, or with a Schema Registry the Confluent
@@ -47,9 +48,6 @@ export type WireValue = string | UnreadableValue;
 export function recordValue(v: WireValue): { value: string; unreadable?: string } {
   return typeof v === 'string' ? { value: v } : { value: v.text, unreadable: v.reason };
 }
-
-/** The Kafka header carrying LogRecord.validatedAs. */
-export const VALIDATED_AS_HEADER = 'bioalchemy-validated-as';
 
 /** A header value as kafkajs or node-rdkafka hands it over, as text. */
 export function headerText(value: unknown): string | undefined {
@@ -151,10 +149,23 @@ export class RegistryWire implements ValueWire {
   }
 }
 
-/** A consumed message as a log record (topic: the engine's name), with the value already taken off the wire. */
-export function rdkafkaRecord(m: rdkafka.Message, value: WireValue, topic: string): LogRecord {
-  let validatedAs: string | undefined;
-  for (const h of m.headers ?? []) validatedAs ??= headerText(h[VALIDATED_AS_HEADER]);
+/**
+ * A consumed message as a log record (topic: the engine's name), with the value already taken off
+ * the wire; its stamp is kept only when its seal verifies.
+ */
+export function rdkafkaRecord(
+  m: rdkafka.Message,
+  value: WireValue,
+  topic: string,
+  seal: StampSeal,
+): LogRecord {
+  let stamp: string | undefined;
+  let sealed: string | undefined;
+  for (const h of m.headers ?? []) {
+    stamp ??= headerText(h[VALIDATED_AS_HEADER]);
+    sealed ??= headerText(h[STAMP_SEAL_HEADER]);
+  }
+  const validatedAs = seal.verified(stamp, sealed, m.value ?? null);
   return {
     topic,
     partition: m.partition,
