@@ -131,7 +131,7 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
     const names = new KafkaNames(opts.app ?? parsed.app ?? 'bioalchemy');
     const runtime = new KafkaRuntime(
       parsed,
-      parsed.registry ? new RegistryWire(parsed.registry, names) : plainJson,
+      parsed.registry ? new RegistryWire(parsed.registry, names, parsed.compatibility) : plainJson,
       names,
       opts,
     );
