@@ -1,0 +1,116 @@
+import { RECORD_SCHEMAS } from '../schemas/index.js';
+import { sampleArticle } from '../test/fixtures/records.js';
+import { STAMP_KEYS_ENV, STAMP_SEAL_HEADER, StampSeal } from '../topology/runtime/kafka/stamp-seal.js';
+import { fmt, pairedRates, ratioLine } from './harness.js';
+import { type Client, type Mode, onFreshTopics, rawKafkajs, rawRdkafka, throughEngine } from './kafka.js';
+
+/**
+ * What sealing stamps costs (issue 32). On Kafka a stamp counts only with its seal, an HMAC-SHA256
+ * over the stamp and the value's bytes: a reader verifies one per stamped record, a writer makes one
+ * per stamped record. Per record, beside the work those records cost before: on the forward path
+ * nothing (the header was copied), on the emit path zod's check and serialising.
+ * Then the engine on the broker, forward and emit: sealed (keys set) against no keys (every
+ * record read is validated), and sealed against the raw client copy, the line BENCHMARKS.md
+ * recorded before seals (forward 0.86 rdkafka, 0.95 kafkajs; emit 0.54, 0.68).
+ */
+const KEY = 'bench-stamp-key-0123456789abcdef';
+/** The value the Kafka bench moves: an article with a 20-sentence abstract. */
+const VALUE = JSON.stringify(
+  RECORD_SCHEMAS.article.parse({
+    ...sampleArticle,
+    id: 'pmid:1',
+    abstract: 'Abstract number 1. '.repeat(20),
+  }),
+);
+const STAMP = '0123456789abcdef0123456789abcdef';
+
+/** Microseconds per call of fn, the median of 5 rounds of `n` calls. */
+function microsPer(fn: () => void, n = 50_000): number {
+  for (let i = 0; i < 2_000; i++) fn();
+  const rounds: number[] = [];
+  for (let r = 0; r < 5; r++) {
+    const started = performance.now();
+    for (let i = 0; i < n; i++) fn();
+    rounds.push(((performance.now() - started) * 1000) / n);
+  }
+  return rounds.sort((a, b) => a - b)[2]!;
+}
+
+const us = (x: number) => `${x.toFixed(2)} µs`;
+
+function perRecord(): string[] {
+  const bytes = Buffer.from(VALUE, 'utf8');
+  const writer = new StampSeal([KEY]);
+  const rotated = new StampSeal([KEY, 'bench-old-stamp-key-00000000000']);
+  const seal = writer.headers(STAMP, bytes)![STAMP_SEAL_HEADER]!;
+  let sink = 0;
+  const sign = microsPer(() => {
+    sink += writer.headers(STAMP, bytes)![STAMP_SEAL_HEADER]!.length;
+  });
+  const verify = microsPer(() => {
+    sink += rotated.verified(STAMP, seal, bytes) ? 1 : 0;
+  });
+  // A record whose seal fails is tried with every key before it is validated.
+  const refused = microsPer(() => {
+    sink += rotated.verified(STAMP, seal, Buffer.from(bytes).fill(32, 0, 1)) ? 1 : 0;
+  });
+  const article = RECORD_SCHEMAS.article;
+  const validate = microsPer(() => {
+    sink += JSON.stringify(article.parse(JSON.parse(VALUE))).length;
+  }, 20_000);
+  if (sink < 0) throw new Error('unreachable');
+  return [
+    `per record (a ${bytes.length}-byte article): sign ${us(sign)}, verify ${us(verify)} (seal of the first of 2 keys), a refused seal ${us(refused)} (both keys tried)`,
+    `forward path: verify + sign ${us(verify + sign)} per record, where it cost nothing before; without keys it validates instead: parse, zod, serialise ${us(validate)}`,
+    `emit path: ${us(validate + verify + sign)} per record vs ${us(validate)} before (parse, zod, serialise) = ${((validate + verify + sign) / validate).toFixed(2)}x`,
+  ];
+}
+
+/** Runs `fn` with the stamp keys set (sealed) or unset, the env var restored after. */
+async function withKeys<T>(sealed: boolean, fn: () => Promise<T>): Promise<T> {
+  const before = process.env[STAMP_KEYS_ENV];
+  if (sealed) process.env[STAMP_KEYS_ENV] = KEY;
+  else delete process.env[STAMP_KEYS_ENV];
+  try {
+    return await fn();
+  } finally {
+    if (before === undefined) delete process.env[STAMP_KEYS_ENV];
+    else process.env[STAMP_KEYS_ENV] = before;
+  }
+}
+
+export async function run(): Promise<string[]> {
+  const lines = perRecord();
+  const repeats = Number(process.env.BENCH_REPEATS ?? 3);
+  for (const client of (process.env.BENCH_CLIENTS?.split(',') ?? ['kafkajs', 'rdkafka']) as Client[]) {
+    for (const mode of ['forward', 'emit'] as Mode[]) {
+      const engine = (sealed: boolean) => () =>
+        withKeys(sealed, () => onFreshTopics(client, mode, throughEngine));
+      const keys = await pairedRates(engine(true), engine(false), repeats);
+      lines.push(
+        ratioLine(
+          `kafka/${client}, one processor (${mode}), sealed stamps`,
+          keys.figure,
+          'no stamp keys (every record validated)',
+          keys.baseline,
+        ),
+      );
+      const raw = client === 'kafkajs' ? rawKafkajs : rawRdkafka;
+      const copy = await pairedRates(
+        engine(true),
+        () => withKeys(true, () => onFreshTopics(client, mode, raw)),
+        repeats,
+      );
+      lines.push(
+        ratioLine(
+          `kafka/${client}, one processor (${mode}), sealed stamps`,
+          copy.figure,
+          `raw ${client} consume+produce`,
+          copy.baseline,
+        ),
+      );
+    }
+  }
+  lines.push(`(${fmt(repeats)} interleaved pairs each, medians)`);
+  return lines;
+}
