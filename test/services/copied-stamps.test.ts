@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
+import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { Article, DeadLetter } from '../../schemas/index.js';
 import { TopicCodecs } from '../../topology/codec.js';
@@ -65,7 +66,9 @@ describe('records from other writers with a copied stamp (Kafka, Schema Registry
       it(`${client}, ${keys.length ? 'stamp keys set' : 'no stamp key'}: wrong shapes are validation dead letters`, async () => {
         const app = `stamps-${client}-${randomUUID().slice(0, 8)}`;
         const log = `kafka://${KAFKA}?client=${client}&registry=${encodeURIComponent(SCHEMA_REGISTRY)}`;
-        const runtime = await KafkaRuntime.open(log, { app, stampKeys: keys });
+        let logged = '';
+        const logger = pino({ level: 'trace' }, { write: (line: string) => void (logged += line) });
+        const runtime = await KafkaRuntime.open(log, { app, stampKeys: keys, log: logger });
         const topology = defineTopology({
           topics: [
             { name: 'articles', partitions: 1, schema: 'article' },
@@ -118,6 +121,9 @@ describe('records from other writers with a copied stamp (Kafka, Schema Registry
           expect(dead.map((d) => (JSON.parse(d.payload) as { id: string }).id).sort()).toEqual(
             WRONG_SHAPES.map((v) => v.id).sort(),
           );
+          // The start says whether stamps are sealed, and never shows a key.
+          expect(logged).toMatch(keys.length ? /stamps sealed and verified/ : /stamps are not trusted/);
+          for (const key of keys) expect(logged).not.toContain(key.slice(0, 12));
         } finally {
           await producer.disconnect();
           await runtime.close();
