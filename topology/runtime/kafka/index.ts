@@ -12,7 +12,7 @@ import { KafkajsTask } from './kafkajs-task.js';
 import { KafkaNames } from './names.js';
 import { RdkafkaTask } from './rdkafka-task.js';
 import { PartitionReader } from './reader.js';
-import { STAMP_KEYS_ENV, StampSeal } from './stamp-seal.js';
+import { STAMP_KEYS_ENV, StampSeal, VALIDATED_AS_HEADER } from './stamp-seal.js';
 import { ChangelogState } from './state.js';
 import { plainJson, RegistryWire, type ValueWire } from './wire.js';
 
@@ -351,7 +351,8 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
       if ((bytes.get(slot) ?? 0) + value.length > LIMIT) flush();
       bytes.set(slot, (bytes.get(slot) ?? 0) + value.length);
       const messages = current.get(r.topic) ?? [];
-      const headers = this.seal.headers(r.validatedAs, value);
+      const sealed = this.seal.sealed(r.validatedAs, value);
+      const headers = sealed ? { [VALIDATED_AS_HEADER]: sealed } : undefined;
       messages.push({ key: r.key, value, partition, headers });
       current.set(r.topic, messages);
     }

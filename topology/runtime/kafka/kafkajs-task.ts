@@ -4,7 +4,7 @@ import { FencedError, type LogTask, type LogTransaction, type TaskSpec } from '.
 import { engineAssigner } from './assigner.js';
 import { SESSION_TIMEOUT_MS } from './config.js';
 import type { KafkaConnection } from './connection.js';
-import { STAMP_SEAL_HEADER, VALIDATED_AS_HEADER } from './stamp-seal.js';
+import { VALIDATED_AS_HEADER } from './stamp-seal.js';
 import type { ChangelogState } from './state.js';
 import { rethrowFenced } from './transaction.js';
 import { headerText, recordValue } from './wire.js';
@@ -228,11 +228,7 @@ export class KafkajsTask implements LogTask {
       batch.messages.map((m) => ({ topic: batch.topic, value: m.value })),
     );
     const decoded: LogRecord[] = batch.messages.map((m, i) => {
-      const validatedAs = this.runtime.seal.verified(
-        headerText(m.headers?.[VALIDATED_AS_HEADER]),
-        headerText(m.headers?.[STAMP_SEAL_HEADER]),
-        m.value,
-      );
+      const validatedAs = this.runtime.seal.verified(headerText(m.headers?.[VALIDATED_AS_HEADER]), m.value);
       return {
         topic,
         partition,

@@ -3,6 +3,7 @@ import { GLOBAL, type LogRecord, partitionKey, type StateChange } from '../../re
 import { FencedError, type LogTask, type LogTransaction, type TaskSpec } from '../types.js';
 import { SESSION_TIMEOUT_MS } from './config.js';
 import type { KafkaConnection } from './connection.js';
+import { VALIDATED_AS_HEADER } from './stamp-seal.js';
 import type { ChangelogState } from './state.js';
 import { kafkaTransaction, rethrowFenced } from './transaction.js';
 import { rdkafkaRecord } from './wire.js';
@@ -311,8 +312,8 @@ export class RdkafkaTask implements LogTask {
         const partitions = await this.runtime.partitionsFor(records);
         const values = await this.runtime.wire.encode(records);
         for (const [i, r] of records.entries()) {
-          const sealed = this.runtime.seal.headers(r.validatedAs, values[i]!);
-          const headers = sealed && Object.entries(sealed).map(([k, v]) => ({ [k]: v }));
+          const sealed = this.runtime.seal.sealed(r.validatedAs, values[i]!);
+          const headers = sealed ? [{ [VALIDATED_AS_HEADER]: sealed }] : undefined;
           this.producer.produce(
             names.topic(r.topic),
             partitions[i],

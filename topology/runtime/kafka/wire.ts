@@ -11,7 +11,7 @@ import { type Compatibility, registrySchemaOf, subjectOf } from '../../../schema
 import type { LogRecord } from '../../records.js';
 import type { TopicSpec } from '../../topology.js';
 import type { KafkaNames } from './names.js';
-import { STAMP_SEAL_HEADER, type StampSeal, VALIDATED_AS_HEADER } from './stamp-seal.js';
+import { type StampSeal, VALIDATED_AS_HEADER } from './stamp-seal.js';
 
 /**
  * How values are laid out on Kafka: plain UTF-8 JSON, or with a Schema Registry the Confluent
@@ -198,13 +198,9 @@ export function rdkafkaRecord(
   topic: string,
   seal: StampSeal,
 ): LogRecord {
-  let stamp: string | undefined;
-  let sealed: string | undefined;
-  for (const h of m.headers ?? []) {
-    stamp ??= headerText(h[VALIDATED_AS_HEADER]);
-    sealed ??= headerText(h[STAMP_SEAL_HEADER]);
-  }
-  const validatedAs = seal.verified(stamp, sealed, m.value ?? null);
+  let header: string | undefined;
+  for (const h of m.headers ?? []) header ??= headerText(h[VALIDATED_AS_HEADER]);
+  const validatedAs = seal.verified(header, m.value ?? null);
   return {
     topic,
     partition: m.partition,
