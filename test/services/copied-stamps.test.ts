@@ -67,7 +67,14 @@ describe('records from other writers with a copied stamp (Kafka, Schema Registry
         const app = `stamps-${client}-${randomUUID().slice(0, 8)}`;
         const log = `kafka://${KAFKA}?client=${client}&registry=${encodeURIComponent(SCHEMA_REGISTRY)}`;
         let logged = '';
-        const logger = pino({ level: 'trace' }, { write: (line: string) => void (logged += line) });
+        const logger = pino(
+          { level: 'trace' },
+          {
+            write: (line: string) => {
+              logged += line;
+            },
+          },
+        );
         const runtime = await KafkaRuntime.open(log, { app, stampKeys: keys, log: logger });
         const topology = defineTopology({
           topics: [
