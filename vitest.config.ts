@@ -34,6 +34,9 @@ export default defineConfig({
         test: {
           ...shared,
           name: 'services',
+          // Workers of a deployment share stamp keys (topology/runtime/kafka/stamp-seal.ts): with
+          // none, Kafka trusts no stamp and validates every record it reads.
+          env: { ...shared.env, BIOALCHEMY_STAMP_KEYS: 'services-test-stamp-key-1' },
           include: [
             'test/services/**/*.test.ts',
             'test/conformance/kafka.test.ts',

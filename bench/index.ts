@@ -1,5 +1,5 @@
 // `npm run bench [suite...]`: each suite measures a figure next to a baseline taken in the same run.
-// The kafka suite needs a broker: `bash deploy/services.sh up kafka` first.
+// The kafka and stamps suites need a broker: `bash deploy/services.sh up kafka` first.
 const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   embedded: () => import('./embedded.js'),
   kafka: () => import('./kafka.js'),
@@ -15,6 +15,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   decontaminate: () => import('./decontaminate.js'),
   dedup: () => import('./dedup.js'),
   reward: () => import('./reward.js'),
+  stamps: () => import('./stamps.js'),
   'local-model': () => import('./local-model.js'),
 };
 

@@ -35,7 +35,10 @@ function pack(messages) {
     meta[i * 5 + 3] = m.key ? m.key.copy(buf, at) : -1;
     at += Math.max(0, meta[i * 5 + 3]);
     meta[i * 5 + 4] = m.partition;
-    stamps.push(m.headers?.[0]?.['bioalchemy-validated-as']?.toString() ?? null);
+    // The stamp and its seal, as the engine writes them (header values in as Buffers, out as strings).
+    stamps.push(
+      m.headers?.map((h) => Object.fromEntries(Object.entries(h).map(([k, v]) => [k, v.toString()]))) ?? null,
+    );
   });
   return { buf: buf.buffer, meta, stamps, n: messages.length };
 }
@@ -48,7 +51,7 @@ parentPort.on('message', (msg) => {
       const value = meta[i * 5 + 1] < 0 ? null : buf.subarray(meta[i * 5], meta[i * 5] + meta[i * 5 + 1]);
       const key =
         meta[i * 5 + 3] < 0 ? null : buf.subarray(meta[i * 5 + 2], meta[i * 5 + 2] + meta[i * 5 + 3]);
-      const headers = stamps[i] ? [{ 'bioalchemy-validated-as': stamps[i] }] : undefined;
+      const headers = stamps[i] ?? undefined;
       producer.produce(output, meta[i * 5 + 4], value, key, undefined, undefined, headers);
     }
     credits++;

@@ -23,8 +23,8 @@ const BATCH = 5_000;
 const PARTITIONS = 3;
 
 /** How the one processor passes each record on. */
-type Mode = 'forward' | 'emit';
-type Client = 'kafkajs' | 'rdkafka';
+export type Mode = 'forward' | 'emit';
+export type Client = 'kafkajs' | 'rdkafka';
 
 /**
  * Pass-through. `forward` hands each input on unchanged (ctx.forward: the writer's validation
@@ -79,7 +79,7 @@ async function prepare(runtime: KafkaRuntime, mode: Mode = 'forward') {
  * Runs one measurement on its own runtime and its own topics, and deletes the topics after it, so
  * that a run pays nothing for the data of the runs before it.
  */
-async function onFreshTopics(
+export async function onFreshTopics(
   client: Client,
   mode: Mode,
   measure: (runtime: KafkaRuntime, topics: Awaited<ReturnType<typeof prepare>>) => Promise<Run>,
@@ -105,7 +105,10 @@ async function onFreshTopics(
  * the first batch is committed, so joining the consumer group is not counted (the raw baselines likewise
  * start at their first batch); the rate is over the records after it.
  */
-async function throughEngine(runtime: KafkaRuntime, { topology }: { topology: Topology }): Promise<Run> {
+export async function throughEngine(
+  runtime: KafkaRuntime,
+  { topology }: { topology: Topology },
+): Promise<Run> {
   const task = await new ProcessorTask(runtime, topology, topology.processors[0]!, {
     log: pino({ level: 'silent' }),
     metrics: new EngineMetrics(),
@@ -142,7 +145,7 @@ const recoded: ValueCopy = (value) =>
  * value and headers, so that it writes what the engine writes), with no transactions, parsing or
  * validation (with `recoded`, the value is parsed, validated and serialised again).
  */
-async function rawKafkajs(
+export async function rawKafkajs(
   runtime: KafkaRuntime,
   topics: { input: string; output: string },
   copy: ValueCopy = asIs,
@@ -187,7 +190,7 @@ async function rawKafkajs(
   return { ms, records: N - firstBatch };
 }
 
-async function rawRdkafka(
+export async function rawRdkafka(
   runtime: KafkaRuntime,
   topics: { input: string; output: string },
   copy: ValueCopy = asIs,

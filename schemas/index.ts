@@ -8,7 +8,7 @@ import { BandVerdict, QaBand } from './dedup.js';
 import { LlmCallRecord, LlmJournalReply } from './llm.js';
 import { MixState } from './mix-state.js';
 import { ClassifiedQa, GradedQa, QaCandidate } from './qa.js';
-import { RolloutLease } from './rollout-batch.js';
+import { RolloutLeaseRecord } from './rollout-batch.js';
 
 /** Every record kind that travels on a topic, by the name topics refer to it with. */
 export const RECORD_SCHEMAS = {
@@ -20,7 +20,7 @@ export const RECORD_SCHEMAS = {
   'classified-qa': ClassifiedQa,
   'dead-letter': DeadLetter,
   'mix-state': MixState,
-  'rollout-lease': RolloutLease,
+  'rollout-lease': RolloutLeaseRecord,
   'llm-reply': LlmJournalReply,
   'llm-call': LlmCallRecord,
 } as const;

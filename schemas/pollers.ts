@@ -10,39 +10,41 @@ export const isDay = (s: string) =>
   /^\d{4}-\d{2}-\d{2}$/.test(s) && !Number.isNaN(Date.parse(`${s}T00:00:00Z`));
 
 /** How politely and how persistently to ask. Every field has a default; configs override a few. */
-export const HttpSettings = z.object({
-  userAgent: z
-    .string()
-    .min(1)
-    .optional()
-    .describe('default: bioalchemy-stream/<version> with the contact address'),
-  contact: z
-    .string()
-    .optional()
-    .describe('an e-mail address put in the User-Agent, so operators can reach us'),
-  timeoutMs: z.number().int().positive().default(60_000).describe('per attempt, body included'),
-  retries: z
-    .number()
-    .int()
-    .min(0)
-    .default(4)
-    .describe('attempts after the first on 429, 5xx and network errors'),
-  backoffMs: z.number().int().min(0).default(1_000),
-  maxBackoffMs: z.number().int().min(0).default(60_000),
-  maxRetryAfterMs: z
-    .number()
-    .int()
-    .min(0)
-    .default(120_000)
-    .describe(
-      'a longer Retry-After is not waited out here: the error is thrown and the step retries later; every Retry-After is stored with the cursor either way',
-    ),
-  maxBodyBytes: z
-    .number()
-    .int()
-    .positive()
-    .default(256 * 1024 * 1024),
-});
+export const HttpSettings = z
+  .object({
+    userAgent: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('default: bioalchemy-stream/<version> with the contact address'),
+    contact: z
+      .string()
+      .optional()
+      .describe('an e-mail address put in the User-Agent, so operators can reach us'),
+    timeoutMs: z.number().int().positive().default(60_000).describe('per attempt, body included'),
+    retries: z
+      .number()
+      .int()
+      .min(0)
+      .default(4)
+      .describe('attempts after the first on 429, 5xx and network errors'),
+    backoffMs: z.number().int().min(0).default(1_000),
+    maxBackoffMs: z.number().int().min(0).default(60_000),
+    maxRetryAfterMs: z
+      .number()
+      .int()
+      .min(0)
+      .default(120_000)
+      .describe(
+        'a longer Retry-After is not waited out here: the error is thrown and the step retries later; every Retry-After is stored with the cursor either way',
+      ),
+    maxBodyBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(256 * 1024 * 1024),
+  })
+  .strict();
 export type HttpSettings = z.infer<typeof HttpSettings>;
 
 /** Settings every poller shares; each poller's config extends these. */
@@ -112,8 +114,15 @@ export const BiorxivConfig = CommonPollerConfig.extend({
   fullText: z.boolean().default(false).describe("fetch each preprint's JATS XML"),
 });
 export type BiorxivConfig = z.infer<typeof BiorxivConfig>;
-/** One poller in the config file. Secrets are not config: the NCBI key comes from env NCBI_API_KEY. */
-export const PollerConfig = z.discriminatedUnion('kind', [PubmedConfig, EuropePmcConfig, BiorxivConfig]);
+/**
+ * One poller in the config file. Secrets are not config: the NCBI key comes from env NCBI_API_KEY.
+ * Strict, as the rest of the config: a misspelt key would otherwise be a setting that does nothing.
+ */
+export const PollerConfig = z.discriminatedUnion('kind', [
+  PubmedConfig.strict(),
+  EuropePmcConfig.strict(),
+  BiorxivConfig.strict(),
+]);
 export type PollerConfig = z.infer<typeof PollerConfig>;
 export type PollerConfigInput = z.input<typeof PollerConfig>;
 

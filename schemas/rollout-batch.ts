@@ -90,3 +90,39 @@ export const RolloutLease = RolloutBatch.omit({ items: true }).extend({
     .describe('every slot of the batch as cut, in slot order'),
 });
 export type RolloutLease = z.infer<typeof RolloutLease>;
+
+/** A rollout row as releases before the GroundTruth object wrote it: ground_truth the plain answer. */
+const RolloutItemOfEarlierReleases = RolloutItem.extend({
+  reward_model: z.object({
+    style: z.literal('rule'),
+    ground_truth: z.union([z.string().min(1), GroundTruth]),
+  }),
+  ground_truth: z.union([z.string().min(1), GroundTruth]),
+});
+
+/** `rollout.batches` as releases before the lease record wrote it: the whole batch, every row in it. */
+const RolloutBatchOfEarlierReleases = RolloutBatch.extend({
+  items: z.array(RolloutItemOfEarlierReleases).min(1),
+});
+
+/** The lease an earlier release's whole batch records: its slots by qa id, copy and position. */
+function leaseOfBatch({ items, ...head }: z.infer<typeof RolloutBatchOfEarlierReleases>): RolloutLease {
+  return {
+    ...head,
+    items: items.map((i) => ({
+      qaId: i.extra_info.qa_id,
+      copy: i.extra_info.copy,
+      index: i.extra_info.index,
+    })),
+  };
+}
+
+/**
+ * What `rollout.batches` holds: leases, and the whole batches of earlier releases, read as the
+ * leases they recorded. A topic keeps its records across an upgrade (a week here), so its schema
+ * reads every shape a release wrote to it.
+ */
+export const RolloutLeaseRecord = z.union([
+  RolloutLease,
+  RolloutBatchOfEarlierReleases.transform(leaseOfBatch),
+]);

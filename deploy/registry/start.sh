@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Start Apicurio Registry (Confluent-compatible Schema Registry API) on 127.0.0.1.
-#   start.sh [--port 18081] [--data-dir DIR] [--in-memory]
+#   start.sh [--port 18081] [--data-dir DIR] [--in-memory] [--compatibility BACKWARD]
 # Confluent API base URL: http://127.0.0.1:PORT/apis/ccompat/v6
+# The registry's default compatibility is set to --compatibility (default BACKWARD, Confluent's
+# default; env REGISTRY_COMPATIBILITY) at every start, also when it is already running. The
+# pipeline sets its own policy on each subject it registers (the log URL's compatibility=).
 # Storage: an H2 database file in DIR (default <repo>/.deploy/registry/data), so schema
 # ids survive a restart like the Kafka topics that reference them; --in-memory keeps
 # nothing. registry.pid and registry.log live in DIR's parent.
@@ -12,6 +15,7 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib.sh"
 PORT=18081
 DATA_DIR="$STATE_ROOT/registry/data"
 IN_MEMORY=0
+COMPATIBILITY="${REGISTRY_COMPATIBILITY:-BACKWARD}"
 TIMEOUT_S="${REGISTRY_START_TIMEOUT_S:-60}"
 while (( $# )); do
   case "$1" in
@@ -20,11 +24,17 @@ while (( $# )); do
     --data-dir) DATA_DIR="$2"; shift 2 ;;
     --data-dir=*) DATA_DIR="${1#*=}"; shift ;;
     --in-memory) IN_MEMORY=1; shift ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    --compatibility) COMPATIBILITY="$2"; shift 2 ;;
+    --compatibility=*) COMPATIBILITY="${1#*=}"; shift ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
 [[ "$PORT" =~ ^[0-9]+$ ]] || die "bad --port: $PORT"
+case "$COMPATIBILITY" in
+  NONE|BACKWARD|BACKWARD_TRANSITIVE|FORWARD|FORWARD_TRANSITIVE|FULL|FULL_TRANSITIVE) ;;
+  *) die "bad --compatibility: $COMPATIBILITY" ;;
+esac
 command -v curl >/dev/null || die "curl not found"
 BUILD="$STATE_ROOT/registry/build"
 RUNNER="$(ls "$BUILD"/*-runner.jar 2>/dev/null | head -n1 || true)"
@@ -42,9 +52,17 @@ subjects_ok() {
   [[ "$body" == \[* ]]
 }
 
+# The registry's default rule for subjects without their own (Apicurio keeps it in its storage).
+set_compatibility() {
+  curl -s --max-time 5 -f -X PUT -H 'Content-Type: application/vnd.schemaregistry.v1+json' \
+    -d "{\"compatibility\":\"$COMPATIBILITY\"}" "$API/config" >/dev/null \
+    || die "PUT $API/config (compatibility $COMPATIBILITY) failed"
+}
+
 if pid_alive "$PIDFILE" "$(basename "$RUNNER")"; then
   subjects_ok || die "pid $(cat "$PIDFILE") from $PIDFILE runs but $API/subjects does not answer (other port?); run stop.sh first"
-  log "already running (pid $(cat "$PIDFILE")); Confluent API at $API"
+  set_compatibility
+  log "already running (pid $(cat "$PIDFILE")); default compatibility $COMPATIBILITY; Confluent API at $API"
   exit 0
 fi
 rm -f "$PIDFILE"
@@ -77,4 +95,6 @@ until subjects_ok; do
   sleep 0.3
 done
 start_succeeded
+set_compatibility
+log "default compatibility $COMPATIBILITY"
 log "ready after $(( $(now_ms) - t0 ))ms: $(curl -s "http://127.0.0.1:$PORT/apis/registry/v2/system/info" | sed -n 's/.*"version":"\([^"]*\)".*/Apicurio Registry \1/p'); Confluent API at $API"

@@ -109,6 +109,7 @@ describe('bioalchemy CLI', () => {
       ['consume'],
       ['topology', 'describe'],
       ['schemas', 'export'],
+      ['schemas'],
     ]) {
       const help = cli([...args, '--help']);
       expect(help.code, args.join(' ')).toBe(0);
@@ -118,6 +119,9 @@ describe('bioalchemy CLI', () => {
       expect(help.stdout, args.join(' ')).toContain('(env: BIOALCHEMY_DATA)');
     }
     expect(cli(['ingest', '--help']).stdout).toContain('--format <format>');
+    // The registry check needs one: on the embedded log it is a usage mistake that says so.
+    const check = cli(['schemas', '--check']);
+    expect([check.code, check.stderr]).toEqual([2, expect.stringContaining('needs a Schema Registry')]);
     // Ten CLI starts one after another: on a loaded machine each can take seconds.
   }, 180_000);
 

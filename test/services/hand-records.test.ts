@@ -3,6 +3,7 @@ import { rmSync } from 'node:fs';
 import kafkajs from 'kafkajs';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { pipelineTopology } from '../../processors/pipeline.js';
+import { subjectOf } from '../../schemas/registry-subjects.js';
 import { KafkaRuntime } from '../../topology/runtime/kafka/index.js';
 import {
   BIG,
@@ -85,7 +86,9 @@ describe('records produced by hand to each topic (Kafka, Schema Registry wire fo
           }
         };
         const schemaId = async (topic: string) => {
-          const response = await fetch(`${SCHEMA_REGISTRY}/subjects/${app}.${topic}-value/versions/latest`);
+          const schema = pipelineTopology().topics.find((t) => t.name === topic)!.schema!;
+          const subject = subjectOf(`${app}.${topic}`, schema);
+          const response = await fetch(`${SCHEMA_REGISTRY}/subjects/${subject}/versions/latest`);
           return ((await response.json()) as { id: number }).id;
         };
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { Article } from '../../schemas/index.js';
+import { subjectOf } from '../../schemas/registry-subjects.js';
 import { KafkaRuntime } from '../../topology/runtime/kafka/index.js';
 import { defineTopology } from '../../topology/topology.js';
 import { sampleArticle } from '../fixtures/records.js';
@@ -41,9 +42,15 @@ describe('Schema Registry (Confluent-compatible, real server)', () => {
     try {
       await runtime.ensureTopics(topology.topics);
       const subjects = (await (await fetch(`${SCHEMA_REGISTRY}/subjects`)).json()) as string[];
-      expect(subjects).toContain(`${kafkaTopic}-value`);
+      // The subject of the record kind's generation (schemas/registry-subjects.ts), under BACKWARD.
+      const subject = subjectOf(kafkaTopic, 'article');
+      expect(subjects).toContain(subject);
+      const rule = (await (await fetch(`${SCHEMA_REGISTRY}/config/${subject}`)).json()) as {
+        compatibilityLevel: string;
+      };
+      expect(rule.compatibilityLevel).toBe('BACKWARD');
       const latest = (await (
-        await fetch(`${SCHEMA_REGISTRY}/subjects/${kafkaTopic}-value/versions/latest`)
+        await fetch(`${SCHEMA_REGISTRY}/subjects/${subject}/versions/latest`)
       ).json()) as {
         id: number;
         schemaType: string;
@@ -51,6 +58,8 @@ describe('Schema Registry (Confluent-compatible, real server)', () => {
       };
       expect(latest.schemaType).toBe('JSON');
       expect(JSON.parse(latest.schema).properties).toHaveProperty('contentHash');
+      // A closed content model: a new optional field is a compatible change under BACKWARD.
+      expect(JSON.parse(latest.schema).additionalProperties).toBe(false);
 
       const article = Article.parse(sampleArticle);
       await runtime.append([{ topic, key: article.id, value: JSON.stringify(article) }]);

@@ -20,4 +20,17 @@ describe('the config', () => {
       true,
     );
   });
+
+  it('refuses an unknown key inside a poller and its http settings, naming the path', () => {
+    const misspelt = Config.safeParse({ sources: [{ kind: 'pubmed', since: '2024-01-01', qeury: 'x' }] });
+    expect(misspelt.error!.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
+      ['sources.0', 'Unrecognized key: "qeury"'],
+    ]);
+    const http = Config.safeParse({
+      sources: [{ kind: 'biorxiv', since: '2024-01-01', http: { userAgnt: 'me' } }],
+    });
+    expect(http.error!.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
+      ['sources.0.http', 'Unrecognized key: "userAgnt"'],
+    ]);
+  });
 });

@@ -51,8 +51,9 @@ describe('PollerConfig', () => {
   });
 
   it('has no place for secrets, and exports as JSON Schema', () => {
-    const parsed = PollerConfig.parse({ kind: 'pubmed', since: '2024-01-01', apiKey: 'x' });
-    expect('apiKey' in parsed).toBe(false);
+    // Refused, not dropped: a key in the config file would otherwise sit there doing nothing.
+    const parsed = PollerConfig.safeParse({ kind: 'pubmed', since: '2024-01-01', apiKey: 'x' });
+    expect(parsed.error!.issues[0]!.message).toBe('Unrecognized key: "apiKey"');
     expect(() => z.toJSONSchema(PollerConfig, { io: 'input' })).not.toThrow();
   });
 

@@ -5,6 +5,7 @@ import type { TopicSpec } from '../../topology.js';
 import type { LogTask } from '../types.js';
 import type { KafkaUrl } from './config.js';
 import type { KafkaNames } from './names.js';
+import type { StampSeal } from './stamp-seal.js';
 import type { ValueWire } from './wire.js';
 
 /**
@@ -17,6 +18,8 @@ export interface KafkaConnection {
   readonly url: KafkaUrl;
   readonly kafka: kafkajs.Kafka;
   readonly wire: ValueWire;
+  /** Seals the stamps of records sent, and keeps only verified stamps of records read. */
+  readonly seal: StampSeal;
   readonly names: KafkaNames;
   /** This process's worker id: in transactional ids, static membership, logs and metrics. */
   readonly worker: string;

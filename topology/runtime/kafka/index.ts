@@ -12,8 +12,9 @@ import { KafkajsTask } from './kafkajs-task.js';
 import { KafkaNames } from './names.js';
 import { RdkafkaTask } from './rdkafka-task.js';
 import { PartitionReader } from './reader.js';
+import { STAMP_KEYS_ENV, StampSeal, VALIDATED_AS_HEADER } from './stamp-seal.js';
 import { ChangelogState } from './state.js';
-import { plainJson, RegistryWire, VALIDATED_AS_HEADER, type ValueWire } from './wire.js';
+import { plainJson, RegistryWire, type ValueWire } from './wire.js';
 
 const { Kafka, logLevel, ConfigResourceTypes, AssignerProtocol } = kafkajs;
 
@@ -27,6 +28,11 @@ export interface KafkaOptions {
    */
   readonly worker?: string;
   readonly log?: Logger;
+  /**
+   * The keys that seal and verify stamps (see StampSeal): the first signs, all verify. Default:
+   * the comma list in BIOALCHEMY_STAMP_KEYS; none means every record read is validated.
+   */
+  readonly stampKeys?: readonly string[];
 }
 
 /** One member of a consumer group, as `bioalchemy status` shows it. */
@@ -92,6 +98,7 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
   private nullKeyCounter = 0;
   readonly worker: string;
   readonly log: Logger;
+  readonly seal: StampSeal;
 
   private constructor(
     readonly url: KafkaUrl,
@@ -105,6 +112,10 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
     if (!/^[A-Za-z0-9_.-]+$/.test(this.worker))
       throw new Error(`worker id "${this.worker}": use letters, digits, ".", "_" and "-"`);
     this.log = (opts.log ?? pino({ level: 'silent' })).child({ worker: this.worker });
+    this.seal = opts.stampKeys ? new StampSeal(opts.stampKeys) : StampSeal.fromEnv();
+    // The count of keys only: a key in a log would let its readers seal records.
+    if (this.seal.active) this.log.info({ keys: this.seal.keyCount }, 'stamps sealed and verified');
+    else this.log.info(`no ${STAMP_KEYS_ENV}: stamps are not trusted, every record read is validated`);
     this.kafka = new Kafka({
       clientId: 'bioalchemy',
       brokers: url.brokers,
@@ -120,7 +131,7 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
     const names = new KafkaNames(opts.app ?? parsed.app ?? 'bioalchemy');
     const runtime = new KafkaRuntime(
       parsed,
-      parsed.registry ? new RegistryWire(parsed.registry, names) : plainJson,
+      parsed.registry ? new RegistryWire(parsed.registry, names, parsed.compatibility) : plainJson,
       names,
       opts,
     );
@@ -360,7 +371,8 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
       if ((bytes.get(slot) ?? 0) + value.length > LIMIT) flush();
       bytes.set(slot, (bytes.get(slot) ?? 0) + value.length);
       const messages = current.get(r.topic) ?? [];
-      const headers = r.validatedAs ? { [VALIDATED_AS_HEADER]: r.validatedAs } : undefined;
+      const sealed = this.seal.sealed(r.validatedAs, value);
+      const headers = sealed ? { [VALIDATED_AS_HEADER]: sealed } : undefined;
       messages.push({ key: r.key, value, partition, headers });
       current.set(r.topic, messages);
     }
@@ -374,7 +386,7 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
   }
 
   private async partitionReader(): Promise<PartitionReader> {
-    this.reader ??= PartitionReader.open(this.url.brokers, this.wire, this.names);
+    this.reader ??= PartitionReader.open(this.url.brokers, this.wire, this.names, this.seal);
     return this.reader;
   }
 
@@ -384,7 +396,7 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
     each: (records: readonly LogRecord[]) => void,
   ): Promise<void> {
     // A reader of its own: an end-of-partition event left from an earlier read must not end this one.
-    const reader = await PartitionReader.open(this.url.brokers, this.wire, this.names);
+    const reader = await PartitionReader.open(this.url.brokers, this.wire, this.names, this.seal);
     try {
       await reader.readToEnd(topic, partition, each);
     } finally {

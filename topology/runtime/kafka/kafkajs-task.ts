@@ -4,9 +4,10 @@ import { FencedError, type LogTask, type LogTransaction, type TaskSpec } from '.
 import { engineAssigner } from './assigner.js';
 import { SESSION_TIMEOUT_MS } from './config.js';
 import type { KafkaConnection } from './connection.js';
+import { VALIDATED_AS_HEADER } from './stamp-seal.js';
 import type { ChangelogState } from './state.js';
 import { rethrowFenced } from './transaction.js';
-import { headerText, recordValue, VALIDATED_AS_HEADER } from './wire.js';
+import { headerText, recordValue } from './wire.js';
 
 /** A fetched batch of one partition, held (so kafkajs fetches no further) until the queue runs low. */
 interface HeldBatch {
@@ -227,7 +228,7 @@ export class KafkajsTask implements LogTask {
       batch.messages.map((m) => ({ topic: batch.topic, value: m.value })),
     );
     const decoded: LogRecord[] = batch.messages.map((m, i) => {
-      const validatedAs = headerText(m.headers?.[VALIDATED_AS_HEADER]);
+      const validatedAs = this.runtime.seal.verified(headerText(m.headers?.[VALIDATED_AS_HEADER]), m.value);
       return {
         topic,
         partition,

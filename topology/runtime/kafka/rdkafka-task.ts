@@ -3,21 +3,10 @@ import { GLOBAL, type LogRecord, partitionKey, type StateChange } from '../../re
 import { FencedError, type LogTask, type LogTransaction, type TaskSpec } from '../types.js';
 import { SESSION_TIMEOUT_MS } from './config.js';
 import type { KafkaConnection } from './connection.js';
+import { VALIDATED_AS_HEADER } from './stamp-seal.js';
 import type { ChangelogState } from './state.js';
 import { kafkaTransaction, rethrowFenced } from './transaction.js';
-import { rdkafkaRecord, VALIDATED_AS_HEADER } from './wire.js';
-
-/** The header list that stamps a produced record; one shared list per stamp. */
-const stampHeaders = new Map<string, rdkafka.MessageHeader[]>();
-function headersFor(validatedAs: string | undefined): rdkafka.MessageHeader[] | undefined {
-  if (!validatedAs) return undefined;
-  let headers = stampHeaders.get(validatedAs);
-  if (!headers) {
-    headers = [{ [VALIDATED_AS_HEADER]: validatedAs }];
-    stampHeaders.set(validatedAs, headers);
-  }
-  return headers;
-}
+import { rdkafkaRecord } from './wire.js';
 
 const call = <T = void>(
   fn: (cb: (err: rdkafka.LibrdKafkaError | null | undefined, value?: T) => void) => void,
@@ -289,7 +278,7 @@ export class RdkafkaTask implements LogTask {
         'polled',
       );
     const values = await this.runtime.wire.decode(messages);
-    return messages.map((m, i) => rdkafkaRecord(m, values[i]!, topics[i]!));
+    return messages.map((m, i) => rdkafkaRecord(m, values[i]!, topics[i]!, this.runtime.seal));
   }
 
   /** Starts librdkafka's worker gathering up to max messages; the result is awaited later. */
@@ -323,7 +312,8 @@ export class RdkafkaTask implements LogTask {
         const partitions = await this.runtime.partitionsFor(records);
         const values = await this.runtime.wire.encode(records);
         for (const [i, r] of records.entries()) {
-          const headers = headersFor(r.validatedAs);
+          const sealed = this.runtime.seal.sealed(r.validatedAs, values[i]!);
+          const headers = sealed ? [{ [VALIDATED_AS_HEADER]: sealed }] : undefined;
           this.producer.produce(
             names.topic(r.topic),
             partitions[i],

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import rdkafka from 'node-rdkafka';
 import type { LogRecord } from '../../records.js';
 import type { KafkaNames } from './names.js';
+import type { StampSeal } from './stamp-seal.js';
 import { rdkafkaRecord, type ValueWire } from './wire.js';
 
 /**
@@ -20,6 +21,7 @@ export class PartitionReader {
     brokers: string[],
     private readonly wire: ValueWire,
     private readonly names: KafkaNames,
+    private readonly seal: StampSeal,
   ) {
     this.consumer = new rdkafka.KafkaConsumer(
       {
@@ -41,8 +43,13 @@ export class PartitionReader {
     this.consumer.setDefaultConsumeTimeout(200);
   }
 
-  static async open(brokers: string[], wire: ValueWire, names: KafkaNames): Promise<PartitionReader> {
-    const reader = new PartitionReader(brokers, wire, names);
+  static async open(
+    brokers: string[],
+    wire: ValueWire,
+    names: KafkaNames,
+    seal: StampSeal,
+  ): Promise<PartitionReader> {
+    const reader = new PartitionReader(brokers, wire, names, seal);
     await new Promise<void>((resolve, reject) =>
       reader.consumer.connect({}, (err) => (err ? reject(err) : resolve())),
     );
@@ -102,7 +109,7 @@ export class PartitionReader {
         if (!fresh.length) continue;
         deadline = Date.now() + 30_000;
         const values = await this.wire.decode(fresh);
-        each(fresh.map((m, i) => rdkafkaRecord(m, values[i]!, topic)));
+        each(fresh.map((m, i) => rdkafkaRecord(m, values[i]!, topic, this.seal)));
         count += fresh.length;
       }
     } finally {

@@ -1,4 +1,5 @@
 import {
+  type Compatibility as ClientCompatibility,
   JsonDeserializer,
   JsonSerializer,
   RestError,
@@ -6,10 +7,11 @@ import {
   SerdeType,
 } from '@confluentinc/schemaregistry';
 import type rdkafka from 'node-rdkafka';
-import { jsonSchemaOf, RECORD_SCHEMAS } from '../../../schemas/index.js';
+import { type Compatibility, registrySchemaOf, subjectOf } from '../../../schemas/registry-subjects.js';
 import type { LogRecord } from '../../records.js';
 import type { TopicSpec } from '../../topology.js';
 import type { KafkaNames } from './names.js';
+import { type StampSeal, VALIDATED_AS_HEADER } from './stamp-seal.js';
 
 /**
  * How values are laid out on Kafka: plain UTF-8 JSON, or with a Schema Registry the Confluent
@@ -48,9 +50,6 @@ export function recordValue(v: WireValue): { value: string; unreadable?: string 
   return typeof v === 'string' ? { value: v } : { value: v.text, unreadable: v.reason };
 }
 
-/** The Kafka header carrying LogRecord.validatedAs. */
-export const VALIDATED_AS_HEADER = 'bioalchemy-validated-as';
-
 /** A header value as kafkajs or node-rdkafka hands it over, as text. */
 export function headerText(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
@@ -75,25 +74,63 @@ export class RegistryWire implements ValueWire {
   private readonly client: SchemaRegistryClient;
   private readonly serializer: JsonSerializer;
   private readonly deserializer: JsonDeserializer;
-  /** Topics (names on Kafka) without a schema travel as plain JSON. */
-  private readonly registered = new Set<string>();
+  /** The subject of each topic (name on Kafka) with a schema; topics without one travel as plain JSON. */
+  private readonly subjects = new Map<string, string>();
 
   constructor(
     url: string,
     private readonly names: KafkaNames,
+    private readonly compatibility: Compatibility,
   ) {
     this.client = new SchemaRegistryClient({ baseURLs: [url] });
-    this.serializer = new JsonSerializer(this.client, SerdeType.VALUE, { useLatestVersion: true });
+    this.serializer = new JsonSerializer(this.client, SerdeType.VALUE, {
+      useLatestVersion: true,
+      subjectNameStrategy: (topic) => this.subjects.get(topic) ?? `${topic}-value`,
+    });
+    // Readers find a record's schema by the id in its frame, whatever subject holds it: records
+    // written under an earlier generation's subject read as well as the current one's.
     this.deserializer = new JsonDeserializer(this.client, SerdeType.VALUE, {});
   }
 
+  /**
+   * Registers each topic's schema under its subject, with the deployment's compatibility rule set
+   * on the subject first, so the registry judges the new schema by that rule and not by whatever
+   * the subject or the registry's default held. A schema the rule refuses stops the start.
+   */
   async register(topics: readonly TopicSpec[]): Promise<void> {
     for (const t of topics) {
       if (!t.schema) continue;
-      const schema = JSON.stringify({ title: t.schema, ...jsonSchemaOf(RECORD_SCHEMAS[t.schema]) });
       const topic = this.names.topic(t.name);
-      await this.client.register(`${topic}-value`, { schemaType: 'JSON', schema }, false);
-      this.registered.add(topic);
+      const subject = subjectOf(topic, t.schema);
+      // A registry that knows no rule for a subject it does not hold (Apicurio) takes one after the first version.
+      const ruled = await this.setRule(subject);
+      try {
+        await this.client.register(
+          subject,
+          { schemaType: 'JSON', schema: registrySchemaOf(t.schema) },
+          false,
+        );
+      } catch (e) {
+        if (e instanceof RestError && e.status === 409)
+          throw new Error(
+            `Schema Registry: subject ${subject} refuses the ${t.schema} schema under ${this.compatibility} ` +
+              `(${e.message}); \`bioalchemy schemas --check\` says what the upgrade breaks`,
+          );
+        throw e;
+      }
+      if (!ruled) await this.setRule(subject);
+      this.subjects.set(topic, subject);
+    }
+  }
+
+  /** Sets the subject's compatibility rule; false when the registry holds no such subject yet. */
+  private async setRule(subject: string): Promise<boolean> {
+    try {
+      await this.client.updateCompatibility(subject, this.compatibility as ClientCompatibility);
+      return true;
+    } catch (e) {
+      if (e instanceof RestError && e.status === 404) return false;
+      throw e;
     }
   }
 
@@ -104,7 +141,7 @@ export class RegistryWire implements ValueWire {
       // A JSON null is a compacted topic's tombstone (a settled llm.journal reply), which the
       // serializer refuses ("message is empty"): it travels plain, and reads back as it went.
       out.push(
-        this.registered.has(topic) && r.value !== 'null'
+        this.subjects.has(topic) && r.value !== 'null'
           ? await this.serializer.serialize(topic, JSON.parse(r.value))
           : plainBytes(r.value),
       );
@@ -116,7 +153,7 @@ export class RegistryWire implements ValueWire {
     const out: WireValue[] = [];
     for (const { topic, value } of messages) {
       out.push(
-        value && value[0] === 0 && this.registered.has(topic)
+        value && value[0] === 0 && this.subjects.has(topic)
           ? await this.decodeFramed(topic, value)
           : plainText(value),
       );
@@ -151,10 +188,19 @@ export class RegistryWire implements ValueWire {
   }
 }
 
-/** A consumed message as a log record (topic: the engine's name), with the value already taken off the wire. */
-export function rdkafkaRecord(m: rdkafka.Message, value: WireValue, topic: string): LogRecord {
-  let validatedAs: string | undefined;
-  for (const h of m.headers ?? []) validatedAs ??= headerText(h[VALIDATED_AS_HEADER]);
+/**
+ * A consumed message as a log record (topic: the engine's name), with the value already taken off
+ * the wire; its stamp is kept only when its seal verifies.
+ */
+export function rdkafkaRecord(
+  m: rdkafka.Message,
+  value: WireValue,
+  topic: string,
+  seal: StampSeal,
+): LogRecord {
+  let header: string | undefined;
+  for (const h of m.headers ?? []) header ??= headerText(h[VALIDATED_AS_HEADER]);
+  const validatedAs = seal.verified(header, m.value ?? null);
   return {
     topic,
     partition: m.partition,

@@ -1,0 +1,124 @@
+import { Ajv } from 'ajv';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { pipelineTopology } from '../../processors/pipeline.js';
+import { RECORD_SCHEMA_NAMES, type RecordSchemaName } from '../../schemas/index.js';
+import {
+  registrySchemaOf,
+  SUBJECT_GENERATIONS,
+  subjectOf,
+  subjectOfGeneration,
+} from '../../schemas/registry-subjects.js';
+import { TopicCodecs } from '../../topology/codec.js';
+import { parseKafkaUrl } from '../../topology/runtime/kafka/config.js';
+import { sampleArticle } from '../fixtures/records.js';
+import { PREVIOUS, previousRecord } from '../upgrade/previous-release.js';
+
+const RUNS = { numRuns: 100, seed: Number(process.env.FC_SEED ?? 32) };
+const ajv = new Ajv({ strict: false, validateFormats: false });
+
+/** Every object node of a JSON Schema that names its properties. */
+function objectsOf(node: unknown, out: Record<string, unknown>[] = []): Record<string, unknown>[] {
+  if (Array.isArray(node)) for (const n of node) objectsOf(n, out);
+  else if (node && typeof node === 'object') {
+    const o = node as Record<string, unknown>;
+    if (o.type === 'object' && o.properties) out.push(o);
+    for (const v of Object.values(o)) objectsOf(v, out);
+  }
+  return out;
+}
+
+/** A value of each record kind as the engine writes it now: the previous release's, read and written again. */
+function writtenNow(): [RecordSchemaName, string, unknown][] {
+  const topology = pipelineTopology();
+  const codecs = new TopicCodecs(topology);
+  const byKind = new Map<string, string>();
+  for (const t of topology.topics) if (t.schema && !byKind.has(t.schema)) byKind.set(t.schema, t.name);
+  const out: [RecordSchemaName, string, unknown][] = [];
+  for (const [topic, { schema }] of Object.entries(PREVIOUS.topics)) {
+    const kind = topology.topics.find((t) => t.name === topic)!.schema!;
+    out.push([kind, topic, JSON.parse(codecs.encode(topic, codecs.decode(topic, previousRecord(schema))))]);
+  }
+  const call = {
+    callId: 'c1',
+    requestKey: 'k1',
+    stage: 'relevance',
+    provider: 'openai',
+    model: 'm',
+    inputTokens: 1,
+    outputTokens: 1,
+    latencyMs: 5,
+    costUsd: 0,
+    cached: false,
+    attempts: 1,
+    repair: false,
+    at: 0,
+  };
+  out.push(['llm-call', byKind.get('llm-call')!, JSON.parse(codecs.encode(byKind.get('llm-call')!, call))]);
+  return out;
+}
+
+describe('registry subjects (issue 32)', () => {
+  it('registers closed content models, where a new optional field is a compatible change', () => {
+    for (const name of RECORD_SCHEMA_NAMES) {
+      const objects = objectsOf(JSON.parse(registrySchemaOf(name)));
+      expect(objects.length).toBeGreaterThan(0);
+      for (const o of objects) expect(o.additionalProperties, name).toBeDefined();
+    }
+  });
+
+  it('what the engine writes of every kind is valid under the registered (closed) schema', () => {
+    const written = writtenNow();
+    expect(new Set(written.map(([kind]) => kind))).toEqual(new Set(RECORD_SCHEMA_NAMES));
+    for (const [kind, , value] of written) {
+      const validate = ajv.compile(JSON.parse(registrySchemaOf(kind)));
+      expect(validate(value), `${kind}: ${ajv.errorsText(validate.errors)}`).toBe(true);
+    }
+  });
+
+  it('a value with properties no schema names is written without them (property): the closed model holds', () => {
+    const codecs = new TopicCodecs(pipelineTopology());
+    const validate = ajv.compile(JSON.parse(registrySchemaOf('article')));
+    fc.assert(
+      fc.property(
+        fc.dictionary(
+          fc.string({ minLength: 1 }).filter((k) => !(k in sampleArticle) && k !== '__proto__'),
+          fc.jsonValue(),
+        ),
+        (extra) => validate(JSON.parse(codecs.encode('articles', { ...sampleArticle, ...extra }))),
+      ),
+      RUNS,
+    );
+  });
+
+  it('names subjects by generation: <topic>-value, then <topic>-v<N>-value', () => {
+    expect(subjectOfGeneration('bioalchemy.articles', 1)).toBe('bioalchemy.articles-value');
+    expect(subjectOf('bioalchemy.articles', 'article')).toBe(
+      `bioalchemy.articles-v${SUBJECT_GENERATIONS.article}-value`,
+    );
+    expect(SUBJECT_GENERATIONS.article).toBeGreaterThan(1);
+  });
+});
+
+describe('the log URL (one way to set the registry and its policy)', () => {
+  const registry = 'registry=http://127.0.0.1:8081';
+
+  it('runs every subject under BACKWARD unless it says a stricter rule', () => {
+    expect(parseKafkaUrl(`kafka://h:9092?${registry}`).compatibility).toBe('BACKWARD');
+    expect(parseKafkaUrl(`kafka://h:9092?${registry}&compatibility=FULL_TRANSITIVE`).compatibility).toBe(
+      'FULL_TRANSITIVE',
+    );
+    for (const weaker of ['NONE', 'FORWARD', 'backward'])
+      expect(() => parseKafkaUrl(`kafka://h:9092?${registry}&compatibility=${weaker}`)).toThrow(
+        /compatibility must be one of BACKWARD, BACKWARD_TRANSITIVE, FULL, FULL_TRANSITIVE/,
+      );
+    expect(() => parseKafkaUrl('kafka://h:9092?compatibility=FULL')).toThrow(/add registry=/);
+  });
+
+  it('refuses a parameter it does not know, naming it', () => {
+    expect(() => parseKafkaUrl('kafka://h:9092?registy=http://x:8081')).toThrow(
+      /unknown parameter "registy"/,
+    );
+    expect(() => parseKafkaUrl('kafka://h:9092?client=rdkafka&app=a')).not.toThrow();
+  });
+});
