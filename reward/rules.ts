@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
 // The reward's tables, read from reward/rules.json: the Python twin
-// (clients/python/bioalchemy_client/reward.py) reads the same file, so the two cannot drift.
+// (clients/python/bioalchemy_client/reward_rules.py) reads the same file, so the two cannot drift.
 
 const wordSet = z.string().transform((s) => new Set(s.split(' ')));
 const phrases = z.object({ about: z.string(), phrases: z.array(z.string()) }).transform((t) => t.phrases);

@@ -14,8 +14,10 @@ import {
 } from './text.js';
 
 // The verifiable reward, anchored on the reference. The same steps live in
-// clients/python/bioalchemy_client/reward.py, both read the tables of reward/rules.json, and both
-// pass the same tables of outputs (test/fixtures/reward-*.json): change them together.
+// clients/python/bioalchemy_client/reward.py (with reward_text.py, reward_anchor.py,
+// reward_graders.py and reward_rules.py, one per file here), both read the tables of
+// reward/rules.json, and both pass the same tables of outputs (test/fixtures/reward-*.json):
+// change them together.
 //
 // The steps, in order:
 // 1. finalText + prepare: the text after any <think> block, folded to plain ASCII (Greek spelled

@@ -1,0 +1,181 @@
+"""The anchor (reward/anchor.ts): the reference's accepted forms found in the prepared text first,
+each occurrence marked as one token standing for the answer (or an option's letter). Part of the
+verifiable reward (bioalchemy_client/reward.py)."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from operator import itemgetter
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+from bioalchemy_client.reward_rules import _ENDINGS_ADDED, _ENDINGS_IRREGULAR, _ENDINGS_SWAPS, _RULES
+from bioalchemy_client.reward_text import _A, _DOT, _S, MARK_CLOSE, MARK_OPEN, _at, _is_alnum, _trim, prepare
+
+
+class Form(NamedTuple):
+    text: str
+    stands: str  # an option's letter, or ANSWER
+
+
+ANSWER = "@"
+
+_FREE_GAP = re.compile(r"[ \t\-'/^_~$()]")
+
+
+# A key character: a letter, a digit or a sign; a minus that ends a name is a charge ("Cl-", "Ca2-",
+# "CD4-"), one inside a name joins it; a full stop or comma between digits is kept as ".".
+_KEY_CHAR = re.compile(r"[A-Za-z0-9+<>=≤≥%]|(?<=[A-Za-z0-9^])-(?![A-Za-z0-9])|(?<=[0-9])[.,](?=[0-9])")
+
+
+def _keyed(text: str) -> Tuple[str, List[int]]:
+    """The text as a key (lower-case letters, digits, signs and charges; a full stop or comma between
+    digits as '.'), with each key character's index in the text."""
+    at = [m.start() for m in _KEY_CHAR.finditer(text)]
+    if len(at) < 2:
+        return "".join(text[i] for i in at).replace(",", ".").lower(), at
+    return "".join(itemgetter(*at)(text)).replace(",", ".").lower(), at
+
+
+def _residue(gap: str) -> str:
+    """A gap with what any writer may put in one (spaces, hyphens, primes) taken out."""
+    return _FREE_GAP.sub("", gap)
+
+
+_TRAILING_STOPS = re.compile(r"[.!;:,]+\Z")
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.I | _A)
+
+
+@lru_cache(maxsize=4096)
+def _bare(form: str) -> str:
+    """A form without a leading article ("the Golgi" = "Golgi"), prepared as outputs are."""
+    s = _TRAILING_STOPS.sub("", _trim(prepare(form)), count=1)
+    without = _ARTICLE.sub("", s, count=1)
+    return s if _keyed(without)[0] == "" else without
+
+
+def form_key(form: str) -> str:
+    """A form's key, '' for a form with nothing to find."""
+    return _keyed(_bare(form))[0]
+
+
+class _Pattern(NamedTuple):
+    key: str
+    gaps: List[str]  # gaps[k]: the residue the reference has between key characters k and k + 1
+
+
+_LAST_WORD = re.compile(r"([A-Za-z]+)\Z", _A)
+
+
+def _patterns_of(form: str) -> List[_Pattern]:
+    """The keys one term is written under: itself, with an added ending (kinases, increased), and for
+    a last word of four or more letters that is no acronym, its other number (mitochondria =
+    mitochondrion, nuclei = nucleus, mice = mouse)."""
+    patterns = _PATTERNS.get(form)
+    if patterns is None:
+        # A trainer scores several rollouts of one item in a row, so recent references repeat.
+        if len(_PATTERNS) >= 4096:
+            _PATTERNS.clear()
+        patterns = _PATTERNS[form] = _compute_patterns(form)
+    return patterns
+
+
+_PATTERNS: Dict[str, List[_Pattern]] = {}
+
+
+def _compute_patterns(form: str) -> List[_Pattern]:
+    text = _bare(form)
+    key, at = _keyed(text)
+    if key == "":
+        return []
+    gaps = [_residue(text[at[k] + 1:i]) for k, i in enumerate(at[1:])]
+    keys = dict.fromkeys([key])
+    m = _LAST_WORD.search(text)
+    if m is not None:
+        last = m.group(1)
+        for ending in _ENDINGS_ADDED:
+            keys[key + ending] = None
+        word = last.lower()
+        if len(word) >= 4 and last != last.upper():
+            def swap(frm: str, to: str, whole: bool) -> None:
+                if (word == frm) if whole else (word.endswith(frm) and len(word) - len(frm) >= 3):
+                    keys[key[:len(key) - len(frm)] + to] = None
+
+            for a, b in _ENDINGS_SWAPS:
+                swap(a, b, False)
+                swap(b, a, False)
+            for a, b in _ENDINGS_IRREGULAR:
+                swap(a, b, True)
+                swap(b, a, True)
+    return [_Pattern(k, gaps) for k in keys]
+
+
+_BINOMIAL = re.compile(r"^([A-Z])[a-z]{2,}" + _S + r"+([a-z]{3,}(?:" + _S + _DOT + r"*)?)\Z", _A)
+_ABBREVIATED = re.compile(r"^([A-Z]\.)" + _S + r"*([a-z]{3,})((?:" + _S + _DOT + r"*)?)\Z", _A)
+_BINOMIALS: Dict[str, str] = _RULES["binomials"]["names"]
+
+
+def binomial_forms(forms: Sequence[str]) -> List[str]:
+    """The other way a binomial is written: "Escherichia coli K-12" abbreviated "E. coli K-12", and a
+    known abbreviation written out ("E. coli" = "Escherichia coli", from the rules' table)."""
+    out = []
+    for f in forms:
+        full = _BINOMIAL.match(_trim(f))
+        if full:
+            out.append(f"{full.group(1)}. {full.group(2)}")
+            continue
+        short = _ABBREVIATED.match(_trim(f))
+        genus = _BINOMIALS.get(f"{short.group(1)} {short.group(2)}") if short else None
+        if short and genus:
+            out.append(genus + short.group(3))
+    return out
+
+
+def _occurrence(text: str, at: List[int], k: int, p: _Pattern) -> Optional[Tuple[int, int]]:
+    """Where the key match [k, k + length) lies in the text, when it is a whole term there."""
+    for j in range(k, k + len(p.key) - 1):
+        if at[j + 1] == at[j] + 1:
+            continue
+        gap = _residue(text[at[j] + 1:at[j + 1]])
+        if gap != "" and gap != (p.gaps[j - k] if j - k < len(p.gaps) else ""):
+            return None
+    start = at[k]
+    last = at[k + len(p.key) - 1]
+    # A term inside a longer word, or glued by a hyphen or a sign to more of a name ("anti-TNF", "CD4+"
+    # for CD4, "E. coli-derived"), is another term.
+    before = _at(text, start - 1)
+    after = _at(text, last + 1)
+    if _is_alnum(before) or (before == "-" and _is_alnum(_at(text, start - 2))):
+        return None
+    if _is_alnum(after) or after == "+" or after == "-":
+        return None
+    return start, last + 1
+
+
+def anchor(prepared: str, forms: Sequence[Form]) -> str:
+    """The text with every occurrence of a form replaced by a mark of what it stands for: at each place
+    the longest occurrence wins, and occurrences do not overlap."""
+    if not forms:
+        return prepared
+    text = prepared
+    key, at = _keyed(text)
+    found: List[Tuple[int, int, str, bool]] = []
+    for form in forms:
+        for n, p in enumerate(_patterns_of(form.text)):
+            k = key.find(p.key)
+            while k >= 0:
+                span = _occurrence(text, at, k, p)
+                # The form as written (its first pattern) wins over another's ending or number at
+                # the same place: "colony" is the option "colony", not "colonies" in the singular.
+                if span:
+                    found.append((span[0], span[1], form.stands, n == 0))
+                k = key.find(p.key, k + 1)
+    found.sort(key=lambda f: (f[0], -f[1], not f[3]))  # stable, as Array.prototype.sort
+    out: List[str] = []
+    pos = 0
+    for start, end, stands, _written in found:
+        if start < pos:
+            continue
+        out.append(text[pos:start] + MARK_OPEN + stands + MARK_CLOSE)
+        pos = end
+    return "".join(out) + text[pos:]

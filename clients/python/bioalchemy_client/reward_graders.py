@@ -1,0 +1,301 @@
+"""Candidates (reward/graders.ts): what a grader reads as a candidate answer in a sentence (an option's
+letter or text, an accepted form, a number with its units) and how it decides between them. Part of
+the verifiable reward (bioalchemy_client/reward.py)."""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, List, NamedTuple, Optional, Sequence
+
+from bioalchemy_client.reward_anchor import ANSWER, Form, binomial_forms, form_key
+from bioalchemy_client.reward_rules import (_BOUND_PHRASES, _BOUND_SYMBOLS, _CONTINUATIONS, _DISJUNCTIONS, _FILLERS,
+                                            _HEADS, _LETTER_LINKS, _LETTER_PREFIXES, _LIST_PUNCTUATION, _LIST_WORDS,
+                                            _NEGATORS, _SCALES, _UNIT_WORDS, _UNITS)
+from bioalchemy_client.reward_text import _A, _DOT, _S, Token, _get, _is_word, _trim, prepare, tokenize
+
+LETTERS = "ABCDEFGHIJ"
+NUMERIC_TOLERANCE = 0.01
+
+
+class Mention(NamedTuple):
+    value: str  # the option letter, ANSWER for an accepted form of a free-form answer, or a number's key
+    number: Optional[tuple]  # (value, percent)
+    bound: Optional[str]  # "<", "at least", ...: the number is a bound, not a value
+    start: int
+    end: int
+    listed: bool  # beside another short item in a list ("increase or decrease"): a hedge
+
+
+class _Grader(NamedTuple):
+    text: bool  # free-form text: a box that names nothing known is another answer, not an empty one
+    forms: List[Form]  # what the anchor marks before the text is read
+    mentions: Callable[[List[Token]], List[Mention]]
+    decide: Callable[[List[Mention], str], dict]
+
+
+def _is_list_separator(t: Optional[Token]) -> bool:
+    if t is None:
+        return False
+    return t.key in _LIST_PUNCTUATION if t.kind == "punct" else t.key in _LIST_WORDS
+
+
+def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
+    """Another short item in a list right beside [start, end): "decrease" in "increase or decrease",
+    "S. aureus" in "E. coli, or maybe S. aureus", "E. coli and/or S. aureus", "E. coli (or S. aureus)"."""
+    def competes(item):
+        words = [t for t in item if _is_word(t)]
+        if not words or len(words) > 4:
+            return False
+        if words[0].key in _CONTINUATIONS or any(w.key in _NEGATORS for w in words):
+            return False
+        return any(w.key not in _FILLERS for w in words)
+
+    def stops(j):
+        t = tokens[j]
+        # A full stop after one letter abbreviates ("S. aureus"): it ends no item.
+        prev = _get(tokens, j - 1)
+        if t.key == "." and prev is not None and prev.kind == "word" and len(prev.text) == 1:
+            return False
+        return _is_list_separator(t) or (t.kind == "punct" and t.key in ",;:.!?(")
+
+    def parens(t):
+        return t is not None and t.key in "()"
+
+    # After the first separator, more of them and a disjunction belong to it (", or", "and/or").
+    def joins(t):
+        if t is None:
+            return False
+        return (t.key in _LIST_PUNCTUATION or parens(t)) if t.kind == "punct" else t.key in _DISJUNCTIONS
+
+    j = end
+    while parens(_get(tokens, j)):
+        j += 1
+    if _is_list_separator(_get(tokens, j)):
+        j += 1
+        while joins(_get(tokens, j)):
+            j += 1
+        item = []
+        while j < len(tokens) and not stops(j):
+            item.append(tokens[j])
+            j += 1
+        if competes(item):
+            return True
+    j = start - 1
+    while parens(_get(tokens, j)):
+        j -= 1
+    if _is_list_separator(_get(tokens, j)):
+        j -= 1
+        while joins(_get(tokens, j)):
+            j -= 1
+        item = []
+        while j >= 0 and not stops(j):
+            item.insert(0, tokens[j])
+            j -= 1
+        if competes(item):
+            return True
+    return False
+
+
+def _bound_before(tokens: List[Token], i: int) -> Optional[str]:
+    """The bound written before the number at i ("<", "<=", "at least"), or None."""
+    prev = _get(tokens, i - 1)
+    if prev is not None and prev.kind == "punct" and prev.key in _BOUND_SYMBOLS:
+        return prev.key
+    before = _get(tokens, i - 2)
+    if (prev is not None and prev.key == "=" and before is not None and before.kind == "punct"
+            and before.key in _BOUND_SYMBOLS):
+        return before.key + "="
+    for words in _BOUND_PHRASES:
+        if i >= len(words) and all(tokens[i - len(words) + k].key == w for k, w in enumerate(words)):
+            return " ".join(words)
+    return None
+
+
+def _unit(w: Optional[Token]) -> bool:
+    return w is not None and w.kind == "word" and (w.text in _UNITS or w.key in _UNIT_WORDS)
+
+
+def _number_at(tokens: List[Token], i: int) -> Optional[Mention]:
+    """The number at i with its units ("12.5 kDa", "25 %", "3-fold", "three copies"), or None."""
+    t = tokens[i]
+    if t.value is None or (t.kind == "num" and t.attached):
+        return None
+    end = i + 1
+    percent = False
+    value, key = t.value, t.key
+    nxt = _get(tokens, end)
+    scale = _SCALES.get(nxt.key) if nxt is not None and nxt.kind == "word" else None
+    if scale is not None:
+        value *= scale
+        key += " " + nxt.key
+        end += 1
+    units = 0
+    while units < 3 and end < len(tokens):
+        u = tokens[end]
+        after = _get(tokens, end + 1)
+        if u.key == "±" and after is not None and after.kind == "num":
+            end += 2
+        elif u.key == "%":
+            end += 1
+        elif _unit(u):
+            end += 1
+        elif (u.key == "/" or (u.key == "-" and not u.space)) and _unit(after):
+            end += 2
+        else:
+            break
+        if tokens[end - 1].key in ("%", "percent", "cent"):
+            percent = True
+        units += 1
+    return Mention(key, (value, percent), _bound_before(tokens, i), i, end, False)
+
+
+_LOWER_START = re.compile(r"[a-z]", _A)
+_LETTER_KEY = re.compile(r"[a-z]?", _A)
+
+
+def _mcq_grader(truth: str, options: Sequence[str]) -> _Grader:
+    want = _trim(truth).upper()
+    valid = LETTERS[:len(options)] if len(options) >= 2 else LETTERS
+    # A one-letter option ("A", "C", "G", "T") is read as a letter, as the prompt asks for letters.
+    # An abbreviation two options share ("E. coli" of Escherichia and Entamoeba coli) names neither.
+    written = [[] if _LETTER_KEY.fullmatch(form_key(o)) else [o] for o in options[:len(LETTERS)]]
+    other = [binomial_forms(own) for own in written]
+
+    def shared(text):
+        return sum(1 for fs in other if any(form_key(f) == form_key(text) for f in fs)) > 1
+
+    forms: List[Form] = [Form(text, LETTERS[i]) for i, own in enumerate(written)
+                         for text in [*own, *[f for f in other[i] if not shared(f)]]]
+
+    def letter_at(tokens, i, words):
+        t = tokens[i]
+        if t.kind != "word" or len(t.text) != 1 or t.text.upper() not in valid:
+            return None
+        prev, nxt, after = _get(tokens, i - 1), _get(tokens, i + 1), _get(tokens, i + 2)
+        if t.text == t.text.upper():
+            if prev is not None and prev.kind == "word" and prev.key in _LETTER_PREFIXES:
+                return None
+            if (nxt is not None and nxt.kind == "word" and nxt.space and _LOWER_START.match(nxt.text)
+                    and nxt.key not in _LETTER_LINKS):
+                return None
+            if (nxt is not None and nxt.key == "." and after is not None and after.kind == "word"
+                    and after.space and _LOWER_START.match(after.text)):
+                return None
+            return t.text
+        # A lower-case letter is an option only where it cannot be a word: alone, "(c)", "c)", "option c".
+        alone = words == 1
+        closed = nxt is not None and nxt.key == ")" and not nxt.space
+        named = prev is not None and prev.kind == "word" and prev.key in ("option", "choice", "answer")
+        return t.text.upper() if (alone or closed or named) else None
+
+    def mentions(tokens):
+        out = []
+        words = sum(1 for x in tokens if _is_word(x))
+        for i, t in enumerate(tokens):
+            letter = t.text if t.kind == "form" else letter_at(tokens, i, words)
+            if letter:
+                out.append(Mention(letter, None, None, i, i + 1, False))
+        return out
+
+    def decide(found, where):
+        named = list(dict.fromkeys(m.value for m in found))
+        if len(named) > 1:
+            return {"score": 0, "reason": f"{' and '.join(named)} named in the {where}"}
+        if named[0] == want:
+            return {"score": 1, "reason": f"{want} in the {where}"}
+        return {"score": 0, "reason": f"{named[0]} in the {where}, expected {want}"}
+
+    return _Grader(False, forms, mentions, decide)
+
+
+_LONG_SHORT = re.compile(r"^(" + _DOT + r"+?)" + _S + r"*\(([^()]+)\)" + _S + r"*\Z", _A)
+
+
+def accepted_forms(truth: str, aliases: Sequence[str]) -> List[str]:
+    """The ground truth's accepted forms: itself, its aliases, and both sides of "long form (SHORT)"."""
+    forms = [truth, *aliases]
+    for f in [truth, *aliases]:
+        m = _LONG_SHORT.match(f)
+        if m:
+            forms += [m.group(1), m.group(2)]
+    return list(dict.fromkeys(f for f in map(_trim, forms) if form_key(f) != ""))
+
+
+def numeric_form(form: str) -> Optional[tuple]:
+    """(value, percent) when a form is nothing but a number and its units ("37 °C", "25%")."""
+    tokens = [t for t in tokenize(prepare(form)) if t.key != "~"]
+    n = _number_at(tokens, 0) if tokens else None
+    return n.number if n is not None and n.end == len(tokens) else None
+
+
+def _js_max(a: float, b: float) -> float:
+    """Math.max: NaN when either is NaN (Python's max depends on the order)."""
+    return a if a != a else b if b != b else max(a, b)
+
+
+def _numbers_match(a: float, b: float, tolerance: float) -> bool:
+    """Within a relative tolerance (absolute below 1e-9); 1e-9 relative stands for exactly equal."""
+    scale = _js_max(abs(a), abs(b))
+    return True if scale < 1e-9 else abs(a - b) <= max(tolerance, 1e-9) * scale
+
+
+def _same_number(a: tuple, b: tuple, tolerance: float) -> bool:
+    """Percent and fraction are the same number: 25% = 0.25 (and 25% = 25)."""
+    xs = [a[0], a[0] / 100] if a[1] else [a[0]]
+    ys = [b[0], b[0] / 100] if b[1] else [b[0]]
+    return any(_numbers_match(x, y, tolerance) for x in xs for y in ys)
+
+
+def _numeric_grader(truth: str, accepted: Sequence[str]) -> _Grader:
+    numbers = [n for n in map(numeric_form, accepted) if n is not None]
+
+    def mentions(tokens):
+        out = []
+        i = 0
+        while i < len(tokens):
+            n = _number_at(tokens, i)
+            if n:
+                out.append(n)
+            i = n.end if n else i + 1
+        return out
+
+    def decide(found, where):
+        bounded = next((m for m in found if m.bound is not None), None)
+        if bounded is not None:
+            return {"score": 0, "reason": f"{bounded.bound} {bounded.value} is a bound, not a value ({where})"}
+        # Two values are two answers even when both lie within the tolerance ("99 or 100").
+        first = found[0]
+        if any(not _same_number(m.number, first.number, 0) for m in found):
+            return {"score": 0, "reason": f"several values ({', '.join(m.value for m in found)}) in the {where}"}
+        if any(_same_number(first.number, n, NUMERIC_TOLERANCE) for n in numbers):
+            return {"score": 1, "reason": f"{first.value} matches in the {where}"}
+        return {"score": 0, "reason": f"{first.value} is not {truth} ({where})"}
+
+    return _Grader(False, [], mentions, decide)
+
+
+def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
+    accepted = accepted_forms(truth, aliases)
+    if numeric_form(truth) is not None:
+        return _numeric_grader(truth, accepted)
+    forms = [Form(text, ANSWER) for text in [*accepted, *binomial_forms(accepted)]]
+
+    def mentions(tokens):
+        out = []
+        for i, t in enumerate(tokens):
+            if t.kind != "form":
+                continue
+            # "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase.
+            nxt = _get(tokens, i + 1)
+            if (nxt is not None and nxt.kind == "word" and nxt.key not in _CONTINUATIONS and nxt.key not in _HEADS
+                    and nxt.key not in _FILLERS and not nxt.key.endswith("ly")):
+                continue
+            out.append(Mention(ANSWER, None, None, i, i + 1, _listed_beside(tokens, i, i + 1)))
+        return out
+
+    def decide(found, where):
+        if any(m.listed for m in found):
+            return {"score": 0, "reason": f"the answer is one of a list or a hedge in the {where}"}
+        return {"score": 1, "reason": f"matches in the {where}"}
+
+    return _Grader(True, forms, mentions, decide)
