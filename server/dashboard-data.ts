@@ -381,9 +381,10 @@ export class DashboardData {
   async processors(now: number): Promise<Snapshot['processors']> {
     const { runtime, processors = [], metrics, exportLag } = this.sources;
     if (!runtime) return [];
-    const errors = await metricValues(metrics?.registry, 'bioalchemy_step_errors_total', 'processor');
+    const registry = await metrics?.exposed();
+    const errors = await metricValues(registry, 'bioalchemy_step_errors_total', 'processor');
     const inFlight = new Map<string, number>();
-    for (const [stage, n] of await metricValues(metrics?.registry, 'bioalchemy_llm_in_flight', 'stage')) {
+    for (const [stage, n] of await metricValues(registry, 'bioalchemy_llm_in_flight', 'stage')) {
       const processor = PROCESSOR_OF_STAGE[stage] ?? stage;
       inFlight.set(processor, (inFlight.get(processor) ?? 0) + n);
     }

@@ -51,6 +51,8 @@ export function runCommand(): Command {
         'this process among the workers of a processor on Kafka: logs, metrics, transactional id; keep it across restarts (default: host-pid)',
       ).env('BIOALCHEMY_WORKER_ID'),
     )
+    // Internal: the process `run` starts for the LLM stages (cli/pipeline-process.ts).
+    .addOption(new Option('--pipeline-child').hideHelp())
     .addHelpText(
       'after',
       `
