@@ -99,15 +99,15 @@ export async function run(opts: RunOptions): Promise<void> {
     const journal = !runsLlm
       ? null
       : await LogJournal.open(runtime, {
-      onRestore: ({ partition, replies, unreadable }) => {
-        log.info({ partition, replies }, 'llm.journal: pending replies restored');
-        if (unreadable)
-          log.warn(
-            { partition, records: unreadable },
-            'llm.journal: records that are no reply skipped (their calls are made again)',
-          );
-      },
-    });
+          onRestore: ({ partition, replies, unreadable }) => {
+            log.info({ partition, replies }, 'llm.journal: pending replies restored');
+            if (unreadable)
+              log.warn(
+                { partition, records: unreadable },
+                'llm.journal: records that are no reply skipped (their calls are made again)',
+              );
+          },
+        });
     if (journal) {
       llm = openLlm(config, {
         registry: metrics.registry,
@@ -130,6 +130,7 @@ export async function run(opts: RunOptions): Promise<void> {
       feeding = await startFeeding(config, {
         ...(analytics ? { analytics } : {}),
         log,
+        registry: metrics.registry,
         serve: !opts.untilIdle || opts.host !== undefined || opts.port !== undefined,
         ...(opts.host === undefined ? {} : { host: opts.host }),
         ...(opts.port === undefined ? {} : { port: opts.port }),
