@@ -79,10 +79,14 @@ export function serveParent(opts: { readonly metrics: EngineMetrics; readonly lo
   if (!send) throw new Error('--pipeline-child is for the process `run` starts (it needs the IPC channel)');
   // The channel alone must not keep this process alive once its processors have stopped.
   process.channel?.unref();
-  process.once('disconnect', () => {
+  const orphaned = () => {
     opts.log.error('the run that started this pipeline process is gone: exiting');
     process.exit(1);
-  });
+  };
+  // A parent killed while this process was still loading is gone before the listener: the event
+  // came and went, and only `connected` tells.
+  if (!process.connected) orphaned();
+  process.once('disconnect', orphaned);
   const timer = setInterval(() => {
     opts.metrics.registry.getMetricsAsJSON().then(
       (metrics) => process.connected && send({ metrics } satisfies PipelineMessage),

@@ -46,6 +46,8 @@ export async function run(opts: RunOptions): Promise<void> {
   const log = loggerOf(opts).child({ worker });
   const metrics = new EngineMetrics({ defaults: true });
   metrics.registry.setDefaultLabels({ worker });
+  // First: a pipeline process whose parent is already gone must exit before it touches the log.
+  const stopReporting = opts.pipelineChild ? serveParent({ metrics, log }) : () => {};
   const port = opts.metricsPort ?? config.metricsPort;
   const runtime = await openRuntime(config.log, { worker, log });
   const known = pipelineTopology().processors.map((p) => p.name);
@@ -71,7 +73,6 @@ export async function run(opts: RunOptions): Promise<void> {
   // Cleared in the outer finally too: a server that refuses to start must not keep the process alive.
   let flushCalls: NodeJS.Timeout | undefined;
   let pipeline: PipelineProcess | null = null;
-  const stopReporting = opts.pipelineChild ? serveParent({ metrics, log }) : () => {};
   try {
     // The topology's topics first: the journal topic must exist before it is read.
     await runtime.ensureTopics(pipelineTopology().topics);

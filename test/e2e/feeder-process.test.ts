@@ -71,12 +71,18 @@ describe('run: the LLM stages in a process of their own', () => {
     expect(alive(run.pipelinePid)).toBe(false);
   });
 
-  it('takes the pipeline process with it when killed', async () => {
-    const run = await startRun(config);
-    serving = run.child;
-    await run.pipelineRunning;
-    run.child.kill('SIGKILL');
-    await until('the pipeline process gone', async () => (alive(run.pipelinePid) ? undefined : true), 15_000);
+  it('takes the pipeline process with it when killed, while it starts or once it runs', async () => {
+    for (const when of ['starting', 'running'] as const) {
+      const run = await startRun(config);
+      serving = run.child;
+      if (when === 'running') await run.pipelineRunning;
+      run.child.kill('SIGKILL');
+      await until(
+        `the pipeline process gone (run killed while it was ${when})`,
+        async () => (alive(run.pipelinePid) ? undefined : true),
+        15_000,
+      );
+    }
   });
 });
 
