@@ -25,6 +25,7 @@ const WINDOW_S = Number(process.env.BIOALCHEMY_BENCH_FEEDER_LOAD_WINDOW_S ?? 20)
 const ARTICLES_BEFORE = 400;
 const ARTICLES_BUSY = Number(process.env.BIOALCHEMY_BENCH_FEEDER_LOAD_ARTICLES ?? 4000);
 const BATCH = 8;
+const WARM_UP_S = 3;
 /** The figure's floor: under it a ratio measures the client, not the feeder. */
 const FLOOR_MS = 2;
 const TICKS_PER_S = 100;
@@ -92,6 +93,8 @@ async function measure(llmUrl: string, llmPid: number, shape: 'split' | 'one pro
       'test LLM server': llmPid,
     };
     await firstBatch(url);
+    // A few seconds of the same traffic first, so that neither window pays for a cold start.
+    await window(url, pids, dir, WARM_UP_S);
     const idle = await window(url, pids, dir);
     await appendArticles(dir, await syntheticArticles(ARTICLES_BUSY, 1));
     const busy = await window(url, pids, dir);
@@ -111,13 +114,14 @@ function serving_(child: ChildProcess, shape: string): Promise<{ url: string; pi
   return new Promise((resolve, reject) => {
     let url: string | null = null;
     let pipelinePid: number | null = null;
+    let running = false;
     let tail = '';
     const lines = createInterface({ input: child.stderr! });
     const timer = setTimeout(() => reject(new Error(`run not serving in 120 s: ${tail}`)), 120_000);
     child.once('exit', (code) => reject(new Error(`run exited (${code}): ${tail}`)));
     lines.on('line', (line) => {
       tail = `${tail}\n${line}`.slice(-2000);
-      let entry: { msg?: string; url?: string; pid?: number };
+      let entry: { msg?: string; url?: string; pid?: number; worker?: string };
       try {
         entry = JSON.parse(line);
       } catch {
@@ -125,7 +129,10 @@ function serving_(child: ChildProcess, shape: string): Promise<{ url: string; pi
       }
       if (entry.msg === 'feeder API') url = entry.url ?? null;
       if (entry.msg?.startsWith('pipeline process started')) pipelinePid = entry.pid ?? null;
-      if (url && (pipelinePid || shape !== 'split')) {
+      // The split's pipeline process has started its processors: its start-up is not in the idle window.
+      if (entry.msg === 'running' && (shape !== 'split' || entry.worker?.endsWith('-pipeline')))
+        running = true;
+      if (url && running) {
         clearTimeout(timer);
         resolve({ url, pipelinePid });
       }
@@ -167,14 +174,19 @@ function ack(url: string, lease: Record<string, unknown>) {
   });
 }
 
-async function window(url: string, pids: Record<string, number>, dir: string): Promise<Window> {
+async function window(
+  url: string,
+  pids: Record<string, number>,
+  dir: string,
+  seconds = WINDOW_S,
+): Promise<Window> {
   const lease: number[] = [];
   const acks: number[] = [];
   let leases = 0;
   const cpuBefore = cpuOf(pids);
   const clientBefore = process.cpuUsage();
   const extractedBefore = extracted(dir);
-  const end = performance.now() + WINDOW_S * 1000;
+  const end = performance.now() + seconds * 1000;
   while (performance.now() < end) {
     const l = await post(`${url}/v1/lease`, LEASE);
     lease.push(l.ms);

@@ -39,7 +39,10 @@ export function startPipelineProcess(opts: {
 }): PipelineProcess {
   const bin = process.argv[1];
   if (!bin) throw new Error('the pipeline process needs the command that started this one (argv[1])');
+  // The parent serves /metrics for both: the child must not try the same port.
+  const { BIOALCHEMY_METRICS_PORT: _, ...env } = process.env;
   const child: ChildProcess = fork(bin, ['run', ...opts.args, '--pipeline-child'], {
+    env,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const pid = child.pid ?? -1;
