@@ -1,4 +1,5 @@
 import { type ChildProcess, fork } from 'node:child_process';
+import { getPriority, setPriority } from 'node:os';
 import type { Logger } from 'pino';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import type { EngineMetrics } from '../topology/metrics.js';
@@ -15,6 +16,14 @@ import type { EngineMetrics } from '../topology/metrics.js';
 export interface PipelineMessage {
   readonly metrics: MetricObjectWithValues<MetricValue<string>>[];
 }
+
+/**
+ * The pipeline process's nice value: with every core busy (the LLM stages, a local model, other
+ * work on the machine), the kernel runs the feeder's process first, and the pipeline takes what is
+ * left, which on an idle machine is everything. At the same priority the two shared the cores
+ * evenly, and a lease still waited its turn behind the pipeline (BENCHMARKS.md, feeder under load).
+ */
+const PIPELINE_NICE = 10;
 
 /** How often the child posts its metrics. */
 const METRICS_EVERY_MS = 1000;
@@ -46,7 +55,14 @@ export function startPipelineProcess(opts: {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const pid = child.pid ?? -1;
-  opts.log.info({ pid }, 'pipeline process started (extract, grade, classify)');
+  let nice: number | null = null;
+  try {
+    setPriority(pid, Math.min(19, getPriority() + PIPELINE_NICE));
+    nice = getPriority(pid);
+  } catch (err) {
+    opts.log.warn({ err }, 'the pipeline process runs at the same CPU priority as the feeder');
+  }
+  opts.log.info({ pid, nice }, 'pipeline process started (extract, grade, classify)');
   child.on('message', (m: PipelineMessage) => {
     if (m && Array.isArray(m.metrics)) opts.metrics.receive(`pipeline-${pid}`, m.metrics);
   });
