@@ -106,6 +106,9 @@ export function serveParent(opts: { readonly metrics: EngineMetrics; readonly lo
   // came and went, and only `connected` tells.
   if (!process.connected) orphaned();
   process.once('disconnect', orphaned);
+  // A SIGHUP the parent forwards while this process still starts must not end it (the default
+  // action): the budget is read at start anyway, and run's own handler takes the later ones.
+  process.on('SIGHUP', () => {});
   const timer = setInterval(() => {
     opts.metrics.registry.getMetricsAsJSON().then(
       (metrics) => process.connected && send({ metrics } satisfies PipelineMessage),
