@@ -38,6 +38,8 @@ interface Window {
   cpu: Record<string, number>;
   /** Articles extract committed during the window. */
   extracted: number;
+  /** The bucket bound (ms) under which 99% of the feeder's event-loop delay samples fell. */
+  loopDelayP99Ms: number;
 }
 
 export async function run(): Promise<string[]> {
@@ -86,7 +88,7 @@ async function measure(llmUrl: string, llmPid: number, shape: 'split' | 'one pro
       { env, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     serving = child;
-    const { url, pipelinePid } = await serving_(child, shape);
+    const { url, dashboard, pipelinePid } = await serving_(child, shape);
     const pids: Record<string, number> = {
       run: child.pid!,
       ...(pipelinePid ? { 'pipeline process': pipelinePid } : {}),
@@ -94,10 +96,10 @@ async function measure(llmUrl: string, llmPid: number, shape: 'split' | 'one pro
     };
     await firstBatch(url);
     // A few seconds of the same traffic first, so that neither window pays for a cold start.
-    await window(url, pids, dir, WARM_UP_S);
-    const idle = await window(url, pids, dir);
+    await window(url, dashboard, pids, dir, WARM_UP_S);
+    const idle = await window(url, dashboard, pids, dir);
     await appendArticles(dir, await syntheticArticles(ARTICLES_BUSY, 1));
-    const busy = await window(url, pids, dir);
+    const busy = await window(url, dashboard, pids, dir);
     return { idle, busy };
   } finally {
     if (serving) {
@@ -110,9 +112,13 @@ async function measure(llmUrl: string, llmPid: number, shape: 'split' | 'one pro
 }
 
 /** The feeder's URL and the pipeline process's pid, from `run`'s log lines. */
-function serving_(child: ChildProcess, shape: string): Promise<{ url: string; pipelinePid: number | null }> {
+function serving_(
+  child: ChildProcess,
+  shape: string,
+): Promise<{ url: string; dashboard: string; pipelinePid: number | null }> {
   return new Promise((resolve, reject) => {
     let url: string | null = null;
+    let dashboard: string | null = null;
     let pipelinePid: number | null = null;
     let running = false;
     let tail = '';
@@ -128,13 +134,14 @@ function serving_(child: ChildProcess, shape: string): Promise<{ url: string; pi
         return;
       }
       if (entry.msg === 'feeder API') url = entry.url ?? null;
+      if (entry.msg === 'dashboard') dashboard = entry.url ?? null;
       if (entry.msg?.startsWith('pipeline process started')) pipelinePid = entry.pid ?? null;
       // The split's pipeline process has started its processors: its start-up is not in the idle window.
       if (entry.msg === 'running' && (shape !== 'split' || entry.worker?.endsWith('-pipeline')))
         running = true;
-      if (url && running) {
+      if (url && dashboard && running) {
         clearTimeout(timer);
-        resolve({ url, pipelinePid });
+        resolve({ url, dashboard, pipelinePid });
       }
     });
   });
@@ -176,6 +183,7 @@ function ack(url: string, lease: Record<string, unknown>) {
 
 async function window(
   url: string,
+  dashboard: string,
   pids: Record<string, number>,
   dir: string,
   seconds = WINDOW_S,
@@ -186,6 +194,7 @@ async function window(
   const cpuBefore = cpuOf(pids);
   const clientBefore = process.cpuUsage();
   const extractedBefore = extracted(dir);
+  const delayBefore = await loopDelayBuckets(dashboard);
   const end = performance.now() + seconds * 1000;
   while (performance.now() < end) {
     const l = await post(`${url}/v1/lease`, LEASE);
@@ -199,7 +208,35 @@ async function window(
   const cpu: Record<string, number> = {};
   for (const name of Object.keys(pids)) cpu[name] = cpuAfter[name]! - cpuBefore[name]!;
   cpu['client (bench)'] = (client.user + client.system) / 1e6;
-  return { lease, ack: acks, leases, cpu, extracted: extracted(dir) - extractedBefore };
+  const delayAfter = await loopDelayBuckets(dashboard);
+  return {
+    lease,
+    ack: acks,
+    leases,
+    cpu,
+    extracted: extracted(dir) - extractedBefore,
+    loopDelayP99Ms: bucketP99(delayBefore, delayAfter),
+  };
+}
+
+/** The feeder's event-loop delay histogram from the run's /metrics: cumulative count per bucket bound (ms). */
+async function loopDelayBuckets(dashboard: string): Promise<Map<number, number>> {
+  const out = new Map<number, number>();
+  const text = await (await fetch(`${dashboard}/metrics`)).text();
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('bioalchemy_feeder_event_loop_delay_seconds_bucket{')) continue;
+    const le = /le="([^"]+)"/.exec(line)![1]!;
+    out.set(le === '+Inf' ? Infinity : Number(le) * 1000, Number(line.split(' ').at(-1)));
+  }
+  return out;
+}
+
+function bucketP99(before: Map<number, number>, after: Map<number, number>): number {
+  const window = [...after]
+    .map(([le, n]) => [le, n - (before.get(le) ?? 0)] as const)
+    .sort((a, b) => a[0] - b[0]);
+  const total = window.at(-1)?.[1] ?? 0;
+  return window.find(([, n]) => n >= 0.99 * total)?.[0] ?? Number.NaN;
 }
 
 /** CPU seconds each process has used (user + system, from /proc, its threads included). */
@@ -231,7 +268,9 @@ function table(shape: string, idle: Window, busy: Window): string[] {
   const row = (name: string, w: Window) =>
     `  ${name.padEnd(5)} lease p50 ${p(w.lease, 0.5).toFixed(1)} ms, p99 ${p(w.lease, 0.99).toFixed(1)} ms; ` +
     `ack p50 ${p(w.ack, 0.5).toFixed(1)} ms, p99 ${p(w.ack, 0.99).toFixed(1)} ms; ${w.leases} leases; ` +
-    `${w.extracted} articles extracted; CPU ${Object.entries(w.cpu)
+    `${w.extracted} articles extracted; feeder event-loop delay p99 <= ${w.loopDelayP99Ms} ms; CPU ${Object.entries(
+      w.cpu,
+    )
       .map(([k, s]) => `${k} ${Math.round((100 * s) / WINDOW_S)}%`)
       .join(', ')}`;
   const ratio = (b: number[], i: number[], q: number) =>
