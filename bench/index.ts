@@ -9,6 +9,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   llm: () => import('./llm.js'),
   feeder: () => import('./feeder.js'),
   'feeder-load': () => import('./feeder-load.js'),
+  'feeder-under-load': () => import('./feeder-under-load.js'),
   sampler: () => import('./sampler.js'),
   dashboard: () => import('./dashboard.js'),
   'cli-start': () => import('./cli-start.js'),

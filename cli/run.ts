@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { type Analytics, openClickHouse } from '../analytics/clickhouse.js';
 import { type Llm, LlmCallLog, LogJournal } from '../llm/index.js';
 import { ingestProcessor } from '../processors/ingest.js';
-import { CLICKHOUSE_PROCESSORS, pipelineTopology } from '../processors/pipeline.js';
+import { CLICKHOUSE_PROCESSORS, LLM_PROCESSORS, pipelineTopology } from '../processors/pipeline.js';
 import { configuredPollers, pollAll } from '../processors/poll.js';
 import { loadReference } from '../schemas/reference.js';
 import { loadTaxonomy } from '../schemas/taxonomy.js';
@@ -17,6 +17,7 @@ import { openRuntime } from '../topology/runtime/open.js';
 import { ProcessorTask } from '../topology/task.js';
 import { configOf, loggerOf, stopOnSignal } from './context.js';
 import { openLlm } from './llm.js';
+import { type PipelineProcess, serveParent, startPipelineProcess } from './pipeline-process.js';
 import { LlmTally, runSummary } from './summary.js';
 import { type GlobalOptions, UsageError } from './usage.js';
 
@@ -34,6 +35,8 @@ export interface RunOptions extends GlobalOptions {
   dashboardPort?: number;
   processors?: string[];
   workerId?: string;
+  /** This process is the LLM stages' process of a `run` (cli/pipeline-process.ts): it polls, and reports to its parent. */
+  pipelineChild?: boolean;
 }
 
 export async function run(opts: RunOptions): Promise<void> {
@@ -43,6 +46,8 @@ export async function run(opts: RunOptions): Promise<void> {
   const log = loggerOf(opts).child({ worker });
   const metrics = new EngineMetrics({ defaults: true });
   metrics.registry.setDefaultLabels({ worker });
+  // First: a pipeline process whose parent is already gone must exit before it touches the log.
+  const stopReporting = opts.pipelineChild ? serveParent({ metrics, log }) : () => {};
   const port = opts.metricsPort ?? config.metricsPort;
   const runtime = await openRuntime(config.log, { worker, log });
   const known = pipelineTopology().processors.map((p) => p.name);
@@ -50,7 +55,15 @@ export async function run(opts: RunOptions): Promise<void> {
   if (unknown.length) throw new UsageError(`unknown processor "${unknown[0]}" (one of: ${known.join(', ')})`);
   // A worker of a subset serves the feeder API and the dashboard only if it runs the feeder.
   const serves = !opts.processors || opts.processors.includes('feeder');
-  const signal = stopOnSignal(log);
+  // Serving for as long as it runs, `run` leaves the LLM stages to a process of their own, so
+  // that their CPU work never delays a lease or an ack. --until-idle is a batch job: one process.
+  const splits = !opts.processors && !opts.untilIdle;
+  const only = splits ? known.filter((n) => !LLM_PROCESSORS.includes(n)) : opts.processors;
+  const runsLlm = (only ?? known).some((n) => LLM_PROCESSORS.includes(n));
+  // Stops on SIGINT or SIGTERM, and when the pipeline process fails.
+  const failed = new AbortController();
+  const signal = AbortSignal.any([stopOnSignal(log), failed.signal]);
+  let pipelineError: Error | null = null;
   const server = port === undefined ? null : await serveMetrics(metrics, port);
   if (server) log.info({ port }, 'metrics on /metrics');
   let analytics: Analytics | null = null;
@@ -59,12 +72,22 @@ export async function run(opts: RunOptions): Promise<void> {
   let dashboard: DashboardServer | null = null;
   // Cleared in the outer finally too: a server that refuses to start must not keep the process alive.
   let flushCalls: NodeJS.Timeout | undefined;
+  let pipeline: PipelineProcess | null = null;
   try {
     // The topology's topics first: the journal topic must exist before it is read.
     await runtime.ensureTopics(pipelineTopology().topics);
+    if (splits) {
+      pipeline = startPipelineProcess({ args: pipelineArgs(opts, worker), metrics, log });
+      const started = pipeline;
+      signal.addEventListener('abort', () => started.stop(), { once: true });
+    }
+    const pipelineDone = (pipeline?.exited ?? Promise.resolve()).catch((err: Error) => {
+      pipelineError = err;
+      failed.abort();
+    });
     // ClickHouse only where a processor uses it: workers of the LLM stages account their calls
     // through the log (llm.calls), so N of them on one machine share no chdb folder.
-    if ((opts.processors ?? known).some((n) => CLICKHOUSE_PROCESSORS.includes(n)))
+    if ((only ?? known).some((n) => CLICKHOUSE_PROCESSORS.includes(n)))
       // A service started beside its ClickHouse, or meeting it mid-restart, waits for it a while.
       analytics = await openClickHouse(config.clickhouse, {
         waitMs: CLICKHOUSE_WAIT_MS,
@@ -74,36 +97,41 @@ export async function run(opts: RunOptions): Promise<void> {
     const tally = new LlmTally();
     // Compaction first: what settled since the last pass is not read again below.
     await runtime.maintain?.();
-    const journal = await LogJournal.open(runtime, {
-      onRestore: ({ partition, replies, unreadable }) => {
-        log.info({ partition, replies }, 'llm.journal: pending replies restored');
-        if (unreadable)
-          log.warn(
-            { partition, records: unreadable },
-            'llm.journal: records that are no reply skipped (their calls are made again)',
-          );
-      },
-    });
-    llm = openLlm(config, {
-      registry: metrics.registry,
-      log: log.child({ layer: 'llm' }),
-      journal,
-      onCall: (call) => {
-        tally.add(call);
-        calls.add(call);
-      },
-    });
-    flushCalls = setInterval(
-      () => void calls.flush().catch((err) => log.warn({ err }, 'llm calls not recorded yet')),
-      // Under the idle check's quiet second: a run --until-idle sinks its last calls before it stops.
-      500,
-    );
+    const journal = !runsLlm
+      ? null
+      : await LogJournal.open(runtime, {
+          onRestore: ({ partition, replies, unreadable }) => {
+            log.info({ partition, replies }, 'llm.journal: pending replies restored');
+            if (unreadable)
+              log.warn(
+                { partition, records: unreadable },
+                'llm.journal: records that are no reply skipped (their calls are made again)',
+              );
+          },
+        });
+    if (journal) {
+      llm = openLlm(config, {
+        registry: metrics.registry,
+        log: log.child({ layer: 'llm' }),
+        journal,
+        onCall: (call) => {
+          tally.add(call);
+          calls.add(call);
+        },
+      });
+      flushCalls = setInterval(
+        () => void calls.flush().catch((err) => log.warn({ err }, 'llm calls not recorded yet')),
+        // Under the idle check's quiet second: a run --until-idle sinks its last calls before it stops.
+        500,
+      );
+    }
     const taxonomy = loadTaxonomy(config.taxonomy);
     // The feeder's file and HTTP API (not served by --until-idle unless --host or --port asks).
     if (serves)
       feeding = await startFeeding(config, {
         ...(analytics ? { analytics } : {}),
         log,
+        registry: metrics.registry,
         serve: !opts.untilIdle || opts.host !== undefined || opts.port !== undefined,
         ...(opts.host === undefined ? {} : { host: opts.host }),
         ...(opts.port === undefined ? {} : { port: opts.port }),
@@ -128,7 +156,7 @@ export async function run(opts: RunOptions): Promise<void> {
     }
     const topology = pipelineTopology({
       ...(feeding ? { feeder: feeding.processor } : {}),
-      stages: { llm, taxonomy, config, registry: metrics.registry },
+      ...(llm ? { stages: { llm, taxonomy, config, registry: metrics.registry } } : {}),
       ...(analytics
         ? {
             counts: {
@@ -146,7 +174,7 @@ export async function run(opts: RunOptions): Promise<void> {
     const rejectedFrom = await runtime.endOffsets('qa.rejected');
     // Pollers feed "articles" through their own ingest task, next to the processors.
     const polling =
-      config.sources.length && !opts.untilIdle && !opts.processors
+      config.sources.length && !opts.untilIdle && (!only || opts.pipelineChild)
         ? new ProcessorTask(runtime, topology, ingestProcessor, {
             log: log.child({ processor: 'ingest' }),
             metrics,
@@ -164,6 +192,7 @@ export async function run(opts: RunOptions): Promise<void> {
       try {
         const { budget } = configOf(opts).llm;
         llm?.setBudget(budget);
+        pipeline?.reloadBudget();
         log.info({ budget }, 'llm budget re-read from the config');
       } catch (err) {
         log.error({ err }, 'config not re-read');
@@ -177,12 +206,13 @@ export async function run(opts: RunOptions): Promise<void> {
           metrics,
           signal,
           untilIdle: opts.untilIdle ?? false,
-          ...(opts.processors ? { only: opts.processors } : {}),
+          ...(only ? { only } : {}),
           batchSize: (p) => config.processors[p]?.batchSize,
           commitIntervalMs: (p) => config.processors[p]?.commitIntervalMs,
           maxInputs: (p) => (p === 'extract' ? opts.maxArticles : undefined),
         }),
         polling,
+        pipelineDone,
       ]);
     } finally {
       clearInterval(progress);
@@ -199,6 +229,9 @@ export async function run(opts: RunOptions): Promise<void> {
     }
   } finally {
     clearInterval(flushCalls);
+    stopReporting();
+    pipeline?.stop();
+    await pipeline?.exited.catch(() => {});
     server?.close();
     await dashboard?.close();
     await feeding?.close();
@@ -206,15 +239,30 @@ export async function run(opts: RunOptions): Promise<void> {
     await analytics?.close();
     await runtime.close();
   }
+  if (pipelineError) throw pipelineError;
   log.info('stopped');
+}
+
+/** The pipeline process's arguments: the LLM stages, with this run's options that concern them. */
+function pipelineArgs(opts: RunOptions, worker: string): string[] {
+  return [
+    '--processors',
+    LLM_PROCESSORS.join(','),
+    '--no-dashboard',
+    '--worker-id',
+    `${worker}-pipeline`,
+    ...(opts.config ? ['--config', opts.config] : []),
+    ...(opts.data ? ['--data', opts.data] : []),
+    ...(opts.logLevel ? ['--log-level', opts.logLevel] : []),
+    ...(opts.maxArticles === undefined ? [] : ['--max-articles', String(opts.maxArticles)]),
+  ];
 }
 
 async function serveMetrics(metrics: EngineMetrics, port: number): Promise<Server> {
   const server = createServer(async (req, res) => {
     if (req.url !== '/metrics') return void res.writeHead(404).end();
-    res
-      .writeHead(200, { 'content-type': metrics.registry.contentType })
-      .end(await metrics.registry.metrics());
+    const registry = await metrics.exposed();
+    res.writeHead(200, { 'content-type': registry.contentType }).end(await registry.metrics());
   });
   await new Promise<void>((resolve, reject) =>
     server.once('error', reject).listen(port, '127.0.0.1', resolve),

@@ -36,6 +36,12 @@ export const CLICKHOUSE_PROCESSORS: readonly string[] = [
   'feeder',
 ];
 
+/**
+ * The LLM stages: the pipeline's CPU work besides its LLM calls. `run` serving the feeder runs
+ * them in a process of their own (cli/pipeline-process.ts); they open no ClickHouse.
+ */
+export const LLM_PROCESSORS: readonly string[] = ['extract', 'grade', 'classify'];
+
 /** What the count sink, the llm-calls sink and the sampler run on; without it they are declared but not run. */
 export interface CountStages {
   readonly analytics: Analytics;

@@ -27,6 +27,8 @@ import type { Taxonomy } from '../schemas/taxonomy.js';
 import type { EngineMetrics } from '../topology/metrics.js';
 import { partitionKey } from '../topology/records.js';
 import type { Runtime } from '../topology/runtime/types.js';
+import { FEEDER_LOOP_DELAY_SECONDS, FEEDER_REQUEST_SECONDS } from './feeder-metrics.js';
+import { HistogramWindow, type WindowQuantiles } from './histogram-window.js';
 
 // What the dashboard shows, gathered from ClickHouse (the panel queries of
 // analytics/dashboard-queries.ts), the log (consumer offsets, the dlq topic), the process's
@@ -114,6 +116,11 @@ export interface Snapshot {
     }[];
     t: number[];
     rewardByTopic: Series[];
+    /**
+     * What trainer ranks waited for their answers, and the feeder process's event-loop delay,
+     * since the previous snapshot (server/feeder-metrics.ts): backpressure, before it is lost leases.
+     */
+    answers: { lease: WindowQuantiles; ack: WindowQuantiles; loopDelay: WindowQuantiles };
   };
   /** Each literature poller from its committed state: a stalled one says why and since when. */
   readonly pollers: PollerView[];
@@ -352,6 +359,12 @@ export class DashboardData {
     };
   }
 
+  private readonly answerWindows = {
+    lease: new HistogramWindow(FEEDER_REQUEST_SECONDS, { route: 'lease' }),
+    ack: new HistogramWindow(FEEDER_REQUEST_SECONDS, { route: 'ack' }),
+    loopDelay: new HistogramWindow(FEEDER_LOOP_DELAY_SECONDS),
+  };
+
   async feeder(w: TimeWindow): Promise<Snapshot['feeder']> {
     const ranks: Snapshot['feeder']['ranks'] = [];
     const runs: Snapshot['feeder']['runs'] = [];
@@ -365,9 +378,15 @@ export class DashboardData {
     }
     const rewards = await rewardSeries(this.sources.analytics, w);
     const t = buckets(w);
+    const registry = await this.sources.metrics?.exposed();
     return {
       ranks,
       runs,
+      answers: {
+        lease: await this.answerWindows.lease.read(registry),
+        ack: await this.answerWindows.ack.read(registry),
+        loopDelay: await this.answerWindows.loopDelay.read(registry),
+      },
       t: t.map((s) => s * 1000),
       rewardByTopic: pivot(
         t,
@@ -381,9 +400,10 @@ export class DashboardData {
   async processors(now: number): Promise<Snapshot['processors']> {
     const { runtime, processors = [], metrics, exportLag } = this.sources;
     if (!runtime) return [];
-    const errors = await metricValues(metrics?.registry, 'bioalchemy_step_errors_total', 'processor');
+    const registry = await metrics?.exposed();
+    const errors = await metricValues(registry, 'bioalchemy_step_errors_total', 'processor');
     const inFlight = new Map<string, number>();
-    for (const [stage, n] of await metricValues(metrics?.registry, 'bioalchemy_llm_in_flight', 'stage')) {
+    for (const [stage, n] of await metricValues(registry, 'bioalchemy_llm_in_flight', 'stage')) {
       const processor = PROCESSOR_OF_STAGE[stage] ?? stage;
       inFlight.set(processor, (inFlight.get(processor) ?? 0) + n);
     }

@@ -57,7 +57,7 @@ export async function serveDashboard(
     refreshMs: d.refreshMs,
     windowSeconds: d.windowSeconds,
     data,
-    registry: opts.metrics.registry,
+    registry: () => opts.metrics.exposed(),
     log: opts.log,
   });
   opts.log.info(

@@ -39,7 +39,8 @@ export interface DashboardServerOptions {
   readonly refreshMs: number;
   readonly windowSeconds: number;
   readonly data: DashboardData;
-  readonly registry: Registry;
+  /** What /metrics exposes: this process's registry with the run's other processes' metrics. */
+  readonly registry: () => Promise<Registry>;
   readonly log: Logger;
 }
 
@@ -207,9 +208,10 @@ export function buildDashboard(opts: DashboardServerOptions): { app: FastifyInst
     reply.raw.write(`retry: ${opts.refreshMs}\n\n`);
     hub.add(windowOf(req, fallback), reply.raw);
   });
-  app.get('/metrics', async (_req, reply) =>
-    reply.type(opts.registry.contentType).send(await opts.registry.metrics()),
-  );
+  app.get('/metrics', async (_req, reply) => {
+    const registry = await opts.registry();
+    return reply.type(registry.contentType).send(await registry.metrics());
+  });
   return { app, hub };
 }
 

@@ -1,4 +1,5 @@
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import { Feeder, FeederError } from '../processors/feeder/feeder.js';
 import { score } from '../reward/index.js';
@@ -22,6 +23,7 @@ import {
   type ServerConfig,
 } from '../schemas/feeder.js';
 import { guard } from './auth.js';
+import { instrumentFeeder } from './feeder-metrics.js';
 
 // Thin handlers: each parses its body with the zod schema the OpenAPI document is generated
 // from, calls one Feeder method or the reward, and maps a FeederError to its status. A refused
@@ -219,21 +221,34 @@ export function buildServer(
   return app;
 }
 
-/** Serves the feeder API; resolves to the server and the address it listens on. */
+/**
+ * Serves the feeder API; resolves to the server and the address it listens on. With a registry,
+ * its request latency and event-loop delay histograms go there (server/feeder-metrics.ts).
+ */
 export async function startServer(
   feeder: Feeder,
   config: Pick<ServerConfig, 'host' | 'port' | 'bodyLimit'> &
     Partial<Pick<ServerConfig, 'tokenEnv'>> & { token?: string },
+  registry?: Registry,
 ): Promise<{ app: FastifyInstance; url: string; close(): Promise<void> }> {
   const app = buildServer(feeder, config);
+  const stopSampling = registry ? instrumentFeeder(app, registry) : () => {};
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (e) {
+    stopSampling();
     throw new Error(`feeder API not started on ${config.host}:${config.port}: ${(e as Error).message}`);
   }
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  return { app, url: `http://${config.host}:${port}`, close: () => app.close() };
+  return {
+    app,
+    url: `http://${config.host}:${port}`,
+    close: () => {
+      stopSampling();
+      return app.close();
+    },
+  };
 }
 
 export { Feeder };

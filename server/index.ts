@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import type { Analytics } from '../analytics/clickhouse.js';
 import { Feeder } from '../processors/feeder/feeder.js';
 import { feederProcessor } from '../processors/feeder/processor.js';
@@ -40,6 +41,8 @@ export async function startFeeding(
     host?: string;
     port?: number;
     env?: NodeJS.ProcessEnv;
+    /** Where the API's request latency and event-loop delay histograms go. */
+    registry?: Registry;
   },
 ): Promise<Feeding> {
   const token = (opts.env ?? process.env)[config.server.tokenEnv] || undefined;
@@ -53,7 +56,7 @@ export async function startFeeding(
   const processor = feederProcessor({ feeder, ...(opts.analytics ? { analytics: opts.analytics } : {}) });
   let server: Awaited<ReturnType<typeof startServer>> | null = null;
   try {
-    if (opts.serve) server = await startServer(feeder, listen);
+    if (opts.serve) server = await startServer(feeder, listen, opts.registry);
   } catch (e) {
     feeder.close();
     throw e;

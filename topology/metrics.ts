@@ -1,4 +1,15 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import {
+  AggregatorRegistry,
+  Counter,
+  collectDefaultMetrics,
+  Gauge,
+  Histogram,
+  type MetricObjectWithValues,
+  type MetricValue,
+  Registry,
+} from 'prom-client';
+
+type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
 
 /** Per-processor metrics, one registry per process, exposed by `bioalchemy run --metrics-port`. */
 export class EngineMetrics {
@@ -41,7 +52,28 @@ export class EngineMetrics {
     registers: [this.registry],
   });
 
+  /** The latest metrics of other processes of this run (`run`'s pipeline process), by sender. */
+  private readonly others = new Map<string, MetricsSnapshot>();
+
   constructor(opts: { defaults?: boolean } = {}) {
     if (opts.defaults) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Keeps the latest snapshot (registry.getMetricsAsJSON()) another process of this run sent. */
+  receive(from: string, snapshot: MetricsSnapshot): void {
+    this.others.set(from, snapshot);
+  }
+
+  forget(from: string): void {
+    this.others.delete(from);
+  }
+
+  /**
+   * What /metrics and the dashboard read: this process's registry, with the latest snapshot of
+   * every other process of the run added (their series keep their own `worker` label).
+   */
+  async exposed(): Promise<Registry> {
+    if (this.others.size === 0) return this.registry;
+    return AggregatorRegistry.aggregate([await this.registry.getMetricsAsJSON(), ...this.others.values()]);
   }
 }

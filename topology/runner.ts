@@ -53,8 +53,12 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
   const metrics = opts.metrics ?? new EngineMetrics();
   const chosen = topology.processors.filter((p) => (opts.only ? opts.only.includes(p.name) : !p.placeholder));
   for (const p of topology.processors) {
+    // A worker of a subset (--processors, or run's pipeline process) names only what it runs.
     if (!chosen.includes(p))
-      opts.log.info({ processor: p.name }, p.placeholder ? 'placeholder, not started' : 'not selected');
+      opts.log[opts.only ? 'debug' : 'info'](
+        { processor: p.name },
+        p.placeholder ? 'placeholder, not started' : 'not selected',
+      );
   }
   const tasks = await Promise.all(
     chosen.map((p) =>

@@ -330,6 +330,19 @@ function draw(s) {
     },
     { notMerge: true },
   );
+  // Backpressure: what ranks waited for their answers since the last refresh, and how late the
+  // feeder's event loop ran (work in its process delays every answer by as much).
+  const answers = s.feeder.answers;
+  const ms = (x) => (x === null ? '–' : x.toFixed(1));
+  table(
+    'feeder-answers',
+    ['since the last refresh', 'p50 ms', 'p99 ms', 'count'],
+    [
+      ['lease answered', answers.lease],
+      ['ack answered', answers.ack],
+      ['feeder event-loop delay', answers.loopDelay],
+    ].map(([name, q]) => [name, ms(q.p50Ms), ms(q.p99Ms), fmt(q.count)]),
+  );
   timeSeries('chart-rewards', s.feeder.t, s.feeder.rewardByTopic, { max: 1, connectNulls: true });
 
   const t = Object.entries(s.timings)

@@ -47,6 +47,11 @@ export interface ChaosReport {
   readonly restarts: string[];
   readonly llm: { requests: number; faults: number; units: number; paidTwice: number; allowedTwice: number };
   readonly ackedBatches: number;
+  /**
+   * Acks the trainer sent and got no answer to, by what asking again found ('already-acked': the
+   * first went in, 'acked': it had not), and the longest time from one to the nearest kill of a run.
+   */
+  readonly unansweredAcks: { count: number; retried: Record<string, number>; msFromKill: number | null };
   readonly seconds: number;
 }
 
@@ -104,6 +109,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   });
   const restarts: string[] = [];
   const killTimesMs: number[] = [];
+  /** When each killed run was seen gone (Date.now()). */
+  const killedAt: number[] = [];
   const acks = join(ws.dir, 'acks.jsonl');
   let trainer: ChildProcess | null = null;
   let serving: ChildProcess | null = null;
@@ -135,6 +142,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       if (result.signal !== 'SIGKILL')
         throw new Error(`run ${k + 1} ended by itself (${result.code}): ${result.stderr.slice(-2000)}`);
       killTimesMs.push(after);
+      killedAt.push(Date.now());
       if (k === Math.floor(opts.kills / 4) || k === Math.floor((3 * opts.kills) / 4)) {
         trainer.kill('SIGKILL');
         trainerKills++;
@@ -192,6 +200,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       acks,
       clickhouse,
       killTimesMs,
+      killedAt,
       trainerKills,
       restarts,
       started,
@@ -215,6 +224,7 @@ async function verify(args: {
   acks: string;
   clickhouse: string;
   killTimesMs: number[];
+  killedAt: number[];
   trainerKills: number;
   restarts: string[];
   started: number;
@@ -316,6 +326,15 @@ async function verify(args: {
         .split('\n')
         .filter((l) => l.includes('"batchId"')).length
     : 0;
+  const unanswered = existsSync(args.acks)
+    ? readFileSync(args.acks, 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('"unanswered"'))
+        .map((l) => JSON.parse(l) as { failedAt: number; retried: string })
+    : [];
+  const retried: Record<string, number> = {};
+  for (const u of unanswered) retried[u.retried] = (retried[u.retried] ?? 0) + 1;
+  const fromKill = unanswered.map((u) => Math.min(...args.killedAt.map((k) => Math.abs(u.failedAt - k))));
   return {
     articles: articles.length,
     lost,
@@ -337,6 +356,11 @@ async function verify(args: {
       allowedTwice: args.killTimesMs.length * IN_FLIGHT,
     },
     ackedBatches,
+    unansweredAcks: {
+      count: unanswered.length,
+      retried,
+      msFromKill: fromKill.length ? Math.max(...fromKill) : null,
+    },
     seconds: (performance.now() - args.started) / 1000,
   };
 }
@@ -350,6 +374,7 @@ export function formatReport(r: ChaosReport): string {
     `kills: ${r.killTimesMs.length} runs (at ${r.killTimesMs.join(', ')} ms), trainer ${r.trainerKills}; restarts: ${r.restarts.join('; ')}`,
     `LLM: ${r.llm.requests} requests, ${r.llm.faults} faults, ${r.llm.units} replies, ${r.llm.paidTwice} paid twice (at most ${r.llm.allowedTwice}: in flight at a kill)`,
     `trainer acked ${r.ackedBatches} batches; ${r.seconds.toFixed(0)} s`,
+    `acks without an answer: ${r.unansweredAcks.count} (asked again: ${JSON.stringify(r.unansweredAcks.retried)}), each at most ${r.unansweredAcks.msFromKill ?? '-'} ms from a run's kill`,
   ].join('\n');
 }
 

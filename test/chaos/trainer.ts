@@ -94,12 +94,21 @@ for (let step = 0; ; step++) {
   // never came): ask again until answered. "already-acked" then means this lease's ack went in,
   // since the batch was this rank's alone; "lease-expired" means it did not, and the batch comes again.
   let ack = await post('/v1/ack', body);
+  const failedAt = ack ? null : Date.now();
   for (let tries = 1; !ack && tries < 50; tries++) {
     await pause(100);
     ack = await post('/v1/ack', body);
   }
+  const taken =
+    ack !== null && (ack.status === 200 || (ack.json as { error?: string }).error === 'already-acked');
+  // An ack whose answer was lost, and what asking again found: the chaos report sets these
+  // beside the moments runs were killed (issue 31: was a lost answer ever more than a kill?).
+  if (failedAt !== null)
+    appendFileSync(
+      out,
+      `${JSON.stringify({ unanswered: batch.id, failedAt, retried: ack === null ? 'no answer' : taken ? ((ack.json as { error?: string }).error ?? 'acked') : 'refused' })}\n`,
+    );
   if (!ack) continue;
-  const taken = ack.status === 200 || (ack.json as { error?: string }).error === 'already-acked';
   if (!taken) {
     appendFileSync(out, `${JSON.stringify({ refused: batch.id, reason: ack.json })}\n`);
     continue;
