@@ -62,7 +62,7 @@ export function startPipelineProcess(opts: {
   } catch (err) {
     opts.log.warn({ err }, 'the pipeline process runs at the same CPU priority as the feeder');
   }
-  opts.log.info({ pid, nice }, 'pipeline process started (extract, grade, classify)');
+  opts.log.info({ pid, nice }, 'pipeline process started (extract, grade, dedup, classify)');
   child.on('message', (m: PipelineMessage) => {
     if (m && Array.isArray(m.metrics)) opts.metrics.receive(`pipeline-${pid}`, m.metrics);
   });

@@ -4,7 +4,12 @@ import type { Logger } from 'pino';
 import { type Analytics, openClickHouse } from '../analytics/clickhouse.js';
 import { type Llm, LlmCallLog, LogJournal } from '../llm/index.js';
 import { ingestProcessor } from '../processors/ingest.js';
-import { CLICKHOUSE_PROCESSORS, LLM_PROCESSORS, pipelineTopology } from '../processors/pipeline.js';
+import {
+  CLICKHOUSE_PROCESSORS,
+  LLM_PROCESSORS,
+  PIPELINE_PROCESSORS,
+  pipelineTopology,
+} from '../processors/pipeline.js';
 import { configuredPollers, pollAll } from '../processors/poll.js';
 import { loadReference } from '../schemas/reference.js';
 import { loadTaxonomy } from '../schemas/taxonomy.js';
@@ -55,10 +60,10 @@ export async function run(opts: RunOptions): Promise<void> {
   if (unknown.length) throw new UsageError(`unknown processor "${unknown[0]}" (one of: ${known.join(', ')})`);
   // A worker of a subset serves the feeder API and the dashboard only if it runs the feeder.
   const serves = !opts.processors || opts.processors.includes('feeder');
-  // Serving for as long as it runs, `run` leaves the LLM stages to a process of their own, so
+  // Serving for as long as it runs, `run` leaves the pipeline's stages to a process of their own, so
   // that their CPU work never delays a lease or an ack. --until-idle is a batch job: one process.
   const splits = !opts.processors && !opts.untilIdle;
-  const only = splits ? known.filter((n) => !LLM_PROCESSORS.includes(n)) : opts.processors;
+  const only = splits ? known.filter((n) => !PIPELINE_PROCESSORS.includes(n)) : opts.processors;
   const runsLlm = (only ?? known).some((n) => LLM_PROCESSORS.includes(n));
   // Stops on SIGINT or SIGTERM, and when the pipeline process fails.
   const failed = new AbortController();
@@ -243,11 +248,11 @@ export async function run(opts: RunOptions): Promise<void> {
   log.info('stopped');
 }
 
-/** The pipeline process's arguments: the LLM stages, with this run's options that concern them. */
+/** The pipeline process's arguments: its processors, with this run's options that concern them. */
 function pipelineArgs(opts: RunOptions, worker: string): string[] {
   return [
     '--processors',
-    LLM_PROCESSORS.join(','),
+    PIPELINE_PROCESSORS.join(','),
     '--no-dashboard',
     '--worker-id',
     `${worker}-pipeline`,

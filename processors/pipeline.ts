@@ -7,8 +7,8 @@ import type { InputRecord, Processor } from '../topology/processor.js';
 import { defineTopology, type Topology } from '../topology/topology.js';
 import { classifyProcessor } from './classify.js';
 import { COUNT_SINK, countSinkProcessor } from './count-sink.js';
-import { dedupBandsProcessor } from './dedup/bands.js';
-import { dedupJoinProcessor } from './dedup/join.js';
+import { DEDUP_BANDS, dedupBandsProcessor } from './dedup/bands.js';
+import { DEDUP_JOIN, dedupJoinProcessor } from './dedup/join.js';
 import { extractProcessor } from './extract.js';
 import { gradeProcessor, gradeRejections } from './grade.js';
 import { LLM_CALLS_SINK, llmCallsSinkProcessor } from './llm-calls.js';
@@ -36,11 +36,20 @@ export const CLICKHOUSE_PROCESSORS: readonly string[] = [
   'feeder',
 ];
 
-/**
- * The LLM stages: the pipeline's CPU work besides its LLM calls. `run` serving the feeder runs
- * them in a process of their own (cli/pipeline-process.ts); they open no ClickHouse.
- */
+/** The LLM stages: a process that runs one of them opens the LLM. */
 export const LLM_PROCESSORS: readonly string[] = ['extract', 'grade', 'classify'];
+
+/**
+ * The pipeline's CPU work: the LLM stages and the dedup between grade and classify. `run` serving
+ * the feeder runs them in a process of their own (cli/pipeline-process.ts); they open no ClickHouse.
+ */
+export const PIPELINE_PROCESSORS: readonly string[] = [
+  'extract',
+  'grade',
+  DEDUP_BANDS.name,
+  DEDUP_JOIN.name,
+  'classify',
+];
 
 /** What the count sink, the llm-calls sink and the sampler run on; without it they are declared but not run. */
 export interface CountStages {
