@@ -18,19 +18,26 @@ import {
 } from '../../schemas/feeder.js';
 import type { MixState } from '../../schemas/mix-state.js';
 import type { RolloutLease } from '../../schemas/rollout-batch.js';
-import { copiesOf, heldOutArticles } from '../sampler/selection.js';
 import { epochOrder, epochOrderSteps, epochSeed, nextBatchSize, paddingOf, type Slot } from './order.js';
+import { type AheadPlan, PLAN_SLICE_MS, planSteps, Selections } from './planning.js';
 import { type PoolItem, rolloutRow } from './row.js';
+import {
+  AT_COPY,
+  AT_INDEX,
+  ackedSlots,
+  type BatchRow,
+  type BatchSlot,
+  COPY_MARK,
+  INDEX_MARK,
+  prepareFile,
+  type RunRow,
+  type Statements,
+  statements,
+} from './store.js';
 
-// Leases and acks are answered over HTTP, outside the processor's steps, so they are kept in a
-// SQLite file of the feeder's own (WAL, one transaction per request) rather than in the
-// processor's state stores: a store write becomes durable only when the step commits (up to
-// commitIntervalMs later), so a lease answered before that commit would be forgotten by a crash
-// and leased again to another rank, and one answered after it would cost 100 ms. A SQLite
-// transaction commits in microseconds and survives kill -9. The item pool and the mix are written
-// into the same file by the processor through ctx.sink (idempotent upserts, before the step
-// commits), so the file never lags the processor's committed offsets. Every method below runs
-// synchronously to its end: the event loop is the lock, so no two requests interleave.
+// Leases and acks, and the epochs they are cut from, over the feeder's own SQLite file (store.ts
+// says why a file of its own). Every method below runs synchronously to its end: the event loop is
+// the lock, so no two requests interleave.
 
 /** A refused request: the HTTP status and the reason; nothing in the feeder changed. */
 export class FeederError extends Error {
@@ -42,132 +49,6 @@ export class FeederError extends Error {
     super(reason);
   }
 }
-
-interface RunRow {
-  run: string;
-  world_size: number;
-  /** The batch size asked last: the next epoch planned is cut in it. */
-  batch_size: number;
-  /** The batch size of the epoch being cut. */
-  cut_size: number;
-  epoch: number;
-  mix_version: number | null;
-  planned: number;
-  base: number;
-  pos: number;
-  next_index: number;
-  cut: number;
-  acked_items: number;
-}
-
-interface BatchRow {
-  id: string;
-  run: string;
-  epoch: number;
-  idx: number;
-  rank: number;
-  seq: number;
-  mix_version: number;
-  slots: string;
-  state: 'ready' | 'leased' | 'acked';
-  lease_id: string | null;
-  deadline: number | null;
-  attempts: number;
-  /** The slots acked so far (a JSON array, ascending); the batch is acked when all are. */
-  acked_slots: string;
-}
-
-/** How long one turn of the event loop may spend planning epochs ahead. */
-const PLAN_SLICE_MS = 2;
-
-/** A run's next epoch planned ahead: its order and stored form once `steps` is done. */
-interface AheadPlan {
-  epoch: number;
-  version: number;
-  selection: unknown;
-  slots: Slot[] | null;
-  json: string | null;
-  steps: Generator<void, void> | null;
-}
-
-/** The steps of a plan ahead: the order, then its stored form a chunk at a time. */
-function* planSteps(plan: AheadPlan, order: Generator<void, Slot[]>): Generator<void, void> {
-  let step = order.next();
-  while (!step.done) {
-    yield;
-    step = order.next();
-  }
-  const slots = step.value;
-  const parts: string[] = [];
-  for (let k = 0; k < slots.length; k += 4096) {
-    parts.push(JSON.stringify(slots.slice(k, k + 4096).map((s) => [s.id, s.copy])).slice(1, -1));
-    yield;
-  }
-  plan.json = `[${parts.join(',')}]`;
-  plan.slots = slots;
-}
-
-/** An item of a selection: its copies in an epoch. */
-type SelectedItem = { id: string; copies: number };
-
-/** A mix's selection over the pool (of one pool version), pool order. */
-interface Selected {
-  mix: MixState;
-  pool: number;
-  items: readonly SelectedItem[];
-}
-
-/** Pool rows read per step of a selection. */
-const SELECT_PAGE = 512;
-
-/**
- * The mix's copies of each pool item, less every QA of a held-out article (heldOutArticles, the
- * exports' rule: no QA of an article held out for evaluation is ever leased for training), in
- * steps of a page of rows (a yield between them). Pages by id: an open SQLite iterator would keep
- * the connection busy for the requests answered between steps.
- */
-function* selectSteps(q: ReturnType<typeof statements>, mix: MixState): Generator<void, SelectedItem[]> {
-  const pool: {
-    id: string;
-    articleId: string;
-    topics: string[];
-    source: string;
-    published: string | null;
-  }[] = [];
-  const held = new Set<string>();
-  for (let after = ''; ; yield) {
-    const rows = q.itemsAfter.all(after, SELECT_PAGE) as {
-      id: string;
-      article_id: string;
-      topics: string;
-      source: string;
-      published: string | null;
-    }[];
-    for (const row of rows) {
-      pool.push({
-        id: row.id,
-        articleId: row.article_id,
-        topics: JSON.parse(row.topics) as string[],
-        source: row.source,
-        published: row.published,
-      });
-    }
-    for (const article of heldOutArticles(pool.slice(pool.length - rows.length), mix.heldOut))
-      held.add(article);
-    if (rows.length < SELECT_PAGE) break;
-    after = rows.at(-1)!.id;
-  }
-  const out: SelectedItem[] = [];
-  for (const [k, item] of pool.entries()) {
-    const copies = held.has(item.articleId) ? 0 : copiesOf(mix, item);
-    if (copies > 0) out.push({ id: item.id, copies });
-    if (k % SELECT_PAGE === SELECT_PAGE - 1) yield;
-  }
-  return out;
-}
-
-/** A slot of a batch: the item, its copy, its position in the epoch. */
-type BatchSlot = [id: string, copy: number, index: number];
 
 export interface FeederOptions {
   /** Milliseconds since the epoch; tests move it. */
@@ -181,21 +62,11 @@ export class Feeder {
   private mix: MixState | null = null;
   /** The epoch order of each run's current epoch, read from the file once. */
   private readonly plans = new Map<string, { epoch: number; version: number; slots: Slot[] }>();
-  /**
-   * The mix's selection over the pool made last: every run's plan reads it, and walking the pool
-   * for each (100,000 items) was the feeder's tail latency. Plans follow its mix (planMix).
-   */
-  private current: Selected | null = null;
-  /**
-   * The selection of a newer mix version or pool, being made in slices by the background work:
-   * made in one piece it held the event loop for ~300 ms, and no lease was answered meanwhile.
-   */
-  private pending: { mix: MixState; pool: number; steps: Generator<void, SelectedItem[]> } | null = null;
-  /** Counts the pool's changes: a selection is of one pool. */
-  private poolVersion = 0;
+  /** The mix's selection over the pool, made in slices between requests (planning.ts). */
+  private readonly selections: Selections;
   /** Rendered items (a JSON array) and their slots, of batches cut and not yet leased. */
   private readonly rendered = new Map<string, { items: string; slots: number[] }>();
-  private readonly q: ReturnType<typeof statements>;
+  private readonly q: Statements;
   /** Each run's next epoch, planned ahead (or being planned) for the selection it was made of. */
   private readonly ahead = new Map<string, AheadPlan>();
   /** Runs a request touched since the last background slice, and that slice. */
@@ -209,6 +80,11 @@ export class Feeder {
     this.q = statements(db);
     const mix = this.q.getMeta.get('mix') as { value: string } | undefined;
     this.mix = mix ? (JSON.parse(mix.value) as MixState) : null;
+    this.selections = new Selections(
+      this.q,
+      () => this.mix,
+      () => this.schedule(),
+    );
   }
 
   /** Opens (or creates) the feeder's file; ':memory:' for a throwaway one. */
@@ -219,10 +95,8 @@ export class Feeder {
     // NORMAL in WAL mode: a commit survives the process being killed (the OS has it); only a
     // power cut can lose the last transactions.
     db.pragma('synchronous = NORMAL');
-    db.exec(SCHEMA);
-    migrate(db);
     const parsed = FeederConfigSchema.parse(config);
-    keepRowsOf(db, parsed);
+    prepareFile(db, parsed);
     return new Feeder(db, parsed, opts);
   }
 
@@ -250,8 +124,7 @@ export class Feeder {
       }
     })();
     if (items.length && this.mix) {
-      this.poolVersion++;
-      this.reselect();
+      this.selections.poolChanged();
     }
   }
 
@@ -260,7 +133,7 @@ export class Feeder {
     if (this.mix && mix.version <= this.mix.version) return false;
     this.q.putMeta.run('mix', JSON.stringify(mix));
     this.mix = mix;
-    this.reselect();
+    this.selections.reselect();
     return true;
   }
 
@@ -518,7 +391,7 @@ export class Feeder {
     return {
       mixVersion: this.mixVersion,
       pool: (this.q.poolSize.get() as { n: number }).n,
-      selected: this.mix ? this.selection().items.reduce((s, i) => s + i.copies, 0) : 0,
+      selected: this.mix ? this.selections.selection().items.reduce((s, i) => s + i.copies, 0) : 0,
       runs,
     };
   }
@@ -571,7 +444,7 @@ export class Feeder {
    */
   private planAhead(run: RunRow): void {
     const epoch = run.epoch + 1;
-    const { mix, items: selection } = this.selection();
+    const { mix, items: selection } = this.selections.selection();
     const version = mix.version;
     const held = this.ahead.get(run.run);
     if (held?.epoch === epoch && held.version === version && held.selection === selection) return;
@@ -612,7 +485,7 @@ export class Feeder {
       this.kicked.clear();
       for (const [r, ranks] of kicked) this.prepareRun(r, ranks);
       const until = performance.now() + PLAN_SLICE_MS;
-      const selecting = this.selectSlice(until);
+      const selecting = this.selections.slice(until);
       if (this.planSlice(until) || selecting) this.schedule();
     });
   }
@@ -662,68 +535,9 @@ export class Feeder {
    * The selection plans read: the one made last, while a newer mix version's or pool's is made in
    * slices (selectSlice); made here in one piece only when none was made yet (the first lease).
    */
-  private selection(): Selected {
-    if (this.current?.mix !== this.mix || this.current.pool !== this.poolVersion) this.startSelecting();
-    if (!this.current) {
-      const pending = this.pending!;
-      let step = pending.steps.next();
-      while (!step.done) step = pending.steps.next();
-      this.current = { mix: pending.mix, pool: pending.pool, items: step.value };
-      this.pending = null;
-    }
-    return this.current;
-  }
-
-  /** The mix plans follow: the selection's made last (the newest before any is made). */
-  private get planMix(): MixState {
-    return this.current?.mix ?? this.mix!;
-  }
-
   /** Resolves once the selection of the newest mix over the pool as it is has been made. */
-  async selectionMade(): Promise<void> {
-    while (this.mix && (this.current?.mix !== this.mix || this.current.pool !== this.poolVersion)) {
-      this.startSelecting();
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-  }
-
-  /**
-   * The pool or the mix changed: a selection for runs to plan from is made again, in the
-   * background, only if a run exists (a feeder nobody leases from never reads its pool; the first
-   * lease makes one).
-   */
-  private reselect(): void {
-    if (this.q.anyRun.get()) this.startSelecting();
-  }
-
-  /**
-   * Starts making the selection of the newest mix over the pool as it is, unless one is under way:
-   * that one finishes first, then the next starts for what changed meanwhile (selectSlice).
-   * Restarted at each change instead, a selection of a large pool never finished while items kept
-   * coming, and each restart read the pool again.
-   */
-  private startSelecting(): void {
-    if (this.pending) return;
-    const mix = this.mix!;
-    this.pending = { mix, pool: this.poolVersion, steps: selectSteps(this.q, mix) };
-    this.schedule();
-  }
-
-  /** Advances the selection being made until `until`; true while it is unfinished. */
-  private selectSlice(until: number): boolean {
-    const pending = this.pending;
-    if (!pending) return false;
-    while (performance.now() < until) {
-      const step = pending.steps.next();
-      if (!step.done) continue;
-      // Runs re-plan for it at their next lease or prepare (a new mix version), or plan their
-      // next epoch with it (new items).
-      this.current = { mix: pending.mix, pool: pending.pool, items: step.value };
-      this.pending = null;
-      if (pending.mix !== this.mix || pending.pool !== this.poolVersion) this.reselect();
-      return this.pending !== null;
-    }
-    return true;
+  selectionMade(): Promise<void> {
+    return this.selections.made();
   }
 
   private rankEpoch(run: string, rank: number): number {
@@ -732,7 +546,7 @@ export class Feeder {
 
   /** The plan of the run's current epoch, made (or re-made for a new mix version) when needed. */
   private plan(run: RunRow, epoch: number): Slot[] {
-    const mix = this.planMix;
+    const mix = this.selections.planMix;
     const cached = this.plans.get(run.run);
     if (run.epoch === epoch && run.mix_version === mix.version) {
       if (cached?.epoch === epoch && cached.version === mix.version) return cached.slots;
@@ -745,7 +559,7 @@ export class Feeder {
     }
     const ahead = this.ahead.get(run.run);
     this.ahead.delete(run.run);
-    const selection = this.selection().items;
+    const selection = this.selections.selection().items;
     const planned =
       run.epoch !== epoch &&
       ahead?.epoch === epoch &&
@@ -924,170 +738,3 @@ export class Feeder {
 }
 
 /** The slots of a batch acked so far. */
-function ackedSlots(b: BatchRow): number[] {
-  return JSON.parse(b.acked_slots) as number[];
-}
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS items (id TEXT PRIMARY KEY, article_id TEXT NOT NULL, topics TEXT NOT NULL, source TEXT NOT NULL, published TEXT, body TEXT NOT NULL, row TEXT);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-  run TEXT PRIMARY KEY, world_size INTEGER NOT NULL, batch_size INTEGER NOT NULL, cut_size INTEGER NOT NULL, created INTEGER NOT NULL,
-  epoch INTEGER NOT NULL DEFAULT -1, mix_version INTEGER, planned INTEGER NOT NULL DEFAULT 0,
-  base INTEGER NOT NULL DEFAULT 0, pos INTEGER NOT NULL DEFAULT 0, next_index INTEGER NOT NULL DEFAULT 0, cut INTEGER NOT NULL DEFAULT 0,
-  acked_items INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE IF NOT EXISTS plans (run TEXT PRIMARY KEY, plan TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS rank_epochs (run TEXT NOT NULL, rank INTEGER NOT NULL, epoch INTEGER NOT NULL, PRIMARY KEY (run, rank));
-CREATE TABLE IF NOT EXISTS batches (
-  id TEXT PRIMARY KEY, run TEXT NOT NULL, epoch INTEGER NOT NULL, idx INTEGER NOT NULL, rank INTEGER NOT NULL,
-  seq INTEGER NOT NULL, mix_version INTEGER NOT NULL, slots TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'ready',
-  lease_id TEXT, deadline INTEGER, attempts INTEGER NOT NULL DEFAULT 0, acked_at INTEGER,
-  acked_slots TEXT NOT NULL DEFAULT '[]');
-CREATE INDEX IF NOT EXISTS batches_by_rank ON batches (run, rank, epoch, state, idx);
-CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, batch_id TEXT NOT NULL, lease_id TEXT NOT NULL, deadline INTEGER NOT NULL, attempt INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS reward_queue (seq INTEGER PRIMARY KEY AUTOINCREMENT, rows TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS epochs (
-  run TEXT NOT NULL, epoch INTEGER NOT NULL, batch_size INTEGER NOT NULL, planned INTEGER NOT NULL,
-  acked INTEGER NOT NULL DEFAULT 0, rewarded INTEGER NOT NULL DEFAULT 0, redelivered INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (run, epoch));
-`;
-
-/** Columns added since the first feeder files: a file written before them gets them, empty. */
-function migrate(db: Database.Database): void {
-  const columns = (table: string) =>
-    new Set((db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name));
-  if (!columns('runs').has('cut_size'))
-    db.exec(
-      'ALTER TABLE runs ADD COLUMN cut_size INTEGER NOT NULL DEFAULT 0; UPDATE runs SET cut_size = batch_size',
-    );
-  if (!columns('batches').has('acked_slots'))
-    db.exec("ALTER TABLE batches ADD COLUMN acked_slots TEXT NOT NULL DEFAULT '[]'");
-  if (!columns('items').has('row')) db.exec('ALTER TABLE items ADD COLUMN row TEXT');
-  if (!columns('items').has('article_id'))
-    db.exec(
-      `ALTER TABLE items ADD COLUMN article_id TEXT NOT NULL DEFAULT ''; UPDATE items SET article_id = coalesce(json_extract(body, '$.articleId'), '')`,
-    );
-}
-
-/**
- * Rows are stored rendered with the settings they were rendered with (templates, data source,
- * ability): a file opened with other settings forgets them, and each is rendered again from its
- * item the first time a batch needs it.
- */
-function keepRowsOf(db: Database.Database, config: FeederConfig): void {
-  const settings = JSON.stringify([config.templates, config.dataSource, config.ability]);
-  const held = db.prepare(`SELECT value FROM meta WHERE key = 'row-settings'`).get() as
-    | { value: string }
-    | undefined;
-  if (held?.value === settings) return;
-  db.transaction(() => {
-    db.exec('UPDATE items SET row = NULL');
-    db.prepare(
-      `INSERT INTO meta (key, value) VALUES ('row-settings', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
-    ).run(settings);
-  })();
-}
-
-// Placeholders of a stored row (see rowOf): no item's own text can hold them, since a quote
-// inside a JSON string is escaped.
-const INDEX_MARK = Number.MAX_SAFE_INTEGER;
-const COPY_MARK = Number.MAX_SAFE_INTEGER - 1;
-const AT_INDEX = `"index":${INDEX_MARK}`;
-const AT_COPY = `"copy":${COPY_MARK}`;
-
-function statements(db: Database.Database) {
-  const p = (sql: string) => db.prepare(sql);
-  return {
-    putItem: p(
-      `INSERT INTO items (id, article_id, topics, source, published, body, row) VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET article_id = excluded.article_id, topics = excluded.topics, source = excluded.source,
-       published = excluded.published, body = excluded.body, row = excluded.row`,
-    ),
-    getItem: p('SELECT body FROM items WHERE id = ?'),
-    getRow: p('SELECT row FROM items WHERE id = ?'),
-    putRow: p('UPDATE items SET row = ? WHERE id = ?'),
-    itemsAfter: p(
-      'SELECT id, article_id, topics, source, published FROM items WHERE id > ? ORDER BY id LIMIT ?',
-    ),
-    poolSize: p('SELECT count(*) AS n FROM items'),
-    getMeta: p('SELECT value FROM meta WHERE key = ?'),
-    putMeta: p(
-      'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
-    ),
-    getRun: p('SELECT * FROM runs WHERE run = ?'),
-    runNames: p('SELECT run FROM runs ORDER BY run'),
-    anyRun: p('SELECT 1 FROM runs LIMIT 1'),
-    insertRun: p('INSERT INTO runs (run, world_size, batch_size, cut_size, created) VALUES (?, ?, ?, ?, ?)'),
-    setBatchSize: p('UPDATE runs SET batch_size = ? WHERE run = ?'),
-    newEpoch: p(
-      'UPDATE runs SET epoch = ?, mix_version = ?, planned = ?, base = 0, pos = 0, next_index = 0, cut_size = batch_size WHERE run = ?',
-    ),
-    insertEpoch: p(
-      `INSERT INTO epochs (run, epoch, batch_size, planned) SELECT run, epoch, cut_size, planned FROM runs WHERE run = @run AND epoch = @epoch
-       ON CONFLICT (run, epoch) DO UPDATE SET batch_size = excluded.batch_size, planned = excluded.planned`,
-    ),
-    epochPlanned: p(
-      'UPDATE epochs SET planned = (SELECT planned FROM runs WHERE run = @run) WHERE run = @run AND epoch = @epoch',
-    ),
-    epochAcked: p('UPDATE epochs SET acked = acked + ?, rewarded = rewarded + ? WHERE run = ? AND epoch = ?'),
-    addRedelivered: p('UPDATE epochs SET redelivered = redelivered + ? WHERE run = ? AND epoch = ?'),
-    epochStats: p('SELECT * FROM epochs WHERE run = ? ORDER BY epoch'),
-    // base + pos items of the epoch are cut; the new plan holds what is left.
-    replan: p(
-      'UPDATE runs SET mix_version = @version, base = base + pos, planned = base + pos + @left, pos = 0 WHERE run = @run',
-    ),
-    advance: p('UPDATE runs SET pos = ?, next_index = ?, cut = ? WHERE run = ?'),
-    addAcked: p('UPDATE runs SET acked_items = acked_items + ? WHERE run = ?'),
-    getPlan: p('SELECT plan FROM plans WHERE run = ?'),
-    putPlan: p(
-      'INSERT INTO plans (run, plan) VALUES (?, ?) ON CONFLICT (run) DO UPDATE SET plan = excluded.plan',
-    ),
-    getRankEpoch: p('SELECT epoch FROM rank_epochs WHERE run = ? AND rank = ?'),
-    setRankEpoch: p(
-      'INSERT INTO rank_epochs (run, rank, epoch) VALUES (?, ?, ?) ON CONFLICT (run, rank) DO UPDATE SET epoch = excluded.epoch',
-    ),
-    insertBatch: p(
-      'INSERT INTO batches (id, run, epoch, idx, rank, seq, mix_version, slots) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-    ),
-    getBatch: p('SELECT * FROM batches WHERE id = ?'),
-    batchesOfEpoch: p('SELECT slots FROM batches WHERE run = ? AND epoch = ? ORDER BY idx'),
-    // What was delivered before (released, or its lease expired), of any epoch up to the rank's,
-    // comes first; then the epoch's fresh batches in order.
-    nextForRank: p(
-      `SELECT * FROM batches WHERE run = ? AND rank = ? AND epoch <= ?
-       AND (state = 'ready' OR (state = 'leased' AND deadline < ?)) ORDER BY attempts = 0, epoch, idx LIMIT 1`,
-    ),
-    readyList: p(
-      `SELECT * FROM batches WHERE run = ? AND rank = ? AND epoch = ? AND state = 'ready' ORDER BY idx LIMIT ?`,
-    ),
-    readyForRank: p(
-      `SELECT count(*) AS n FROM batches WHERE run = ? AND rank = ? AND epoch = ? AND state = 'ready'`,
-    ),
-    heldBefore: p(
-      `SELECT count(*) AS n, min(deadline) AS first FROM batches
-       WHERE run = ? AND rank = ? AND epoch < ? AND state = 'leased' AND deadline >= ?`,
-    ),
-    leaseBatch: p(
-      `UPDATE batches SET state = 'leased', lease_id = ?, deadline = ?, attempts = ? WHERE id = ?`,
-    ),
-    ackSlots: p('UPDATE batches SET acked_slots = @acked, state = @state, acked_at = @at WHERE id = @id'),
-    release: p(`UPDATE batches SET state = 'ready', lease_id = NULL, deadline = NULL WHERE id = ?`),
-    extend: p('UPDATE batches SET deadline = ? WHERE id = ?'),
-    batchCounts: p(
-      `SELECT sum(state = 'ready' OR (state = 'leased' AND deadline < ?)) AS ready,
-              sum(state = 'leased' AND deadline >= ?) AS leased, sum(state = 'acked') AS acked,
-              sum(max(attempts - 1, 0)) AS redelivered
-       FROM batches WHERE run = ?`,
-    ),
-    rankCounts: p(
-      `SELECT sum(state = 'leased' AND deadline >= ?) AS leased, sum(state = 'acked') AS acked
-       FROM batches WHERE run = ? AND rank = ?`,
-    ),
-    outbox: p('INSERT INTO outbox (batch_id, lease_id, deadline, attempt) VALUES (?, ?, ?, ?)'),
-    outboxAfter: p('SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?'),
-    dropOutbox: p('DELETE FROM outbox WHERE seq <= ?'),
-    queueRewards: p('INSERT INTO reward_queue (rows) VALUES (?)'),
-    rewardsQueued: p('SELECT * FROM reward_queue ORDER BY seq LIMIT ?'),
-    dropRewards: p('DELETE FROM reward_queue WHERE seq <= ?'),
-  };
-}
