@@ -55,6 +55,15 @@ function writtenNow(): [RecordSchemaName, string, unknown][] {
     at: 0,
   };
   out.push(['llm-call', byKind.get('llm-call')!, JSON.parse(codecs.encode(byKind.get('llm-call')!, call))]);
+  // The dedup's records are new in this release: written with a graded QA of the previous one.
+  const graded = out.find(([kind]) => kind === 'graded-qa')![2];
+  const band = { qaId: 'q1', band: 'exact', bands: 17, signature: [1, 2, 3], graded };
+  const verdict = { qaId: 'q1', band: '3', bands: 17, duplicateOf: null, similarity: 0 };
+  for (const [kind, value] of [
+    ['qa-band', band],
+    ['band-verdict', verdict],
+  ] as const)
+    out.push([kind, byKind.get(kind)!, JSON.parse(codecs.encode(byKind.get(kind)!, value))]);
   return out;
 }
 
