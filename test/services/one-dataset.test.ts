@@ -121,7 +121,7 @@ describe('one dataset across workers on Kafka', () => {
         await runtime.close();
         await Promise.all(workers.map(stop));
       }
-    }, 420_000);
+    }, 900_000);
   }
 });
 
@@ -159,13 +159,13 @@ async function until(
   done: () => Promise<boolean>,
   alive: readonly Worker[],
 ): Promise<void> {
-  const deadline = Date.now() + 240_000;
+  const deadline = Date.now() + 420_000;
   while (!(await done())) {
     const exited = alive.find((w) => w.process.exitCode !== null);
     if (exited)
       throw new Error(`a worker exited while waiting for ${what()}:\n${exited.stderr.slice(-3000)}`);
     if (Date.now() > deadline)
-      throw new Error(`no ${what()} within 240 s; last worker's log:\n${alive.at(-1)?.stderr.slice(-3000)}`);
+      throw new Error(`no ${what()} within 420 s; last worker's log:\n${alive.at(-1)?.stderr.slice(-3000)}`);
     await new Promise((r) => setTimeout(r, 1000));
   }
 }
