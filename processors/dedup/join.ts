@@ -35,6 +35,8 @@ export function dedupJoinProcessor(opts: { readonly rejections?: Counter<'code'>
       for (const r of batch) {
         const v = r.value as BandVerdict;
         const before = verdicts.get<Waiting>(v.qaId) ?? { answers: [], graded: null };
+        // A band that answers twice (a record delivered again) counts once.
+        if (before.answers.some((a) => a.band === v.band)) continue;
         const waiting: Waiting = {
           answers: [
             ...before.answers,

@@ -110,10 +110,10 @@ export class BandOwner {
       if (s >= this.threshold && (!best || s > best.similarity)) best = { of: other, similarity: s };
     }
     if (best) return { band, duplicateOf: best.of, similarity: best.similarity };
-    if (this.cache.get(id) === undefined) {
-      this.store.put(`sig:${id}`, sig);
-      this.cache.set(id, sig);
-    }
+    // Put whatever the cache holds: a step that rolled back took its store write with it, not
+    // the cache's copy.
+    this.store.put(`sig:${id}`, sig);
+    this.cache.set(id, sig);
     if (!members.includes(id)) this.store.put(key, [...members, id].slice(-BAND_IDS));
     return { band, duplicateOf: null, similarity: 0 };
   }
