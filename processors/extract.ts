@@ -129,10 +129,14 @@ export function passagesToExtract(
   article: Article,
   opts: Pick<ExtractOptions, 'passageTokens' | 'maxPassages'>,
 ): PassageSpan[] {
+  const all = passagesOf(article, { maxTokens: opts.passageTokens });
   const sent = new Set(article.textSentBefore);
-  const fresh = passagesOf(article, { maxTokens: opts.passageTokens }).filter(
-    (p) => !sent.has(sentTextKey(sectionText(article, p.sectionIndex) ?? '')),
-  );
+  // One hash a text, not one a passage: a 10 MB abstract makes thousands of passages.
+  const sentSections = new Set<number>();
+  if (sent.size > 0)
+    for (const sectionIndex of new Set(all.map((p) => p.sectionIndex)))
+      if (sent.has(sentTextKey(sectionText(article, sectionIndex) ?? ''))) sentSections.add(sectionIndex);
+  const fresh = all.filter((p) => !sentSections.has(p.sectionIndex));
   return informativeFirst(article, fresh).slice(0, opts.maxPassages);
 }
 
