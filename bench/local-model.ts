@@ -5,7 +5,10 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { Llm, MemoryJournal } from '../llm/index.js';
+import { JudgeReply } from '../llm/prompts/judge.js';
+import { mcqQualityMessages } from '../llm/prompts/mcq-quality.js';
 import { LlmConfig } from '../schemas/llm.js';
+import { GradeAccept } from '../schemas/qa.js';
 
 // `npm run bench -- local-model`: the README's first command on the local model (Gemma 3 270M),
 // `ingest examples/articles` then `run --until-idle --max-articles 3` in a fresh data folder, and
@@ -49,6 +52,53 @@ async function oneCall(): Promise<number> {
   }
 }
 
+/**
+ * Whether the model tells a good question from a bad one as grade's judge: one passage, the same
+ * question with its right key and with a wrong key, and a question the passage does not answer.
+ * A judge that scores the three alike cannot be what stands between the model's questions and
+ * the training set, whatever grammar it writes under.
+ */
+async function judgeProbe(): Promise<string[]> {
+  const llm = new Llm(LlmConfig.parse({ provider: 'local', modelPath: MODEL, maxTokens: 300 }), {
+    journal: new MemoryJournal(),
+    log: pino({ level: 'silent' }),
+  });
+  const passage =
+    "Mitochondria make most of the cell's ATP by oxidative phosphorylation: electrons pass along the respiratory chain in the inner membrane and drive protons across it, and ATP synthase uses the proton gradient to make ATP.";
+  const question =
+    'Which enzyme uses the proton gradient across the inner mitochondrial membrane to make ATP?';
+  const options = ['ATP synthase', 'Hexokinase', 'DNA polymerase', 'Lactate dehydrogenase'];
+  const cases = [
+    { label: 'right key', q: { question, options, answer: 'A' } },
+    { label: 'wrong key', q: { question, options, answer: 'C' } },
+    {
+      label: 'not in the passage',
+      q: {
+        question: 'At what time is the clock open?',
+        options: ['10 pm', '11 pm', '9 am', 'noon'],
+        answer: 'B',
+      },
+    },
+  ];
+  try {
+    const lines: string[] = [];
+    for (const [n, { label, q }] of cases.entries()) {
+      const { value: r } = await llm.complete({
+        stage: 'mcq-quality',
+        schema: JudgeReply,
+        promptVersion: `bench-judge-${n}`,
+        messages: mcqQualityMessages(passage, GradeAccept.parse({}), q),
+      });
+      lines.push(
+        `judge probe, ${label}: quality ${r.quality}, answerability ${r.answerability}, verifiability ${r.verifiability}, ${r.verdict}`,
+      );
+    }
+    return lines;
+  } finally {
+    await llm.close();
+  }
+}
+
 export async function run(): Promise<string[]> {
   if (!existsSync(MODEL)) return [`local-model: no model at ${MODEL} (npx bioalchemy model pull)`];
   const data = mkdtempSync(join(tmpdir(), 'bench-local-model-'));
@@ -77,10 +127,12 @@ export async function run(): Promise<string[]> {
     const rejections = [...out.matchAll(/^ {2}\s*(\d+) {2}([a-z-]+)$/gm)].map((m) => `${m[2]} ${m[1]}`);
     const perCall = paid ? seconds / paid : 0;
     const base = await oneCall();
+    const probe = await judgeProbe();
     return [
       `run --until-idle --max-articles 3 on examples/articles: ${seconds.toFixed(0)} s, ${paid} calls paid`,
       `candidates ${candidates}, accepted ${accepted}; rejections by code: ${rejections.join(', ') || 'none'}`,
       `seconds per paid call: ${perCall.toFixed(1)} vs one short structured reply: ${base.toFixed(1)} = ${(perCall / base).toFixed(1)}x`,
+      ...probe,
       ...out
         .slice(out.indexOf('an accepted QA'))
         .split('\n')
