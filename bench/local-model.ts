@@ -22,11 +22,7 @@ const BIN = join(ROOT, 'bin/bioalchemy.js');
 const MODEL = process.env.BIOALCHEMY_LOCAL_MODEL ?? join(ROOT, 'data/models/gemma-3-270m-q4_k_m.gguf');
 
 /** Seconds of one short structured reply, the model loaded beforehand (the median of 3). */
-async function oneCall(): Promise<number> {
-  const llm = new Llm(LlmConfig.parse({ provider: 'local', modelPath: MODEL, maxTokens: 256 }), {
-    journal: new MemoryJournal(),
-    log: pino({ level: 'silent' }),
-  });
+async function oneCall(llm: Llm): Promise<number> {
   const schema = z.object({ relevant: z.boolean(), reason: z.string().max(80) }).strict();
   const ask = (n: number) =>
     llm.complete({
@@ -38,18 +34,14 @@ async function oneCall(): Promise<number> {
         { role: 'user', content: `Passage ${n}: mitochondria make ATP by oxidative phosphorylation.` },
       ],
     });
-  try {
-    await ask(0);
-    const times: number[] = [];
-    for (let n = 1; n <= 3; n++) {
-      const started = performance.now();
-      await ask(n);
-      times.push((performance.now() - started) / 1000);
-    }
-    return times.sort((a, b) => a - b)[1]!;
-  } finally {
-    await llm.close();
+  await ask(0);
+  const times: number[] = [];
+  for (let n = 1; n <= 3; n++) {
+    const started = performance.now();
+    await ask(n);
+    times.push((performance.now() - started) / 1000);
   }
+  return times.sort((a, b) => a - b)[1]!;
 }
 
 /**
@@ -58,11 +50,7 @@ async function oneCall(): Promise<number> {
  * A judge that scores the three alike cannot be what stands between the model's questions and
  * the training set, whatever grammar it writes under.
  */
-async function judgeProbe(): Promise<string[]> {
-  const llm = new Llm(LlmConfig.parse({ provider: 'local', modelPath: MODEL, maxTokens: 300 }), {
-    journal: new MemoryJournal(),
-    log: pino({ level: 'silent' }),
-  });
+async function judgeProbe(llm: Llm): Promise<string[]> {
   const passage =
     "Mitochondria make most of the cell's ATP by oxidative phosphorylation: electrons pass along the respiratory chain in the inner membrane and drive protons across it, and ATP synthase uses the proton gradient to make ATP.";
   const question =
@@ -80,23 +68,19 @@ async function judgeProbe(): Promise<string[]> {
       },
     },
   ];
-  try {
-    const lines: string[] = [];
-    for (const [n, { label, q }] of cases.entries()) {
-      const { value: r } = await llm.complete({
-        stage: 'mcq-quality',
-        schema: JudgeReply,
-        promptVersion: `bench-judge-${n}`,
-        messages: mcqQualityMessages(passage, GradeAccept.parse({}), q),
-      });
-      lines.push(
-        `judge probe, ${label}: quality ${r.quality}, answerability ${r.answerability}, verifiability ${r.verifiability}, ${r.verdict}`,
-      );
-    }
-    return lines;
-  } finally {
-    await llm.close();
+  const lines: string[] = [];
+  for (const [n, { label, q }] of cases.entries()) {
+    const { value: r } = await llm.complete({
+      stage: 'mcq-quality',
+      schema: JudgeReply,
+      promptVersion: `bench-judge-${n}`,
+      messages: mcqQualityMessages(passage, GradeAccept.parse({}), q),
+    });
+    lines.push(
+      `judge probe, ${label}: quality ${r.quality}, answerability ${r.answerability}, verifiability ${r.verifiability}, ${r.verdict}`,
+    );
   }
+  return lines;
 }
 
 export async function run(): Promise<string[]> {
@@ -126,8 +110,19 @@ export async function run(): Promise<string[]> {
     const paid = count(/^LLM: (\d+) calls paid/m);
     const rejections = [...out.matchAll(/^ {2}\s*(\d+) {2}([a-z-]+)$/gm)].map((m) => `${m[2]} ${m[1]}`);
     const perCall = paid ? seconds / paid : 0;
-    const base = await oneCall();
-    const probe = await judgeProbe();
+    // The model loaded once in this process, for the baseline call and the judge probe.
+    const llm = new Llm(LlmConfig.parse({ provider: 'local', modelPath: MODEL, maxTokens: 300 }), {
+      journal: new MemoryJournal(),
+      log: pino({ level: 'silent' }),
+    });
+    let base: number;
+    let probe: string[];
+    try {
+      base = await oneCall(llm);
+      probe = await judgeProbe(llm);
+    } finally {
+      await llm.close();
+    }
     return [
       `run --until-idle --max-articles 3 on examples/articles: ${seconds.toFixed(0)} s, ${paid} calls paid`,
       `candidates ${candidates}, accepted ${accepted}; rejections by code: ${rejections.join(', ') || 'none'}`,
