@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openClickHouse } from '../../analytics/clickhouse.js';
 import { spendByStage } from '../../analytics/llm-calls.js';
+import { PIPELINE_PROCESSORS } from '../../processors/pipeline.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
 import { cli, runUntilIdle, syntheticArticles, topicValues, workspace } from './helpers.js';
@@ -34,7 +35,7 @@ describe('LLM accounting through the log', () => {
       // Nothing listens there: a worker that opened ClickHouse would wait for it, then fail.
       setClickHouse('http://127.0.0.1:1/nowhere');
       const worker = await runUntilIdle(ws.config, {
-        extraArgs: ['--processors', 'extract,grade,dedup-bands,dedup,classify'],
+        extraArgs: ['--processors', PIPELINE_PROCESSORS.join(',')],
       });
       expect(worker.code, worker.stderr).toBe(0);
       const calls = await topicValues(ws.dir, 'llm.calls');

@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PIPELINE_PROCESSORS } from '../../processors/pipeline.js';
 import type { ClassifiedQa, QaCandidate } from '../../schemas/qa.js';
 import { normaliseText } from '../../sources/minhash.js';
 import { openRuntime } from '../../topology/runtime/open.js';
@@ -77,7 +78,7 @@ describe('one dataset across workers on Kafka', () => {
           '--config',
           config,
           '--processors',
-          'extract,grade,dedup-bands,dedup,classify',
+          PIPELINE_PROCESSORS.join(','),
           '--worker-id',
           `w${w}`,
         ]),
