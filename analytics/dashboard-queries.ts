@@ -39,11 +39,13 @@ async function rows<T extends z.ZodType>(a: Analytics, query: string, row: T): P
 export const QaTotals = z.object({ qa: Num, accepted: Num, articles: Num, latestSeconds: Num });
 export type QaTotals = z.infer<typeof QaTotals>;
 
-/** QA rows, accepted ones, distinct articles with QA, and the latest classification time (s). */
+/** QA rows, accepted ones (less those withdrawn since), distinct articles with QA, and the latest classification time (s). */
 export async function qaTotals(a: Analytics): Promise<QaTotals> {
   const [row] = await rows(
     a,
-    `SELECT count() AS qa, countIf(verdict = 'accept') AS accepted, uniqExact(article_id) AS articles,
+    `SELECT count() AS qa,
+            countIf(verdict = 'accept' AND id NOT IN (SELECT id FROM qa_withdrawn)) AS accepted,
+            uniqExact(article_id) AS articles,
             max(toUInt32(classified_at)) AS latestSeconds
      FROM qa FINAL`,
     QaTotals,

@@ -88,6 +88,23 @@ export async function insertQa(a: Analytics, rows: readonly QaRow[]): Promise<vo
   await a.client.insert({ table: 'qa', values, format: 'JSONEachRow' });
 }
 
+/** Accepted QA withdrawn since (qa.withdrawn): idempotent by id, a replayed row changes nothing. */
+export async function insertWithdrawn(
+  a: Analytics,
+  rows: readonly { readonly qaId: string; readonly duplicateOf: string }[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  const now = Math.floor(Date.now() / 1000);
+  await a.client.insert({
+    table: 'qa_withdrawn',
+    values: rows.map((r) => ({ id: r.qaId, duplicate_of: r.duplicateOf, inserted_at: now })),
+    format: 'JSONEachRow',
+  });
+}
+
+/** The SQL condition "this accepted QA still counts": accepted, and not withdrawn since. */
+const STILL_ACCEPTED = `verdict = 'accept' AND id NOT IN (SELECT id FROM qa_withdrawn)`;
+
 // UInt64 arrives as a JSON string over HTTP (output_format_json_quote_64bit_integers) and as a
 // number from chdb: coerce, so callers see one shape.
 const Count = z.coerce.number().int().nonnegative();
@@ -102,7 +119,7 @@ export async function topicCounts(a: Analytics): Promise<TopicCount[]> {
     query: `SELECT category, uniqExact(id) AS n
             FROM qa FINAL
             ARRAY JOIN categories AS category
-            WHERE verdict = 'accept'
+            WHERE ${STILL_ACCEPTED}
             GROUP BY category
             ORDER BY category`,
     format: 'JSONEachRow',
@@ -113,29 +130,60 @@ export async function topicCounts(a: Analytics): Promise<TopicCount[]> {
 export const TopicCountBy = z.object({ category: z.string(), key: z.string(), n: Count });
 export type TopicCountBy = z.infer<typeof TopicCountBy>;
 
+/** How the view's groups are keyed, as SQL on `qa` and on `topic_counts`. */
+const GROUP_KEYS = {
+  source: { qa: 'source', view: 'source' },
+  day: { qa: 'toString(toDate(classified_at))', view: 'toString(day)' },
+  none: { qa: "''", view: "''" },
+} as const;
+
 /**
  * Accepted QA per category and source, or per category and day (YYYY-MM-DD of classification),
  * from the topic_counts materialized view: exact distinct ids, cheap at any size.
  */
 export async function topicCountsBy(a: Analytics, by: 'source' | 'day'): Promise<TopicCountBy[]> {
-  const key = by === 'source' ? 'source' : 'toString(day)';
-  const rs = await a.client.query({
-    query: `SELECT category, ${key} AS key, uniqExactMerge(items) AS n
-            FROM topic_counts
-            GROUP BY category, key
-            ORDER BY category, key`,
-    format: 'JSONEachRow',
-  });
-  return z.array(TopicCountBy).parse(await rs.json());
+  return viewCounts(a, by);
 }
 
 /** Accepted QA per category from the materialized view (what the count sink's counts are). */
 export async function viewTopicCounts(a: Analytics): Promise<TopicCount[]> {
-  const rs = await a.client.query({
-    query: `SELECT category, uniqExactMerge(items) AS n FROM topic_counts GROUP BY category ORDER BY category`,
-    format: 'JSONEachRow',
-  });
-  return z.array(TopicCount).parse(await rs.json());
+  return (await viewCounts(a, 'none')).map(({ category, n }) => ({ category, n }));
+}
+
+/**
+ * The view's sets hold every id ever accepted, so the ids withdrawn since are counted apart, in
+ * the same groups, and taken off: a read of the few withdrawn rows of qa by its primary key.
+ */
+async function viewCounts(a: Analytics, by: keyof typeof GROUP_KEYS): Promise<TopicCountBy[]> {
+  const key = GROUP_KEYS[by];
+  const [all, withdrawn] = await Promise.all([
+    a.client.query({
+      query: `SELECT category, ${key.view} AS key, uniqExactMerge(items) AS n
+              FROM topic_counts
+              GROUP BY category, key
+              ORDER BY category, key`,
+      format: 'JSONEachRow',
+    }),
+    a.client.query({
+      query: `SELECT category, ${key.qa} AS key, uniqExact(id) AS n
+              FROM qa FINAL
+              ARRAY JOIN arrayDistinct(categories) AS category
+              WHERE verdict = 'accept' AND id IN (SELECT id FROM qa_withdrawn)
+              GROUP BY category, key`,
+      format: 'JSONEachRow',
+    }),
+  ]);
+  const off = new Map(
+    z
+      .array(TopicCountBy)
+      .parse(await withdrawn.json())
+      .map((r) => [`${r.category}\u0000${r.key}`, r.n]),
+  );
+  return z
+    .array(TopicCountBy)
+    .parse(await all.json())
+    .map((r) => ({ ...r, n: r.n - (off.get(`${r.category}\u0000${r.key}`) ?? 0) }))
+    .filter((r) => r.n > 0);
 }
 
 const ItemRow = z.object({
@@ -161,7 +209,7 @@ export async function forEachQaItem(
   }) => void,
 ): Promise<number> {
   const rs = await a.client.query({
-    query: `SELECT id, article_id, categories, source, published FROM qa FINAL WHERE verdict = 'accept'`,
+    query: `SELECT id, article_id, categories, source, published FROM qa FINAL WHERE ${STILL_ACCEPTED}`,
     format: 'JSONEachRow',
   });
   let n = 0;

@@ -1,5 +1,6 @@
 import {
   BandOwner,
+  dedupOrder,
   NearDuplicateIndex,
   questionBands,
   SignatureCache,
@@ -82,10 +83,16 @@ export async function run(): Promise<string[]> {
     let duplicate = false;
     for (const { band, key } of bands) {
       // Each record as the log carries it: encoded by grade, decoded and checked by its reader.
+      const order = dedupOrder(id, null);
       const record = QaBand.parse(
-        JSON.parse(JSON.stringify({ qaId: id, band, bands: bands.length, signature })),
+        JSON.parse(JSON.stringify({ qaId: id, band, bands: bands.length, signature, order })),
       );
-      const answer = owners[partitionOf(key)]!.answer(record.qaId, { band, key }, record.signature);
+      const { answer } = owners[partitionOf(key)]!.answer(
+        record.qaId,
+        { band, key },
+        record.signature,
+        record.order!,
+      );
       const verdict = BandVerdict.parse(
         JSON.parse(JSON.stringify({ ...answer, qaId: id, bands: bands.length })),
       );

@@ -2,7 +2,7 @@ import { basename, join } from 'node:path';
 import type { Logger } from 'pino';
 import { ingestProcessor } from '../processors/ingest.js';
 import { pipelineTopology } from '../processors/pipeline.js';
-import { Config, loadConfig } from '../schemas/index.js';
+import { Config, loadConfig, type QaWithdrawal } from '../schemas/index.js';
 import { EngineMetrics } from '../topology/metrics.js';
 import { openRuntime } from '../topology/runtime/open.js';
 import { ProcessorTask } from '../topology/task.js';
@@ -29,6 +29,13 @@ export async function forEachLogValue(
   } finally {
     await runtime.close();
   }
+}
+
+/** The QA withdrawn from the dataset (qa.withdrawn): every reader of qa.classified leaves them out. */
+export async function withdrawnQaIds(config: Config): Promise<Set<string>> {
+  const ids = new Set<string>();
+  await forEachLogValue(config, 'qa.withdrawn', (v) => ids.add((v as QaWithdrawal).qaId));
+  return ids;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { EvalSetError, loadEvalIndex, tallyMatches } from '../processors/qa/decontaminate.js';
 import type { ClassifiedQa, EvalMatch } from '../schemas/qa.js';
-import { configOf, forEachLogValue } from './context.js';
+import { configOf, forEachLogValue, withdrawnQaIds } from './context.js';
 import { type GlobalOptions, UsageError } from './usage.js';
 
 export interface DecontaminateOptions extends GlobalOptions {
@@ -16,7 +16,8 @@ interface Removed {
 }
 
 /**
- * `decontaminate --report`: the QA of the current mix (qa.classified, each QA once) the given
+ * `decontaminate --report`: the QA of the current mix (qa.classified, each QA once, less those
+ * withdrawn) the given
  * eval sets would remove, by the same check grade applies, per set and code. Changes nothing.
  */
 export async function decontaminateReport(paths: string[], opts: DecontaminateOptions): Promise<void> {
@@ -32,9 +33,10 @@ export async function decontaminateReport(paths: string[], opts: DecontaminateOp
   const seen = new Set<string>();
   const articles = new Set<string>();
   const removed: Removed[] = [];
+  const withdrawn = await withdrawnQaIds(config);
   await forEachLogValue(config, 'qa.classified', (value) => {
     const { candidate } = value as ClassifiedQa;
-    if (seen.has(candidate.id)) return;
+    if (seen.has(candidate.id) || withdrawn.has(candidate.id)) return;
     seen.add(candidate.id);
     articles.add(candidate.articleId);
     const matches = index.check({

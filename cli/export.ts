@@ -15,7 +15,7 @@ import type { ClassifiedQa } from '../schemas/qa.js';
 import type { RolloutItem } from '../schemas/rollout-batch.js';
 import { openRuntime } from '../topology/runtime/open.js';
 import type { Runtime } from '../topology/runtime/types.js';
-import { configOf } from './context.js';
+import { configOf, withdrawnQaIds } from './context.js';
 import { type GlobalOptions, UsageError } from './usage.js';
 
 export interface ExportOptions extends GlobalOptions {
@@ -64,6 +64,7 @@ async function whyNoMix(runtime: Runtime): Promise<string> {
 
 export async function exportSplit(opts: ExportOptions): Promise<void> {
   const config = configOf(opts);
+  const withdrawn = await withdrawnQaIds(config);
   const runtime = await openRuntime(config.log);
   try {
     await runtime.ensureTopics(pipelineTopology().topics);
@@ -84,6 +85,7 @@ export async function exportSplit(opts: ExportOptions): Promise<void> {
     const rationales = new Map<string, string>();
     for await (const value of readAll(runtime, 'qa.classified')) {
       const qa = JSON.parse(value) as ClassifiedQa;
+      if (withdrawn.has(qa.candidate.id)) continue;
       const item = poolItem(qa);
       items.set(item.id, item);
       rationales.set(item.id, qa.candidate.rationale);

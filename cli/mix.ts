@@ -52,6 +52,7 @@ export async function mix(opts: MixOptions): Promise<void> {
     duplicates.addRejected(v);
   });
   await forEachLogValue(config, 'articles', (v) => duplicates.addArticle(v));
+  await forEachLogValue(config, 'qa.withdrawn', () => duplicates.addWithdrawn());
   const params = selectionParams(config.sampler, reference, alpha);
   const live: Live | null = index.size ? { index, selection: computeSelection(index, params) } : null;
   const referenceCounts = knownCounts(reference).counts;
@@ -122,6 +123,7 @@ function duplicateLines(c: DuplicatesRemovedCounts): string[] {
     'duplicates removed:',
     `  records folded into works: ${r.id + r.relation + r.text + r['near-text']} (${c.worksWithCopies} works with copies): by id ${r.id}, by declared relation ${r.relation}, same abstract ${r.text}, near-identical abstract ${r['near-text']}`,
     `  questions refused: ${q['same-candidate'] + q.exact + q.near}: the same question ${q.exact}, a near-duplicate ${q.near}, the same candidate again ${q['same-candidate']}`,
+    `  accepted questions withdrawn: ${q.withdrawn} (a duplicate that comes before them, by publication date then id, arrived later)`,
   ];
 }
 

@@ -108,7 +108,15 @@ export async function runSummary(opts: {
       `tokens ${l.inputTokens} in / ${l.outputTokens} out, cost $${l.costUsd.toFixed(4)}`,
   );
   const sizes: string[] = [];
-  for (const topic of ['articles', 'qa.candidates', 'qa.graded', 'qa.rejected', 'qa.classified', 'dlq']) {
+  for (const topic of [
+    'articles',
+    'qa.candidates',
+    'qa.graded',
+    'qa.rejected',
+    'qa.classified',
+    'qa.withdrawn',
+    'dlq',
+  ]) {
     sizes.push(`${topic} ${(await opts.runtime.endOffsets(topic)).reduce((a, b) => a + b, 0)}`);
   }
   // End offsets, not record counts: on Kafka a transaction's commit marker takes an offset, and

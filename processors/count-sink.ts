@@ -1,6 +1,7 @@
 import type { Analytics } from '../analytics/clickhouse.js';
 import { insertMixVersions } from '../analytics/mix-store.js';
-import { insertQa, qaRow } from '../analytics/qa-store.js';
+import { insertQa, insertWithdrawn, qaRow } from '../analytics/qa-store.js';
+import type { QaWithdrawal } from '../schemas/dedup.js';
 import type { MixState } from '../schemas/mix-state.js';
 import type { ClassifiedQa } from '../schemas/qa.js';
 import type { Processor } from '../topology/processor.js';
@@ -9,14 +10,15 @@ import type { Processor } from '../topology/processor.js';
 export const COUNT_SINK = {
   name: 'count-sink',
   description: 'QA rows, topic counts and mix versions into ClickHouse, deduplicated by QA id and version',
-  reads: ['qa.classified', 'mix.state'],
+  reads: ['qa.classified', 'qa.withdrawn', 'mix.state'],
   writes: [],
   stores: [],
-  sinks: ['clickhouse:qa', 'clickhouse:mix_history'],
+  sinks: ['clickhouse:qa', 'clickhouse:qa_withdrawn', 'clickhouse:mix_history'],
 } as const satisfies Omit<Processor, 'process'>;
 
 /**
- * qa.classified -> ClickHouse `qa` (and through its materialized view, topic_counts), and
+ * qa.classified -> ClickHouse `qa` (and through its materialized view, topic_counts),
+ * qa.withdrawn -> `qa_withdrawn` (which counts of accepted QA leave out), and
  * mix.state -> `mix_history`: batched inserts per step, run before the step commits. Mix versions
  * are written from the log, not by the sampler beside its step, so the history holds exactly the
  * versions the log committed (a sampler step killed after a side write would leave one the log
@@ -34,9 +36,11 @@ export function countSinkProcessor(opts: { readonly analytics: Analytics }): Pro
       const rows = batch
         .filter((r) => r.topic === 'qa.classified')
         .map((r) => qaRow(r.value as ClassifiedQa, r.timestamp));
+      const withdrawn = batch.filter((r) => r.topic === 'qa.withdrawn').map((r) => r.value as QaWithdrawal);
       const mixes = batch.filter((r) => r.topic === 'mix.state').map((r) => r.value as MixState);
       ctx.sink(async () => {
         await insertQa(opts.analytics, rows);
+        await insertWithdrawn(opts.analytics, withdrawn);
         await insertMixVersions(opts.analytics, mixes);
       });
     },

@@ -12,7 +12,7 @@ import { windowed } from '../topology/window.js';
 import { type LlmFailure, llmFailure } from './llm-failure.js';
 import { deterministicChecks, type RuleFailure } from './qa/checks.js';
 import { EvalSets } from './qa/decontaminate.js';
-import { questionBands } from './qa/near-duplicates.js';
+import { dedupOrder, questionBands } from './qa/near-duplicates.js';
 
 type GradeConfig = Config['grade'];
 
@@ -175,12 +175,14 @@ export function gradeProcessor(opts: GradeOptions): Processor {
           grade: { ...scored, verdict: 'accept', reasons: judgeReasons, codes: [] },
         };
         const { signature, bands } = questionBands(candidate.question);
+        const order = dedupOrder(candidate.id, candidate.provenance.published);
         for (const { band, key } of bands)
           ctx.emit('qa.bands', key, {
             qaId: candidate.id,
             band,
             bands: bands.length,
             signature,
+            order,
             ...(band === 'exact' ? { graded: accepted } : {}),
           } satisfies QaBand);
       },

@@ -10,6 +10,7 @@ import { COUNT_SINK, countSinkProcessor } from './count-sink.js';
 import { DEDUP_BANDS, dedupBandsProcessor } from './dedup/bands.js';
 import { DEDUP_JOIN, dedupJoinProcessor } from './dedup/join.js';
 import { extractProcessor } from './extract.js';
+import { FEEDER } from './feeder/processor.js';
 import { gradeProcessor, gradeRejections } from './grade.js';
 import { LLM_CALLS_SINK, llmCallsSinkProcessor } from './llm-calls.js';
 import { SAMPLER, type SamplerOptions, samplerProcessor } from './sampler/sampler.js';
@@ -116,6 +117,13 @@ export function pipelineTopology(
         description: 'accepted by the judge and checks, and no duplicate of any QA accepted before',
       },
       { name: 'qa.rejected', partitions, schema: 'graded-qa', description: 'refused, with reasons' },
+      {
+        name: 'qa.withdrawn',
+        partitions,
+        schema: 'qa-withdrawal',
+        description:
+          'accepted QA taken back: a duplicate of one that comes before it, which reached dedup later',
+      },
       { name: 'qa.classified', partitions, schema: 'classified-qa', description: 'with MeSH Biology labels' },
       {
         name: 'mix.state',
@@ -197,17 +205,7 @@ export function pipelineTopology(
       counts ? samplerProcessor({ ...counts.sampler, analytics: counts.analytics }) : placeholder(SAMPLER),
       counts ? llmCallsSinkProcessor({ analytics: counts.analytics }) : placeholder(LLM_CALLS_SINK),
       // The feeder needs what `run` wires (its file, the HTTP server): processors/feeder/processor.ts.
-      opts.feeder ??
-        placeholder({
-          name: 'feeder',
-          description:
-            'rollout batches leased to trainer ranks over HTTP; acks carry rewards back to ClickHouse',
-          reads: ['mix.state', 'qa.classified'],
-          writes: ['rollout.batches'],
-          stores: ['published'],
-          sinks: ['feeder:pool', 'clickhouse:rewards'],
-          scope: 'global',
-        }),
+      opts.feeder ?? placeholder(FEEDER),
     ],
   });
 }

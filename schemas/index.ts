@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { Article } from './article.js';
 import { Config } from './config.js';
 import { DeadLetter } from './dead-letter.js';
-import { BandVerdict, QaBand } from './dedup.js';
+import { BandVerdict, QaBand, QaWithdrawal } from './dedup.js';
 import { LlmCallRecord, LlmJournalReply } from './llm.js';
 import { MixState } from './mix-state.js';
 import { ClassifiedQa, GradedQa, QaCandidate } from './qa.js';
@@ -18,6 +18,7 @@ export const RECORD_SCHEMAS = {
   'qa-band': QaBand,
   'band-verdict': BandVerdict,
   'classified-qa': ClassifiedQa,
+  'qa-withdrawal': QaWithdrawal,
   'dead-letter': DeadLetter,
   'mix-state': MixState,
   'rollout-lease': RolloutLeaseRecord,

@@ -35,6 +35,8 @@ export const SUBJECT_GENERATIONS: Record<RecordSchemaName, number> = {
   'qa-band': 2,
   'band-verdict': 2,
   'classified-qa': 2,
+  // New with dedupOrder (issue 30): a closed model from its first version.
+  'qa-withdrawal': 2,
   'dead-letter': 2,
   'mix-state': 2,
   'rollout-lease': 2,

@@ -6,18 +6,26 @@ export interface DuplicatesRemovedCounts {
   readonly records: Record<Exclude<WorkLink, 'first'>, number>;
   /** Works of more than one record. */
   readonly worksWithCopies: number;
-  /** QA refused: the same candidate again, the same question, or a near-duplicate (processors/dedup/). */
-  readonly questions: { readonly 'same-candidate': number; readonly exact: number; readonly near: number };
+  /**
+   * QA refused: the same candidate again, the same question, or a near-duplicate; and accepted QA
+   * withdrawn when a duplicate that comes before them arrived later (processors/dedup/).
+   */
+  readonly questions: {
+    readonly 'same-candidate': number;
+    readonly exact: number;
+    readonly near: number;
+    readonly withdrawn: number;
+  };
 }
 
 /**
  * What `bioalchemy mix` reports as removed duplicates, from the log: each work's latest record
- * list on `articles` (a work's later records supersede its earlier ones), and the duplicate codes
- * on `qa.rejected`.
+ * list on `articles` (a work's later records supersede its earlier ones), the duplicate codes
+ * on `qa.rejected`, and `qa.withdrawn`.
  */
 export class DuplicatesRemoved {
   private readonly works = new Map<string, readonly WorkRecord[]>();
-  private readonly questions = { 'same-candidate': 0, exact: 0, near: 0 };
+  private readonly questions = { 'same-candidate': 0, exact: 0, near: 0, withdrawn: 0 };
 
   addArticle(value: unknown): void {
     const a = value as { id?: string; records?: WorkRecord[] } | null;
@@ -33,6 +41,10 @@ export class DuplicatesRemoved {
     if (codes.includes('near-duplicate')) this.questions.near++;
     else if (codes.includes('duplicate'))
       this.questions[qa?.grade?.duplicateOf === qa?.candidate?.id ? 'same-candidate' : 'exact']++;
+  }
+
+  addWithdrawn(): void {
+    this.questions.withdrawn++;
   }
 
   get counts(): DuplicatesRemovedCounts {

@@ -128,6 +128,18 @@ export class Feeder {
     }
   }
 
+  /**
+   * Takes QA withdrawn from the dataset out of the pool, now or when they come (a replayed
+   * withdrawal changes nothing). Batches already cut keep them: a lease is what was handed out.
+   */
+  withdrawItems(ids: readonly string[]): void {
+    let changed = 0;
+    this.db.transaction(() => {
+      for (const id of ids) changed += this.q.putWithdrawn.run(id).changes;
+    })();
+    if (changed && this.mix) this.selections.poolChanged();
+  }
+
   /** Takes a mix version newer than the one held; an older or equal one is ignored. */
   setMix(mix: MixState): boolean {
     if (this.mix && mix.version <= this.mix.version) return false;

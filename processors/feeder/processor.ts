@@ -1,5 +1,6 @@
 import type { Analytics } from '../../analytics/clickhouse.js';
 import { recordRewards } from '../../analytics/qa-store.js';
+import type { QaWithdrawal } from '../../schemas/dedup.js';
 import type { MixState } from '../../schemas/mix-state.js';
 import type { ClassifiedQa } from '../../schemas/qa.js';
 import type { InputRecord, Processor, StepContext } from '../../topology/processor.js';
@@ -14,8 +15,20 @@ export interface FeederProcessorOptions {
   readonly everyMs?: number;
 }
 
+/** What the feeder reads and writes: the graph declares it the same whether `run` wires it or not. */
+export const FEEDER = {
+  name: 'feeder',
+  description: 'rollout batches leased to trainer ranks over HTTP; acks carry rewards back to ClickHouse',
+  reads: ['mix.state', 'qa.classified', 'qa.withdrawn'],
+  writes: ['rollout.batches'],
+  stores: ['published'],
+  sinks: ['feeder:pool', 'clickhouse:rewards'],
+  scope: 'global',
+} as const satisfies Omit<Processor, 'process'>;
+
 /**
- * The feeder in the topology. Its inputs (the pool of classified QA, the latest mix) go into the
+ * The feeder in the topology. Its inputs (the pool of classified QA less those withdrawn, the
+ * latest mix) go into the
  * feeder's file through ctx.sink, idempotently, before the step commits. Its timer cuts batches
  * ahead (a bounded number per rank), publishes each lease made since the last step on
  * `rollout.batches` (the `published` store holds how far: one step emits the leases and moves
@@ -25,24 +38,21 @@ export function feederProcessor(opts: FeederProcessorOptions): Processor {
   const { feeder, analytics } = opts;
   let rewardsInFlight = 0;
   return {
-    name: 'feeder',
-    description: 'rollout batches leased to trainer ranks over HTTP; acks carry rewards back to ClickHouse',
-    reads: ['mix.state', 'qa.classified'],
-    writes: ['rollout.batches'],
-    stores: ['published'],
-    sinks: ['feeder:pool', 'clickhouse:rewards'],
-    scope: 'global',
+    ...FEEDER,
     async process(batch: readonly InputRecord[], ctx: StepContext) {
       const items: PoolItem[] = [];
+      const withdrawn: string[] = [];
       let mix: MixState | null = null;
       for (const r of batch) {
         if (r.topic === 'mix.state') {
           const m = r.value as MixState;
           if (!mix || m.version > mix.version) mix = m;
-        } else items.push(poolItem(r.value as ClassifiedQa));
+        } else if (r.topic === 'qa.withdrawn') withdrawn.push((r.value as QaWithdrawal).qaId);
+        else items.push(poolItem(r.value as ClassifiedQa));
       }
       ctx.sink(async () => {
         if (items.length) feeder.addItems(items);
+        if (withdrawn.length) feeder.withdrawItems(withdrawn);
         if (mix) feeder.setMix(mix);
       });
     },

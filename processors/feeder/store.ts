@@ -63,6 +63,7 @@ export type Statements = ReturnType<typeof statements>;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS items (id TEXT PRIMARY KEY, article_id TEXT NOT NULL, topics TEXT NOT NULL, source TEXT NOT NULL, published TEXT, body TEXT NOT NULL, row TEXT);
+CREATE TABLE IF NOT EXISTS withdrawn (id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
   run TEXT PRIMARY KEY, world_size INTEGER NOT NULL, batch_size INTEGER NOT NULL, cut_size INTEGER NOT NULL, created INTEGER NOT NULL,
@@ -140,10 +141,15 @@ export function statements(db: Database.Database) {
     getItem: p('SELECT body FROM items WHERE id = ?'),
     getRow: p('SELECT row FROM items WHERE id = ?'),
     putRow: p('UPDATE items SET row = ? WHERE id = ?'),
+    // The pool is the items not withdrawn (qa.withdrawn), whichever of the two came first.
     itemsAfter: p(
-      'SELECT id, article_id, topics, source, published FROM items WHERE id > ? ORDER BY id LIMIT ?',
+      `SELECT id, article_id, topics, source, published FROM items
+       WHERE id > ? AND NOT EXISTS (SELECT 1 FROM withdrawn w WHERE w.id = items.id) ORDER BY id LIMIT ?`,
     ),
-    poolSize: p('SELECT count(*) AS n FROM items'),
+    poolSize: p(
+      'SELECT count(*) AS n FROM items WHERE NOT EXISTS (SELECT 1 FROM withdrawn w WHERE w.id = items.id)',
+    ),
+    putWithdrawn: p('INSERT OR IGNORE INTO withdrawn (id) VALUES (?)'),
     getMeta: p('SELECT value FROM meta WHERE key = ?'),
     putMeta: p(
       'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',

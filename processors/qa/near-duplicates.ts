@@ -10,7 +10,8 @@ import type { StateStore } from '../../topology/processor.js';
 const { bands: BANDS, rows: ROWS } = MINHASH;
 
 /**
- * Most ids one band keeps, the newest. Shingles common to many questions ("which of the
+ * Most ids one band keeps, those first in dedupOrder (so a band's members are the same whatever
+ * order its questions came in). Shingles common to many questions ("which of the
  * following") can make a band's rows the same for a large share of all questions: unbounded,
  * such a band's list grows with history, and each check read it and every signature in it (116
  * store reads a candidate after 6,000 templated questions, a seventh of the pipeline's CPU). A
@@ -77,10 +78,39 @@ export interface BandAnswer {
 }
 
 /**
- * The owner of band keys, over a state store (`exact:<hash>` -> id, `band:<i>:<rows>` -> ids,
- * `sig:<id>` -> signature). It answers in the order questions reach it, and registers a question
- * in a band only when the band holds no duplicate of it: a duplicate is never what a later
- * question is measured against there.
+ * A member of the band that the question just answered comes before and repeats: the member is a
+ * duplicate of it, and if the join accepted it, the join withdraws it (processors/dedup/join.ts).
+ */
+export interface Overtaken {
+  readonly qaId: string;
+  readonly band: string;
+  readonly by: string;
+  readonly similarity: number;
+}
+
+/**
+ * Where a question stands among its duplicates: the earliest publication first, then the QA id.
+ * Of a group of duplicates the one first in this order is kept, wherever and whenever its copies
+ * were processed: the order is the QA's content, not its arrival. Dates are padded so that a year
+ * alone sorts with its own year ("2020" as "2020-00-00"); an unknown date sorts last.
+ */
+export function dedupOrder(qaId: string, published: string | null): string {
+  const date = published === null ? '9999-99-99' : `${published}-00-00`.slice(0, 10);
+  return `${date}/${qaId}`;
+}
+
+/** One member of a band: its QA id and dedupOrder. Bands written before orders hold bare ids. */
+type Member = readonly [id: string, order: string];
+const member = (m: string | Member): Member => (typeof m === 'string' ? [m, m] : m);
+
+/**
+ * The owner of band keys, over a state store (`exact:<hash>` -> member, `band:<i>:<rows>` ->
+ * members, `sig:<id>` -> signature). Its rule is one that arrival order cannot change: a question
+ * is a duplicate if a band it shares holds a near-duplicate that comes before it in dedupOrder.
+ * So a question that reaches the owner after one it comes before overtakes it: the answer says the
+ * newcomer repeats nothing here, and the member is reported overtaken. Every question is
+ * registered, duplicate or not, so a later question is measured against the same members whatever
+ * the order they came in; a band keeps the BAND_IDS members first in dedupOrder.
  */
 export class BandOwner {
   constructor(
@@ -89,16 +119,27 @@ export class BandOwner {
     private readonly cache = new SignatureCache(0),
   ) {}
 
-  answer(id: string, { band, key }: QuestionBand, sig: readonly number[]): BandAnswer {
+  answer(
+    id: string,
+    { band, key }: QuestionBand,
+    sig: readonly number[],
+    order: string,
+  ): { answer: BandAnswer; overtaken: Overtaken[] } {
     if (band === 'exact') {
-      const first = this.store.get<string>(key);
-      if (first !== undefined && first !== id) return { band, duplicateOf: first, similarity: 1 };
-      this.store.put(key, id);
-      return { band, duplicateOf: null, similarity: 0 };
+      const held = this.store.get<string | Member>(key);
+      const [first, firstOrder] = held === undefined ? [id, order] : member(held);
+      if (first === id || order < firstOrder) this.store.put(key, [id, order]);
+      return first === id || order < firstOrder
+        ? {
+            answer: { band, duplicateOf: null, similarity: 0 },
+            overtaken: first === id ? [] : [{ qaId: first, band, by: id, similarity: 1 }],
+          }
+        : { answer: { band, duplicateOf: first, similarity: 1 }, overtaken: [] };
     }
-    const members = (this.store.get<string[]>(key) ?? []).slice(-BAND_IDS);
-    let best: { of: string; similarity: number } | null = null;
-    for (const other of members) {
+    const members = (this.store.get<(string | Member)[]>(key) ?? []).map(member);
+    let best: { of: string; order: string; similarity: number } | null = null;
+    const overtaken: Overtaken[] = [];
+    for (const [other, otherOrder] of members) {
       if (other === id) continue;
       let otherSig = this.cache.get(other);
       if (!otherSig) {
@@ -107,21 +148,34 @@ export class BandOwner {
         this.cache.set(other, otherSig);
       }
       const s = similarity(sig, otherSig);
-      if (s >= this.threshold && (!best || s > best.similarity)) best = { of: other, similarity: s };
+      if (s < this.threshold) continue;
+      if (order < otherOrder) overtaken.push({ qaId: other, band, by: id, similarity: s });
+      // The most similar earlier member; of equals, the first in dedupOrder.
+      else if (!best || s > best.similarity || (s === best.similarity && otherOrder < best.order))
+        best = { of: other, order: otherOrder, similarity: s };
     }
-    if (best) return { band, duplicateOf: best.of, similarity: best.similarity };
     // Put whatever the cache holds: a step that rolled back took its store write with it, not
     // the cache's copy.
     this.store.put(`sig:${id}`, sig);
     this.cache.set(id, sig);
-    if (!members.includes(id)) this.store.put(key, [...members, id].slice(-BAND_IDS));
-    return { band, duplicateOf: null, similarity: 0 };
+    if (!members.some(([m]) => m === id)) {
+      const kept = [...members, [id, order] as Member].sort((a, b) =>
+        a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0,
+      );
+      this.store.put(key, kept.slice(0, BAND_IDS));
+    }
+    return {
+      answer: best
+        ? { band, duplicateOf: best.of, similarity: best.similarity }
+        : { band, duplicateOf: null, similarity: 0 },
+      overtaken,
+    };
   }
 }
 
 /**
  * The decision from every band's answer: an exact duplicate first, else the most similar near
- * one (the first band's on a tie), else none. The same function decides in one process and in
+ * one (of equals, the smaller id), else none. The same function decides in one process and in
  * the streaming join, so both agree.
  */
 export function duplicateFrom(
@@ -130,7 +184,16 @@ export function duplicateFrom(
   const exact = answers.find((a) => a.band === 'exact' && a.duplicateOf !== null);
   if (exact) return { kind: 'exact', of: exact.duplicateOf!, similarity: 1 };
   let best: BandAnswer | null = null;
-  for (const a of answers) if (a.duplicateOf !== null && (!best || a.similarity > best.similarity)) best = a;
+  for (const a of answers) {
+    if (a.duplicateOf === null) continue;
+    // Of equals, the smaller id: answers come in any order, the one named must not depend on it.
+    if (
+      !best ||
+      a.similarity > best.similarity ||
+      (a.similarity === best.similarity && a.duplicateOf < best.duplicateOf!)
+    )
+      best = a;
+  }
   return best ? { kind: 'near', of: best.duplicateOf!, similarity: best.similarity } : null;
 }
 
@@ -140,14 +203,20 @@ export function duplicateFrom(
  */
 export class NearDuplicateIndex {
   private readonly owner: BandOwner;
+  /** Arrival order, as the dedupOrder of questions checked without one. */
+  private checked = 0;
 
   constructor(store: StateStore, threshold = 0.8, cache = new SignatureCache(0)) {
     this.owner = new BandOwner(store, threshold, cache);
   }
 
-  /** The indexed question this one repeats, if any; the question is indexed where its bands hold none. */
+  /**
+   * The indexed question this one repeats, if any. Questions come in dedupOrder as they are
+   * checked, so the first of a group is kept. The question is indexed in all its bands.
+   */
   check(id: string, question: string): { kind: 'exact' | 'near'; of: string; similarity: number } | null {
+    const order = String(this.checked++).padStart(12, '0');
     const { signature: sig, bands } = questionBands(question);
-    return duplicateFrom(bands.map((b) => this.owner.answer(id, b, sig)));
+    return duplicateFrom(bands.map((b) => this.owner.answer(id, b, sig, order).answer));
   }
 }

@@ -1,6 +1,7 @@
 import type { Analytics } from '../../analytics/clickhouse.js';
 import { masteryByTopic } from '../../analytics/qa-store.js';
 import type { SamplerConfig } from '../../schemas/config.js';
+import type { QaWithdrawal } from '../../schemas/dedup.js';
 import type { MixState } from '../../schemas/mix-state.js';
 import type { ClassifiedQa } from '../../schemas/qa.js';
 import type { Reference } from '../../schemas/reference.js';
@@ -22,7 +23,7 @@ export const SAMPLER = {
   name: 'sampler',
   description:
     'α-smoothed target mix, per-topic quotas, TVD and yield; recomputed on new data and on a timer',
-  reads: ['qa.classified'],
+  reads: ['qa.classified', 'qa.withdrawn'],
   writes: ['mix.state'],
   stores: ['mix'],
   // The selection spans every topic of every partition.
@@ -32,15 +33,17 @@ export const SAMPLER = {
 /** The key of the one record on the compacted mix.state topic. */
 export const MIX_KEY = 'mix';
 
-/** One stored item: [key, topics, source, published]. */
 /** [itemKey, topics, source, published, itemKey of the article (absent in chunks from before)]. */
 type StoredItem = [number, string[], string, string | null, number?];
+/** An item withdrawn (qa.withdrawn), in the chunks in the order it came among the items. */
+type StoredWithdrawal = [number, 'withdrawn'];
+type StoredEntry = StoredItem | StoredWithdrawal;
 
 /** What the store holds besides the items: how many chunks, and the last mix. */
 interface Meta {
   readonly chunks: number;
   readonly version: number;
-  /** Items in the index when the last mix was computed: more now means the mix is stale. */
+  /** The index's revision when the last mix was computed: another now means the mix is stale. */
   readonly mixedItems: number;
 }
 
@@ -68,8 +71,9 @@ export function samplerProcessor(opts: SamplerOptions): Processor {
     if (meta.chunks !== chunks) {
       index = new ItemIndex();
       for (let k = 0; k < meta.chunks; k++) {
-        for (const [key, topics, source, published, article] of store.get<StoredItem[]>(`items:${k}`) ?? []) {
-          index.addKeyed(key, topics, source, published, article);
+        for (const entry of store.get<StoredEntry[]>(`items:${k}`) ?? []) {
+          if (entry[1] === 'withdrawn') index.withdraw(entry[0]);
+          else index.addKeyed(...entry);
         }
       }
       chunks = meta.chunks;
@@ -110,7 +114,7 @@ export function samplerProcessor(opts: SamplerOptions): Processor {
       { version: mix.version, reason: mix.reason, ...mix.metrics, ms: Math.round(lastCost) },
       'mix',
     );
-    return { ...meta, version: mix.version, mixedItems: index.size };
+    return { ...meta, version: mix.version, mixedItems: index.revision };
   };
 
   /** Reads mean rewards by topic when the policy is on and they are due; says whether they changed. */
@@ -126,8 +130,13 @@ export function samplerProcessor(opts: SamplerOptions): Processor {
     async process(batch, ctx) {
       const store = ctx.store('mix');
       let meta = sync(store);
-      const added: StoredItem[] = [];
+      const added: StoredEntry[] = [];
       for (const record of batch) {
+        if (record.topic === 'qa.withdrawn') {
+          const key = itemKey((record.value as QaWithdrawal).qaId);
+          if (index.withdraw(key)) added.push([key, 'withdrawn']);
+          continue;
+        }
         const { candidate, classification } = record.value as ClassifiedQa;
         const item: StoredItem = [
           itemKey(candidate.id),
@@ -145,7 +154,7 @@ export function samplerProcessor(opts: SamplerOptions): Processor {
       }
       // Recompute at once unless that would spend more than a fifth of the time recomputing
       // (millions of items arriving fast); the timer catches up with what this skips.
-      if (index.size !== meta.mixedItems && performance.now() - lastAt >= 4 * lastCost) {
+      if (index.revision !== meta.mixedItems && performance.now() - lastAt >= 4 * lastCost) {
         meta = recompute(ctx, meta, 'new data');
       }
       store.put('meta', meta);
@@ -156,7 +165,7 @@ export function samplerProcessor(opts: SamplerOptions): Processor {
         const store = ctx.store('mix');
         const meta = sync(store);
         const rewardsMoved = await refreshMastery(ctx.now());
-        if (index.size !== meta.mixedItems) store.put('meta', recompute(ctx, meta, 'timer: new items'));
+        if (index.revision !== meta.mixedItems) store.put('meta', recompute(ctx, meta, 'timer: new items'));
         else if (rewardsMoved && index.size > 0)
           store.put('meta', recompute(ctx, meta, 'timer: rewards moved'));
       },

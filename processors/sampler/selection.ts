@@ -123,9 +123,36 @@ export class ItemIndex {
   readonly published: number[] = [];
   /** itemKey of the item's article (its own key when unknown): the held-out rule holds out articles. */
   readonly article: number[] = [];
+  /** 1 for an item withdrawn from the dataset (qa.withdrawn): in no selection, no count. */
+  readonly withdrawn: number[] = [];
+  /** Keys withdrawn, whether their item came before the withdrawal or comes after it. */
+  private readonly withdrawnKeys = new Set<number>();
+  private withdrawnHere = 0;
 
   get size(): number {
     return this.keys.length;
+  }
+
+  /** Items in the index that were withdrawn. */
+  get withdrawnItems(): number {
+    return this.withdrawnHere;
+  }
+
+  /** Changes whenever the index does: an item added or withdrawn. */
+  get revision(): number {
+    return this.keys.length + this.withdrawnKeys.size;
+  }
+
+  /** Withdraws an item by key, now or when it comes; false (and no change) when already withdrawn. */
+  withdraw(key: number): boolean {
+    if (this.withdrawnKeys.has(key)) return false;
+    this.withdrawnKeys.add(key);
+    const i = this.position.get(key);
+    if (i !== undefined) {
+      this.withdrawn[i] = 1;
+      this.withdrawnHere++;
+    }
+    return true;
   }
 
   /** Adds an item; false (and no change) when its id is already in. */
@@ -151,6 +178,9 @@ export class ItemIndex {
     this.topicStart.push(this.topicList.length);
     this.source.push(this.intern(source, this.sources, this.sourceIndex));
     this.published.push(published === null ? 0 : dateNumber(published));
+    const withdrawn = this.withdrawnKeys.has(key);
+    this.withdrawn.push(withdrawn ? 1 : 0);
+    if (withdrawn) this.withdrawnHere++;
     return true;
   }
 
@@ -251,6 +281,7 @@ function frameOf(index: ItemIndex, params: SelectionParams): Frame {
   // training will never see.
   const heldArticles = new Set<number>();
   for (let i = 0; i < n; i++) {
+    if (index.withdrawn[i]) continue;
     let held =
       heldSources.has(index.sources[index.source[i]!]!) || (from !== null && index.published[i]! >= from);
     for (let j = index.topicStart[i]!; !held && j < index.topicStart[i + 1]!; j++) {
@@ -260,7 +291,7 @@ function frameOf(index: ItemIndex, params: SelectionParams): Frame {
   }
   for (let i = 0; i < n; i++) {
     u[i] = uniformOf(index.keys[i]!, params.seed);
-    if (heldArticles.has(index.article[i]!)) continue;
+    if (index.withdrawn[i] || heldArticles.has(index.article[i]!)) continue;
     eligible[i] = 1;
     for (let j = index.topicStart[i]!; j < index.topicStart[i + 1]!; j++) counts[index.topicList[j]!]!++;
   }
@@ -461,7 +492,7 @@ function summarise(index: ItemIndex, params: SelectionParams, frame: Frame, fill
     copies,
     metrics: {
       items,
-      heldOut: frame.n - items,
+      heldOut: frame.n - index.withdrawnItems - items,
       unlabelled,
       size,
       distinct,

@@ -39,6 +39,7 @@ const TOPICS = [
   { name: 'qa.band-verdicts', partitions: 2, schema: 'band-verdict' as const },
   { name: 'qa.graded', partitions: 2, schema: 'graded-qa' as const },
   { name: 'qa.rejected', partitions: 2, schema: 'graded-qa' as const },
+  { name: 'qa.withdrawn', partitions: 2, schema: 'qa-withdrawal' as const },
   { name: 'qa.classified', partitions: 2, schema: 'classified-qa' as const },
   { name: 'dlq', partitions: 1, schema: 'dead-letter' as const },
 ];

@@ -32,6 +32,7 @@ describe('topology validation', () => {
       'qa.band-verdicts',
       'qa.graded',
       'qa.rejected',
+      'qa.withdrawn',
       'qa.classified',
       'mix.state',
       'rollout.batches',
@@ -103,7 +104,7 @@ describe('topology describe', () => {
     const text = describeTopology(pipelineTopology());
     expect(text).toContain('mix.state         1 partition, compacted, schema mix-state');
     expect(text).toContain('qa.candidates ──► grade ──► qa.bands + qa.rejected');
-    expect(text).toContain('qa.band-verdicts ──► dedup ──► qa.graded + qa.rejected');
+    expect(text).toContain('qa.band-verdicts ──► dedup ──► qa.graded + qa.rejected + qa.withdrawn');
     expect(text).toContain('(ingest) ──► articles + dlq');
     expect(text).toMatch(/sampler {2}\(placeholder: not run\)[\s\S]*stores: mix/);
     // Wired, the sampler shows its timer.
