@@ -203,19 +203,28 @@ export function duplicateFrom(
  */
 export class NearDuplicateIndex {
   private readonly owner: BandOwner;
-  /** Arrival order, as the dedupOrder of questions checked without one. */
-  private checked = 0;
 
-  constructor(store: StateStore, threshold = 0.8, cache = new SignatureCache(0)) {
+  constructor(
+    private readonly store: StateStore,
+    threshold = 0.8,
+    cache = new SignatureCache(0),
+  ) {
     this.owner = new BandOwner(store, threshold, cache);
   }
 
   /**
-   * The indexed question this one repeats, if any. Questions come in dedupOrder as they are
-   * checked, so the first of a group is kept. The question is indexed in all its bands.
+   * The indexed question this one repeats, if any. A question's dedupOrder is when it was first
+   * checked, so the first of a group is kept and a replay is not its own duplicate. The question is
+   * indexed in all its bands.
    */
   check(id: string, question: string): { kind: 'exact' | 'near'; of: string; similarity: number } | null {
-    const order = String(this.checked++).padStart(12, '0');
+    let order = this.store.get<string>(`order:${id}`);
+    if (order === undefined) {
+      const checked = this.store.get<number>('checked') ?? 0;
+      order = String(checked).padStart(12, '0');
+      this.store.put('checked', checked + 1);
+      this.store.put(`order:${id}`, order);
+    }
     const { signature: sig, bands } = questionBands(question);
     return duplicateFrom(bands.map((b) => this.owner.answer(id, b, sig, order).answer));
   }

@@ -1,12 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type Analytics, openClickHouse, UnsupportedByServerError } from '../../analytics/clickhouse.js';
+import { qaTotals } from '../../analytics/dashboard-queries.js';
 import { insertLlmCalls, spendByStage } from '../../analytics/llm-calls.js';
 import { readMigrations } from '../../analytics/migrations.js';
 import { insertMixVersions, mixHistory } from '../../analytics/mix-store.js';
 import {
   forEachQaItem,
   insertQa,
+  insertWithdrawn,
   recordRewards,
   rewardsByTopic,
   snapshotTopicCounts,
@@ -128,6 +130,42 @@ export function storeSuite(b: Backend): void {
         { category: 'genetics', key: '2026-03-02', n: 1 },
         { category: 'microbiology', key: '2026-03-01', n: 1 },
       ]);
+    });
+
+    it('leaves QA withdrawn by the dedup out of every count of accepted QA, whichever was written first', async () => {
+      const day1 = Date.parse('2026-03-01T10:00:00Z');
+      const day2 = Date.parse('2026-03-02T12:00:00Z');
+      // q2 withdrawn after it was written, q4 before (the sink reads two topics, in any order).
+      await insertQa(a, [
+        qa('q1', ['genetics', 'microbiology'], { source: 'jats', classifiedAt: day1 }),
+        qa('q2', ['genetics', 'microbiology'], { source: 'medline', classifiedAt: day1 }),
+        qa('q3', ['genetics'], { source: 'jats', classifiedAt: day2 }),
+      ]);
+      await insertWithdrawn(a, [
+        { qaId: 'q2', duplicateOf: 'q1' },
+        { qaId: 'q4', duplicateOf: 'q3' },
+      ]);
+      await insertWithdrawn(a, [{ qaId: 'q2', duplicateOf: 'q1' }]); // a replayed step
+      await insertQa(a, [qa('q4', ['ecology'], { source: 'jats', classifiedAt: day2 })]);
+      const expected = [
+        { category: 'genetics', n: 2 },
+        { category: 'microbiology', n: 1 },
+      ];
+      expect(await topicCounts(a)).toEqual(expected);
+      expect(await viewTopicCounts(a)).toEqual(expected);
+      expect(await topicCountsBy(a, 'source')).toEqual([
+        { category: 'genetics', key: 'jats', n: 2 },
+        { category: 'microbiology', key: 'jats', n: 1 },
+      ]);
+      expect(await topicCountsBy(a, 'day')).toEqual([
+        { category: 'genetics', key: '2026-03-01', n: 1 },
+        { category: 'genetics', key: '2026-03-02', n: 1 },
+        { category: 'microbiology', key: '2026-03-01', n: 1 },
+      ]);
+      const items: string[] = [];
+      await forEachQaItem(a, (it) => items.push(it.id));
+      expect(items.sort()).toEqual(['q1', 'q3']);
+      expect(await qaTotals(a)).toMatchObject({ qa: 4, accepted: 2 });
     });
 
     it('streams every accepted QA item with its topics, source and publication date', async () => {

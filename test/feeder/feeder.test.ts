@@ -220,6 +220,26 @@ describe('feeder', () => {
     expect(feeder.pendingRewards().rows).toEqual([]);
   });
 
+  it('leaves QA withdrawn by the dedup out of the pool, whether the withdrawal came before or after them', async () => {
+    const items = poolItems(200);
+    const late = poolItems(3, 'late');
+    const feeder = feederWith(200);
+    const gone = [items[0]!.id, items[1]!.id, late[0]!.id];
+    feeder.withdrawItems(gone);
+    feeder.withdrawItems([items[0]!.id]);
+    feeder.addItems(late);
+    await feeder.selectionMade();
+    expect(feeder.status().pool).toBe(200 + 3 - gone.length);
+    const got = new Set(drainRank(feeder, 'withdrawn', 0, 1));
+    for (const id of gone) expect(got.has(id), id).toBe(false);
+    const all = [...items, ...late];
+    const copies = trainCopies(all, mix(1));
+    const expected = all.filter((it) => copies(it) > 0 && !gone.includes(it.id));
+    // The mix would select some of them: what keeps them out is their withdrawal.
+    expect(all.filter((it) => gone.includes(it.id) && copies(it) > 0).length).toBeGreaterThan(0);
+    expect(got).toEqual(new Set(expected.map((it) => it.id)));
+  });
+
   it('answers leases from the selection before while a new mix version is selected in slices', async () => {
     const feeder = feederWith(20_000);
     expect(leased(feeder.lease({ run: 'sl', rank: 0, worldSize: 1 })).batch.mixVersion).toBe(1);

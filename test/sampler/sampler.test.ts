@@ -66,6 +66,42 @@ describe('the sampler processor', () => {
     expect(size).toBe(last.metrics.size);
   });
 
+  it('leaves out QA withdrawn by the dedup, whether the withdrawal comes before or after the QA', async () => {
+    const items = generateItems(2_000, 37);
+    const driver = await TestDriver.forProcessor(
+      samplerProcessor({ config: SamplerConfig.parse({}), reference, taxonomy, analytics }),
+    );
+    const withdraw = (ids: string[]) =>
+      driver.pipe(
+        'qa.withdrawn',
+        ids.map((qaId) => ({ value: { qaId, duplicateOf: 'an-earlier-qa', kind: 'near', similarity: 0.9 } })),
+      );
+    await driver.pipe(
+      'qa.classified',
+      items.slice(0, 1_000).map((it, i) => ({ value: classifiedOf(it, i) })),
+    );
+    await driver.drain();
+    const before = (await driver.values<MixState>('mix.state')).at(-1)!;
+    expect(before.metrics.items).toBe(1_000);
+    // 100 already in the mix, 50 not yet classified, and one of them again (a replay).
+    const gone = [...items.slice(0, 100), ...items.slice(1_500, 1_550)];
+    await withdraw([...gone.map((it) => it.id), items[0]!.id]);
+    await driver.drain();
+    await driver.pipe(
+      'qa.classified',
+      items.slice(1_000).map((it, i) => ({ value: classifiedOf(it, 1_000 + i) })),
+    );
+    await driver.drain();
+    await driver.advanceTime(1_000);
+    const last = (await driver.values<MixState>('mix.state')).at(-1)!;
+    expect(last.metrics.items).toBe(2_000 - 150);
+    expect(last.metrics.heldOut).toBe(0);
+    // The training selection is the rule applied to the QA still in: withdrawn ones count nowhere.
+    const goneIds = new Set(gone.map((it) => it.id));
+    const size = items.filter((it) => !goneIds.has(it.id)).reduce((n, it) => n + copiesOf(last, it), 0);
+    expect(size).toBe(last.metrics.size);
+  });
+
   it('with the reward policy on, moves at most its budget of the α-target toward the topics the model fails', async () => {
     const items = generateItems(3_000, 41);
     const rows = items.map((it, i) => qaRow(classifiedOf(it, i), 0));

@@ -57,11 +57,13 @@ function writtenNow(): [RecordSchemaName, string, unknown][] {
   out.push(['llm-call', byKind.get('llm-call')!, JSON.parse(codecs.encode(byKind.get('llm-call')!, call))]);
   // The dedup's records are new in this release: written with a graded QA of the previous one.
   const graded = out.find(([kind]) => kind === 'graded-qa')![2];
-  const band = { qaId: 'q1', band: 'exact', bands: 17, signature: [1, 2, 3], graded };
-  const verdict = { qaId: 'q1', band: '3', bands: 17, duplicateOf: null, similarity: 0 };
+  const band = { qaId: 'q1', band: 'exact', bands: 17, signature: [1, 2, 3], order: '2020-05-01/q1', graded };
+  const verdict = { qaId: 'q1', band: '3', bands: 17, duplicateOf: 'q0', similarity: 0.9, overtaken: true };
+  const withdrawal = { qaId: 'q1', duplicateOf: 'q0', kind: 'near', similarity: 0.9 };
   for (const [kind, value] of [
     ['qa-band', band],
     ['band-verdict', verdict],
+    ['qa-withdrawal', withdrawal],
   ] as const)
     out.push([kind, byKind.get(kind)!, JSON.parse(codecs.encode(byKind.get(kind)!, value))]);
   return out;
