@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BAND_COUNT } from '../../processors/qa/near-duplicates.js';
+import type { ClassifiedQa, QaWithdrawal } from '../../schemas/index.js';
 import { openRuntime } from '../../topology/runtime/open.js';
 import { readAll } from '../conformance/suite.js';
 
@@ -61,6 +62,23 @@ export async function topicValues<T = unknown>(dir: string, topic: string): Prom
   } finally {
     await runtime.close();
   }
+}
+
+/** The dataset as its readers see it: classified QA less those withdrawn since (qa.withdrawn). */
+export function keptQa(
+  classified: readonly ClassifiedQa[],
+  withdrawn: readonly QaWithdrawal[],
+): ClassifiedQa[] {
+  const gone = new Set(withdrawn.map((w) => w.qaId));
+  return classified.filter((q) => !gone.has(q.candidate.id));
+}
+
+/** keptQa of an embedded workspace's log. */
+export async function keptValues(dir: string): Promise<ClassifiedQa[]> {
+  return keptQa(
+    await topicValues<ClassifiedQa>(dir, 'qa.classified'),
+    await topicValues<QaWithdrawal>(dir, 'qa.withdrawn'),
+  );
 }
 
 /** `run --until-idle` in a child; see cliAsync. */

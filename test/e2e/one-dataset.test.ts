@@ -1,12 +1,13 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Article, ClassifiedQa, GradedQa } from '../../schemas/index.js';
+import { dedupOrder } from '../../processors/qa/near-duplicates.js';
+import type { Article, ClassifiedQa, GradedQa, QaWithdrawal } from '../../schemas/index.js';
 import { normaliseText } from '../../sources/minhash.js';
 import { duplicatedCorpus, line } from '../fixtures/duplicated-corpus.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, type Responder, start } from '../llm-server/server.js';
-import { cli, ingestAndRun, topicValues, workspace } from './helpers.js';
+import { cli, ingestAndRun, keptValues, topicValues, workspace } from './helpers.js';
 
 const questionsOf = (qas: { candidate: { question: string } }[]) =>
   qas.map((q) => normaliseText(q.candidate.question));
@@ -32,13 +33,13 @@ describe('one dataset: no question twice', () => {
     expect([...(await works(eight.dir))].sort()).toEqual(['doi:10.1101/2025.05.05.650001', 'pmid:39000000']);
     expect(await works(one.dir)).toEqual(await works(eight.dir));
 
-    const accepted = await topicValues<ClassifiedQa>(eight.dir, 'qa.classified');
+    const accepted = await keptValues(eight.dir);
     expect(accepted.length).toBeGreaterThan(0);
     const questions = questionsOf(accepted);
     expect(new Set(questions).size).toBe(questions.length);
     // The same QA, id for id, as from one copy: the seven others added ids to the work, no question.
     const ids = (qas: ClassifiedQa[]) => qas.map((q) => q.candidate.id).sort();
-    expect(ids(accepted)).toEqual(ids(await topicValues<ClassifiedQa>(one.dir, 'qa.classified')));
+    expect(ids(accepted)).toEqual(ids(await keptValues(one.dir)));
     // The work remembers every record it was made of.
     const latest = (await topicValues<Article>(eight.dir, 'articles'))
       .filter((a) => a.id === 'pmid:39000000')
@@ -75,7 +76,7 @@ describe('a question accepted in one partition is refused in every other', () =>
     await server.stop();
   });
 
-  it('accepts it once, and rejects each other copy as a duplicate naming the one accepted', async () => {
+  it('keeps the first in dedupOrder, and refuses or withdraws each other copy naming one before it', async () => {
     const ws = workspace(server.url);
     const corpus = join(ws.dir, 'works.jsonl');
     writeFileSync(
@@ -91,13 +92,25 @@ describe('a question accepted in one partition is refused in every other', () =>
     await ingestAndRun(ws.config, [corpus]);
     const graded = await topicValues<GradedQa>(ws.dir, 'qa.graded');
     const rejected = await topicValues<GradedQa>(ws.dir, 'qa.rejected');
+    const withdrawn = new Map(
+      (await topicValues<QaWithdrawal>(ws.dir, 'qa.withdrawn')).map((w) => [w.qaId, w.duplicateOf]),
+    );
     const same = normaliseText(SAME);
-    const kept = graded.filter((g) => normaliseText(g.candidate.question) === same);
+    const isSame = (g: GradedQa) => normaliseText(g.candidate.question) === same;
+    const orderOf = (g: GradedQa) => dedupOrder(g.candidate.id, g.candidate.provenance.published);
+    const copies = [...graded, ...rejected.filter((r) => r.grade.codes.includes('duplicate'))].filter(isSame);
+    const orders = new Map(copies.map((g) => [g.candidate.id, orderOf(g)]));
+    const kept = graded.filter((g) => isSame(g) && !withdrawn.has(g.candidate.id));
     expect(kept).toHaveLength(1);
-    const duplicates = rejected.filter((r) => r.grade.codes.includes('duplicate'));
-    expect(duplicates.length).toBeGreaterThanOrEqual(5);
-    for (const d of duplicates) expect(d.grade.duplicateOf).toBe(kept[0]!.candidate.id);
+    expect(orderOf(kept[0]!)).toBe([...orders.values()].sort()[0]);
+    // Every other copy: refused, or accepted and withdrawn, naming a copy that comes before it.
+    const others = copies.filter((g) => g !== kept[0]);
+    expect(others.length).toBeGreaterThanOrEqual(5);
+    for (const g of others) {
+      const named = g.grade.verdict === 'reject' ? g.grade.duplicateOf! : withdrawn.get(g.candidate.id)!;
+      expect(orders.get(named)! < orderOf(g), g.candidate.id).toBe(true);
+    }
     // They came from several partitions' grade tasks: articles of more than one key hash.
-    expect(new Set(duplicates.map((d) => d.candidate.articleId)).size).toBeGreaterThanOrEqual(5);
+    expect(new Set(others.map((d) => d.candidate.articleId)).size).toBeGreaterThanOrEqual(5);
   });
 });
