@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PIPELINE_PROCESSORS } from '../../processors/pipeline.js';
 import type { QaWithdrawal } from '../../schemas/dedup.js';
-import type { ClassifiedQa, QaCandidate } from '../../schemas/qa.js';
+import type { ClassifiedQa, GradedQa } from '../../schemas/qa.js';
 import { normaliseText } from '../../sources/minhash.js';
 import { openRuntime } from '../../topology/runtime/open.js';
 import { readAll } from '../conformance/suite.js';
@@ -21,14 +21,40 @@ import {
   topicValues,
   workspace,
 } from '../e2e/helpers.js';
-import { duplicatedCorpus } from '../fixtures/duplicated-corpus.js';
+import { duplicatedCorpus, line } from '../fixtures/duplicated-corpus.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
-import { type LlmServer, start } from '../llm-server/server.js';
+import { type LlmServer, type Responder, start } from '../llm-server/server.js';
 import { KAFKA } from './env.js';
 
 /** The QA kept (keptQa) by id, with their questions as the dedup compares them. */
 const keptOf = (qas: readonly ClassifiedQa[], withdrawn: readonly QaWithdrawal[]) =>
   new Map(keptQa(qas, withdrawn).map((q) => [q.candidate.id, normaliseText(q.candidate.question)]));
+
+const MARKER = 'thermotolerance assay';
+const SHARED = 'Which chaperone family refolds heat-denatured proteins in an ATP-dependent cycle?';
+
+/** Six different works, newest first in the file, whose first free-form question is SHARED. */
+const sharedWorks = () =>
+  `${Array.from({ length: 6 }, (_, i) =>
+    line({
+      pmid: String(41_000_000 + i),
+      title: `Chaperone study ${i}`,
+      abstract: `Study ${i} ran a ${MARKER} on ${['yeast', 'worms', 'flies', 'plants', 'fish', 'mice'][i]} kept at ${30 + i} degrees for ${i + 2} days and counted the animals or colonies that recovered, finding recovery fell as the exposure grew longer in every replicate.`,
+      published: `${2024 - i}-0${1 + (i % 9)}-15`,
+    }),
+  ).join('\n')}\n`;
+
+const sharedQuestion: Responder = async (request, context) => {
+  const reply = await pipelineResponder(request, context);
+  if (
+    request.response_format?.json_schema?.name !== 'freeform' ||
+    !JSON.stringify(request.messages).includes(MARKER)
+  )
+    return reply;
+  const parsed = JSON.parse(reply) as { questions: { question: string }[] };
+  if (parsed.questions[0]) parsed.questions[0].question = SHARED;
+  return JSON.stringify(parsed);
+};
 
 // Issue 30, done when: three workers on Kafka, one killed mid-run, accept the QA ids one embedded
 // process accepts, with no question twice. Where two works ask alike, the QA kept is the first in
@@ -38,27 +64,30 @@ describe('one dataset across workers on Kafka', () => {
   let dir: string;
   let corpus: string;
   let embedded: Map<string, string>;
-  /** Questions the embedded run's extract asked of more than one work. */
-  let askedTwice = 0;
+  /** QA the embedded run refused or withdrew as a duplicate of another work's question. */
+  let acrossWorks = 0;
   beforeAll(async () => {
     server = await start({
-      responder: pipelineResponder,
+      responder: sharedQuestion,
       latency: { kind: 'lognormal', medianMs: 20, p99Ms: 200 },
     });
     dir = mkdtempSync(join(tmpdir(), 'bioalchemy-one-dataset-'));
-    // The copies and the preprint pair, and 24 works of their own.
+    // The copies and the preprint pair, 24 works of their own, and six works that ask one question.
     corpus = join(dir, 'corpus.jsonl');
     const copies = duplicatedCorpus(dir, 8);
-    writeFileSync(corpus, `${readFileSync(copies, 'utf8')}${syntheticArticles(24)}`);
+    writeFileSync(corpus, `${readFileSync(copies, 'utf8')}${syntheticArticles(24)}${sharedWorks()}`);
     const ws = workspace(server.url);
     await ingestAndRun(ws.config, [corpus]);
     embedded = keptOf(await keptValues(ws.dir), []);
-    const askedBy = new Map<string, Set<string>>();
-    for (const c of await topicValues<QaCandidate>(ws.dir, 'qa.candidates')) {
-      const q = normaliseText(c.question);
-      askedBy.set(q, (askedBy.get(q) ?? new Set()).add(c.articleId));
-    }
-    askedTwice = [...askedBy.values()].filter((works) => works.size > 1).length;
+    // Where two works ask alike, arrival order could choose the one kept: the case this test is for.
+    const graded = await topicValues<GradedQa>(ws.dir, 'qa.graded');
+    const rejected = await topicValues<GradedQa>(ws.dir, 'qa.rejected');
+    const articleOf = new Map([...graded, ...rejected].map((g) => [g.candidate.id, g.candidate.articleId]));
+    const named = [
+      ...rejected.filter((r) => r.grade.duplicateOf).map((r) => [r.candidate.id, r.grade.duplicateOf!]),
+      ...(await topicValues<QaWithdrawal>(ws.dir, 'qa.withdrawn')).map((w) => [w.qaId, w.duplicateOf]),
+    ];
+    acrossWorks = named.filter(([id, of]) => articleOf.get(id!) !== articleOf.get(of!)).length;
   }, 300_000);
   afterAll(async () => {
     await server.stop();
@@ -126,8 +155,7 @@ describe('one dataset across workers on Kafka', () => {
           },
           workers.slice(1),
         );
-        // The corpus has questions two works ask alike: the case where arrival order could choose.
-        expect(askedTwice).toBeGreaterThan(0);
+        expect(acrossWorks).toBeGreaterThan(0);
         const questions = [...kept.values()];
         expect(new Set(questions).size, 'no question twice').toBe(questions.length);
         expect(new Set(kept.keys())).toEqual(new Set(embedded.keys()));
