@@ -167,6 +167,10 @@ export const AUDITED: Readonly<Record<string, string>> = {
   key: "one of two column expressions picked by a typed 'source' | 'day' / 'source' | 'journal' switch",
   limit: 'ORDER BY ... LIMIT of Math.max(0, Math.floor(last))',
   bucket: 'one of three function names from a constant map keyed by a typed bucket',
+  STILL_ACCEPTED: "a constant condition (qa-store.ts): verdict = 'accept' and not in qa_withdrawn",
+  'key.view':
+    "a column expression from the constant GROUP_KEYS map, keyed by a typed 'source' | 'day' | 'none'",
+  'key.qa': 'as above',
 };
 
 /** Every `${…}` inside a template literal that reads as SQL, in every .ts under the given folders. */
