@@ -99,12 +99,12 @@ describe('a question accepted in one partition is refused in every other', () =>
     const isSame = (g: GradedQa) => normaliseText(g.candidate.question) === same;
     const orderOf = (g: GradedQa) => dedupOrder(g.candidate.id, g.candidate.provenance.published);
     // A reply that asks the question twice of one passage gives one QA id twice: grade refuses the
-    // second as the same candidate again, naming itself. That is one QA, not another copy.
+    // second as the same candidate again, naming itself. That is one QA, not another copy. A copy
+    // can be refused as a near-duplicate (similarity 1): its exact band's owner had not yet seen
+    // the copy its MinHash bands' owners had.
     const copies = [
       ...graded,
-      ...rejected.filter(
-        (r) => r.grade.codes.includes('duplicate') && r.grade.duplicateOf !== r.candidate.id,
-      ),
+      ...rejected.filter((r) => r.grade.duplicateOf && r.grade.duplicateOf !== r.candidate.id),
     ].filter(isSame);
     const orders = new Map(copies.map((g) => [g.candidate.id, orderOf(g)]));
     const kept = graded.filter((g) => isSame(g) && !withdrawn.has(g.candidate.id));
