@@ -5,24 +5,13 @@ import { SESSION_TIMEOUT_MS } from './config.js';
 import type { KafkaConnection } from './connection.js';
 import { VALIDATED_AS_HEADER } from './stamp-seal.js';
 import type { ChangelogState } from './state.js';
-import { isFenced, kafkaTransaction, rethrowFenced } from './transaction.js';
+import { kafkaTransaction, rethrowFenced } from './transaction.js';
 import { rdkafkaRecord } from './wire.js';
 
 const call = <T = void>(
   fn: (cb: (err: rdkafka.LibrdKafkaError | null | undefined, value?: T) => void) => void,
 ): Promise<T> =>
   new Promise((resolve, reject) => fn((err, value) => (err ? reject(err) : resolve(value as T))));
-
-/** Failed commits in a row after which the task starts a new producer (RdkafkaTask.failedCommitsInARow). */
-const RENEW_AFTER_FAILED_COMMITS = 3;
-
-/** A producer connected and ready for transactions. */
-async function transactionalProducer(config: rdkafka.ProducerGlobalConfig): Promise<rdkafka.Producer> {
-  const producer = new rdkafka.Producer(config);
-  await call((cb) => producer.connect({}, (err) => cb(err)));
-  await call((cb) => producer.initTransactions(30_000, cb));
-  return producer;
-}
 
 /**
  * The throughput path: librdkafka's pull consumer (`consume(n)`) and its transactional producer.
@@ -47,12 +36,6 @@ export class RdkafkaTask implements LogTask {
   private fatal: Error | null = null;
   /** A commit failed: its outcome is unknown until offsets and state are read back from the log. */
   private unsure = false;
-  /**
-   * Commits that failed in a row, not fenced, since the last one that succeeded. A producer can be left where every
-   * transaction it begins ends in "invalid state" (seen once on a busy machine: 45 steps in a row
-   * until the test gave up); a new producer under the same transactional id starts clean.
-   */
-  private failedCommitsInARow = 0;
   /**
    * The next batch, asked for as soon as the last one came back, so that librdkafka's worker
    * gathers it while the engine processes this one; and what a batch brought beyond `max`.
@@ -82,8 +65,7 @@ export class RdkafkaTask implements LogTask {
     private readonly group: string,
     private readonly topics: readonly string[],
     private readonly state: ChangelogState,
-    private producer: rdkafka.Producer,
-    private readonly producerConfig: rdkafka.ProducerGlobalConfig,
+    private readonly producer: rdkafka.Producer,
     global: boolean,
   ) {
     this.global = global;
@@ -98,15 +80,16 @@ export class RdkafkaTask implements LogTask {
     // A global processor has one active member: its workers share one transactional id and one
     // static member id, so the newest fences the one before it.
     const member = global ? 'global' : runtime.worker;
-    const producerConfig: rdkafka.ProducerGlobalConfig = {
+    const producer = new rdkafka.Producer({
       'metadata.broker.list': brokers,
       'transactional.id': names.transactionalId(spec.group, member),
       'transaction.timeout.ms': 10_000,
       'enable.idempotence': true,
       'linger.ms': 5,
-    };
-    const producer = await transactionalProducer(producerConfig);
-    const task = new RdkafkaTask(runtime, spec.group, spec.topics, state, producer, producerConfig, global);
+    });
+    await call((cb) => producer.connect({}, (err) => cb(err)));
+    await call((cb) => producer.initTransactions(30_000, cb));
+    const task = new RdkafkaTask(runtime, spec.group, spec.topics, state, producer, global);
     const consumer = new rdkafka.KafkaConsumer(
       {
         'group.id': names.group(spec.group),
@@ -126,30 +109,14 @@ export class RdkafkaTask implements LogTask {
     );
     task.consumer = consumer;
     await call((cb) => consumer.connect({}, (err) => cb(err)));
-    task.watch(producer);
-    task.watch(consumer);
+    // librdkafka reports broker outages as error events and recovers by itself; only fatal ones end the task.
+    for (const client of [producer, consumer] as rdkafka.Client<string>[]) {
+      client.on('event.error', (err: rdkafka.LibrdKafkaError) => {
+        if (err.isFatal) task.fatal = new Error(`librdkafka: ${err.message}`);
+      });
+    }
     if (spec.topics.length) consumer.subscribe(spec.topics.map((t) => names.topic(t)));
     return task;
-  }
-
-  /** librdkafka reports broker outages as error events and recovers by itself; only fatal ones end the task. */
-  private watch(client: rdkafka.Client<string>): void {
-    client.on('event.error', (err: rdkafka.LibrdKafkaError) => {
-      if (err.isFatal) this.fatal = new Error(`librdkafka: ${err.message}`);
-    });
-  }
-
-  /**
-   * Replaces the producer by a new one under the same transactional id: its initTransactions
-   * aborts whatever the old one left open and fences the old one, so nothing it sent can commit.
-   */
-  private async renewProducer(): Promise<void> {
-    const old = this.producer;
-    await call((cb) => old.disconnect(5_000, (err) => cb(err))).catch(() => {});
-    this.producer = await transactionalProducer(this.producerConfig);
-    this.watch(this.producer);
-    this.failedCommitsInARow = 0;
-    this.runtime.log.warn({ group: this.group }, 'transactions kept failing: producer renewed');
   }
 
   /**
@@ -368,15 +335,10 @@ export class RdkafkaTask implements LogTask {
           const kafkaOffsets = offsets.map((o) => ({ ...o, topic: names.topic(o.topic) }));
           await call((cb) => this.producer.sendOffsetsToTransaction(kafkaOffsets, this.consumer, 30_000, cb));
         }
-        await call((cb) => this.producer.commitTransaction(30_000, cb)).catch((e: unknown) => {
-          // A fenced producer is one a newer worker replaced: a new producer would fence that one back.
-          if (!isFenced(e)) this.failedCommitsInARow++;
-          throw e;
-        });
+        await call((cb) => this.producer.commitTransaction(30_000, cb));
         this.runtime.log.debug({ offsets: offsets.map((o) => `${o.partition}:${o.offset}`) }, 'committed');
       },
       committed: (offsets) => {
-        this.failedCommitsInARow = 0;
         for (const { topic, partition, offset } of offsets)
           this.committed.set(partitionKey(topic, partition), offset);
       },
@@ -396,7 +358,6 @@ export class RdkafkaTask implements LogTask {
    * restarted them there and nothing was handed out since.
    */
   async rewind(): Promise<void> {
-    if (this.failedCommitsInARow >= RENEW_AFTER_FAILED_COMMITS) await this.renewProducer();
     if (this.rebalanced) await this.reconcile();
     this.stale = false;
     if (this.unsure) {

@@ -34,12 +34,9 @@ export function kafkaTransaction(
   };
 }
 
-/** A client error that says a newer producer took this one's transactional id. */
-export function isFenced(e: unknown): boolean {
-  const text = `${(e as Error)?.name} ${(e as { type?: string })?.type} ${(e as Error)?.message}`;
-  return e instanceof FencedError || /INVALID_PRODUCER_EPOCH|PRODUCER_FENCED|fenced/i.test(text);
-}
-
 export function rethrowFenced(e: unknown): never {
-  throw isFenced(e) && !(e instanceof FencedError) ? new FencedError(String((e as Error).message)) : e;
+  const text = `${(e as Error)?.name} ${(e as { type?: string })?.type} ${(e as Error)?.message}`;
+  throw /INVALID_PRODUCER_EPOCH|PRODUCER_FENCED|fenced/i.test(text)
+    ? new FencedError(String((e as Error).message))
+    : e;
 }
