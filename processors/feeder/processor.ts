@@ -28,11 +28,11 @@ export const FEEDER = {
 
 /**
  * The feeder in the topology. Its inputs (the pool of classified QA less those withdrawn, the
- * latest mix) go into the
- * feeder's file through ctx.sink, idempotently, before the step commits. Its timer cuts batches
- * ahead (a bounded number per rank), publishes each lease made since the last step on
- * `rollout.batches` (the `published` store holds how far: one step emits the leases and moves
- * the mark, atomically), and writes acked rewards to ClickHouse (idempotent by run, item, step).
+ * latest mix) go into the feeder's file through ctx.sink, idempotently, before the step commits.
+ * Its timer cuts batches ahead (a bounded number per rank), publishes each lease made since the
+ * last step on `rollout.batches` (the `published` store holds how far: one step emits the leases
+ * and moves the mark, atomically), and writes acked rewards to ClickHouse (idempotent by run,
+ * item, step).
  */
 export function feederProcessor(opts: FeederProcessorOptions): Processor {
   const { feeder, analytics } = opts;
