@@ -128,13 +128,13 @@ export class BandOwner {
     if (band === 'exact') {
       const held = this.store.get<string | Member>(key);
       const [first, firstOrder] = held === undefined ? [id, order] : member(held);
-      if (first === id || order < firstOrder) this.store.put(key, [id, order]);
-      return first === id || order < firstOrder
-        ? {
-            answer: { band, duplicateOf: null, similarity: 0 },
-            overtaken: first === id ? [] : [{ qaId: first, band, by: id, similarity: 1 }],
-          }
-        : { answer: { band, duplicateOf: first, similarity: 1 }, overtaken: [] };
+      if (first !== id && firstOrder < order)
+        return { answer: { band, duplicateOf: first, similarity: 1 }, overtaken: [] };
+      this.store.put(key, [id, order]);
+      return {
+        answer: { band, duplicateOf: null, similarity: 0 },
+        overtaken: first === id ? [] : [{ qaId: first, band, by: id, similarity: 1 }],
+      };
     }
     const members = (this.store.get<(string | Member)[]>(key) ?? []).map(member);
     let best: { of: string; order: string; similarity: number } | null = null;
