@@ -7,14 +7,16 @@ import { openClickHouse } from '../../analytics/clickhouse.js';
 import { topicCounts, viewTopicCounts } from '../../analytics/qa-store.js';
 import { copiesOf } from '../../processors/sampler/selection.js';
 import type { DeadLetter } from '../../schemas/dead-letter.js';
+import type { QaWithdrawal } from '../../schemas/dedup.js';
 import type { MixState } from '../../schemas/mix-state.js';
-import type { ClassifiedQa, QaCandidate } from '../../schemas/qa.js';
+import type { ClassifiedQa, GradedQa, QaCandidate } from '../../schemas/qa.js';
 import { loadTaxonomy } from '../../schemas/taxonomy.js';
 import { openRuntime } from '../../topology/runtime/open.js';
 import { readAll } from '../conformance/suite.js';
-import { BIN, cli, cliAsync, runUntilIdle, syntheticArticles, workspace } from '../e2e/helpers.js';
+import { BIN, cli, cliAsync, keptQa, runUntilIdle, syntheticArticles, workspace } from '../e2e/helpers.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
-import { type LlmServer, start } from '../llm-server/server.js';
+import { seededFrom, sha256 } from '../llm-server/random.js';
+import { type LlmServer, type Responder, start } from '../llm-server/server.js';
 import { clickHouseServer } from '../services/clickhouse-server.js';
 
 // The whole pipeline under the faults real deployments see, checked from its outputs alone:
@@ -26,6 +28,12 @@ export interface ChaosOptions {
   /** The config's `log`: file:… for the embedded runtime (made per run), or a kafka:// URL. */
   readonly log: 'embedded' | string;
   readonly articles: number;
+  /**
+   * Of the articles, how many are later twins of earlier ones: the same abstract under another id,
+   * published earlier, produced last. Their questions come before the twin's already accepted ones
+   * in dedupOrder, so the join withdraws those: the run exercises qa.withdrawn on purpose.
+   */
+  readonly twins: number;
   readonly kills: number;
   /** Restart the Kafka broker once, halfway (Kafka runs only). */
   readonly restartBroker?: boolean;
@@ -36,8 +44,20 @@ export interface ChaosReport {
   readonly articles: number;
   readonly lost: number;
   readonly duplicated: number;
+  /** The classified QA less those withdrawn: the dataset every reader sees. */
   readonly classified: number;
   readonly deadLetters: number;
+  readonly withdrawals: {
+    readonly count: number;
+    /** QA withdrawn by more than one record. */
+    readonly repeated: number;
+    /** Withdrawn QA that the join had not accepted (absent from qa.graded). */
+    readonly notAccepted: number;
+    /** Withdrawn QA that the final epoch, planned after every withdrawal, delivered. */
+    readonly servedAfter: number;
+    /** Withdrawn QA that ClickHouse does not know as withdrawn, or knows and the log does not. */
+    readonly clickHouseDiffers: number;
+  };
   readonly countsMatch: boolean;
   readonly deliveredAsSelected: boolean;
   readonly finalEpoch: number;
@@ -67,7 +87,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   const started = performance.now();
   const print = opts.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const llm = await start({
-    responder: pipelineResponder,
+    responder: titleBlindResponder,
     seed: 11,
     latency: { kind: 'lognormal', medianMs: 20, p99Ms: 200 },
     faults: {
@@ -118,7 +138,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   try {
     const produced = cli(
       ['produce', 'articles', '--key', 'id', '--config', ws.config],
-      syntheticArticles(opts.articles),
+      chaosArticles(opts.articles, opts.twins),
     );
     if (produced.status !== 0) throw new Error(`produce: ${produced.stderr}`);
     llm.resetStats();
@@ -235,6 +255,8 @@ async function verify(args: {
   const articleAt = new Map<string, string>();
   let candidates: QaCandidate[];
   let classified: ClassifiedQa[];
+  let graded: GradedQa[];
+  let withdrawn: QaWithdrawal[];
   let dead: DeadLetter[];
   let batches: {
     id: string;
@@ -248,6 +270,8 @@ async function verify(args: {
     for (const r of records) articleAt.set(`${r.partition}:${r.offset}`, (r.value as { id: string }).id);
     candidates = (await readAll(runtime, 'qa.candidates')).map((r) => r.value as QaCandidate);
     classified = (await readAll(runtime, 'qa.classified')).map((r) => r.value as ClassifiedQa);
+    graded = (await readAll(runtime, 'qa.graded')).map((r) => r.value as GradedQa);
+    withdrawn = (await readAll(runtime, 'qa.withdrawn')).map((r) => r.value as QaWithdrawal);
     dead = (await readAll(runtime, 'dlq')).map((r) => r.value as DeadLetter);
     batches = (await readAll(runtime, 'rollout.batches')).map((r) => r.value as (typeof batches)[number]);
   } finally {
@@ -264,10 +288,14 @@ async function verify(args: {
   const lost = articles.filter((a) => !answered.has(a)).length;
   const ids = classified.map((q) => q.candidate.id);
   const duplicated = ids.length - new Set(ids).size;
+  // The dataset as every reader sees it (the sampler, the feeder, ClickHouse, export).
+  const dataset = keptQa(classified, withdrawn);
+  const withdrawnIds = new Set(withdrawn.map((w) => w.qaId));
+  const acceptedIds = new Set(graded.map((g) => g.candidate.id));
 
   // ClickHouse counts equal the distinct QA per topic.
   const expected = new Map<string, Set<string>>();
-  for (const q of classified)
+  for (const q of dataset)
     for (const l of q.classification.labels)
       expected.set(l.category, (expected.get(l.category) ?? new Set()).add(q.candidate.id));
   const want = [...expected]
@@ -275,17 +303,23 @@ async function verify(args: {
     .sort((a, b) => a.category.localeCompare(b.category));
   const a = await openClickHouse(args.clickhouse);
   let countsMatch: boolean;
+  let clickHouseWithdrawn: Set<string>;
   try {
     countsMatch =
       JSON.stringify(await topicCounts(a)) === JSON.stringify(want) &&
       JSON.stringify(await viewTopicCounts(a)) === JSON.stringify(want);
+    const rows = await a.client.query({
+      query: 'SELECT DISTINCT id FROM qa_withdrawn',
+      format: 'JSONEachRow',
+    });
+    clickHouseWithdrawn = new Set(((await rows.json()) as { id: string }[]).map((r) => r.id));
   } finally {
     await a.close();
   }
 
   // The final epoch delivered each selected item as many times as the mix copies it.
   const copies = new Map<string, number>();
-  for (const q of classified) {
+  for (const q of dataset) {
     const n = copiesOf(final, {
       id: q.candidate.id,
       topics: [...new Set(q.classification.labels.map((l) => l.category))],
@@ -318,6 +352,18 @@ async function verify(args: {
     [...copies].every(([id, n]) => delivered.get(id) === n);
   const selectedCopies = [...copies.values()].reduce((s, n) => s + n, 0);
 
+  // The withdrawal path: once per QA, only of an accepted one, out of the final epoch (planned
+  // after the drain saw every withdrawal) and out of ClickHouse's counts.
+  const withdrawals = {
+    count: withdrawnIds.size,
+    repeated: withdrawn.length - withdrawnIds.size,
+    notAccepted: [...withdrawnIds].filter((id) => !acceptedIds.has(id)).length,
+    servedAfter: [...withdrawnIds].filter((id) => delivered.has(id)).length,
+    clickHouseDiffers:
+      [...withdrawnIds].filter((id) => !clickHouseWithdrawn.has(id)).length +
+      [...clickHouseWithdrawn].filter((id) => !withdrawnIds.has(id)).length,
+  };
+
   // LLM calls: a reply paid twice only when a kill cut it off in transit.
   const stats = args.llm.stats();
   const paidTwice = Object.values(stats.answeredByPromptHash).filter((n) => n > 1).length;
@@ -339,8 +385,9 @@ async function verify(args: {
     articles: articles.length,
     lost,
     duplicated,
-    classified: ids.length,
+    classified: dataset.length,
     deadLetters: dead.length,
+    withdrawals,
     countsMatch,
     deliveredAsSelected,
     finalEpoch,
@@ -368,7 +415,8 @@ async function verify(args: {
 export function formatReport(r: ChaosReport): string {
   return [
     `lost=${r.lost} duplicated=${r.duplicated}`,
-    `articles ${r.articles}, classified QA ${r.classified}, dead letters ${r.deadLetters}`,
+    `articles ${r.articles}, classified QA ${r.classified} (less withdrawn), dead letters ${r.deadLetters}`,
+    `withdrawn ${r.withdrawals.count}: written twice ${r.withdrawals.repeated}, not accepted ${r.withdrawals.notAccepted}, served in the final epoch ${r.withdrawals.servedAfter}, differing in ClickHouse ${r.withdrawals.clickHouseDiffers}`,
     `ClickHouse counts equal the distinct QA per topic: ${r.countsMatch}`,
     `final epoch ${r.finalEpoch} delivered each selected item as often as the mix copies it (${r.selectedCopies} copies): ${r.deliveredAsSelected}`,
     `kills: ${r.killTimesMs.length} runs (at ${r.killTimesMs.join(', ')} ms), trainer ${r.trainerKills}; restarts: ${r.restarts.join('; ')}`,
@@ -376,6 +424,60 @@ export function formatReport(r: ChaosReport): string {
     `trainer acked ${r.ackedBatches} batches; ${r.seconds.toFixed(0)} s`,
     `acks without an answer: ${r.unansweredAcks.count} (asked again: ${JSON.stringify(r.unansweredAcks.retried)}), each at most ${r.unansweredAcks.msFromKill ?? '-'} ms from a run's kill`,
   ].join('\n');
+}
+
+/**
+ * The pipeline's replies, seeded from the prompt less the article's title: twins (one abstract,
+ * two titles) then ask the same questions and get the same verdicts, as one model would give.
+ */
+const titleBlindResponder: Responder = (request, context) => {
+  const untitled = request.messages
+    .map((m) => String(m.content ?? '').replace(/Title: [^\n]*\n/, ''))
+    .join('\0');
+  return pipelineResponder(request, { ...context, random: seededFrom(sha256(untitled)) });
+};
+
+/** The chaos run's checks hold: nothing lost or twice, counts and the final epoch right, withdrawals exercised and right. */
+export function chaosPassed(r: ChaosReport): boolean {
+  const w = r.withdrawals;
+  return (
+    r.lost === 0 &&
+    r.duplicated === 0 &&
+    r.countsMatch &&
+    r.deliveredAsSelected &&
+    r.llm.paidTwice <= r.llm.allowedTwice &&
+    w.count > 0 &&
+    w.repeated === 0 &&
+    w.notAccepted === 0 &&
+    w.servedAfter === 0 &&
+    w.clickHouseDiffers === 0
+  );
+}
+
+/**
+ * `articles` synthetic articles, the last `twins` of them twins of the first: the same abstract
+ * under another id, published earlier (2021 against 2024). Produced last, a twin's questions reach
+ * the band owners after the first article's were accepted, and come before them in dedupOrder.
+ */
+export function chaosArticles(articles: number, twins: number): string {
+  if (twins < 0 || 2 * twins > articles) throw new Error(`twins ${twins} of ${articles} articles`);
+  const lines = syntheticArticles(articles - twins)
+    .trimEnd()
+    .split('\n');
+  for (let i = 0; i < twins; i++) {
+    const first = JSON.parse(lines[i]!) as Record<string, unknown>;
+    lines.push(
+      JSON.stringify({
+        ...first,
+        id: `doi:10.5555/synthetic-twin.${i}`,
+        doi: `10.5555/synthetic-twin.${i}`,
+        title: `An earlier twin of ${String(first.title)}`,
+        published: '2021-06',
+        contentHash: `synthetic-twin-${i}`,
+      }),
+    );
+  }
+  return `${lines.join('\n')}\n`;
 }
 
 function openLog(opts: ChaosOptions, dir: string, app: string) {

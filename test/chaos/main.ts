@@ -1,8 +1,9 @@
 // `npm run chaos [-- embedded|kafkajs|rdkafka ...] [--runs N] [--kills N] [--articles N]`: the chaos
 // run of test/chaos/chaos.ts, N times in a row on each runtime named (default: all three). Needs the
-// services up (`bash deploy/services.sh up`). Exits non-zero if any run lost or duplicated anything.
+// services up (`bash deploy/services.sh up`). Exits non-zero if any run fails a check (chaosPassed),
+// a run without a withdrawal included.
 import { parseArgs } from 'node:util';
-import { type ChaosOptions, formatReport, runChaos } from './chaos.js';
+import { type ChaosOptions, chaosPassed, formatReport, runChaos } from './chaos.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -10,6 +11,8 @@ const { values, positionals } = parseArgs({
     runs: { type: 'string', default: '3' },
     kills: { type: 'string', default: '20' },
     articles: { type: 'string', default: '300' },
+    // Of the articles, earlier-published twins produced last: each run withdraws accepted QA.
+    twins: { type: 'string', default: '30' },
   },
 });
 const runtimes = positionals.length ? positionals : ['embedded', 'kafkajs', 'rdkafka'];
@@ -22,17 +25,12 @@ for (const runtime of runtimes) {
     const report = await runChaos({
       log,
       articles: Number(values.articles),
+      twins: Number(values.twins),
       kills: Number(values.kills),
       restartBroker: runtime !== 'embedded',
     });
     process.stdout.write(`${formatReport(report)}\n`);
-    const ok =
-      report.lost === 0 &&
-      report.duplicated === 0 &&
-      report.countsMatch &&
-      report.deliveredAsSelected &&
-      report.llm.paidTwice <= report.llm.allowedTwice;
-    if (!ok) failed = true;
+    if (!chaosPassed(report)) failed = true;
   }
 }
 process.exit(failed ? 1 : 0);
