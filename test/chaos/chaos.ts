@@ -427,14 +427,15 @@ export function formatReport(r: ChaosReport): string {
 }
 
 /**
- * The pipeline's replies, seeded from the prompt less the article's title: twins (one abstract,
+ * The pipeline's replies to the prompt less the article's title: twins (one abstract,
  * two titles) then ask the same questions and get the same verdicts, as one model would give.
  */
 const titleBlindResponder: Responder = (request, context) => {
-  const untitled = request.messages
-    .map((m) => String(m.content ?? '').replace(/Title: [^\n]*\n/, ''))
-    .join('\0');
-  return pipelineResponder(request, { ...context, random: seededFrom(sha256(untitled)) });
+  const messages = request.messages.map((m) =>
+    typeof m.content === 'string' ? { ...m, content: m.content.replace(/Title: [^\n]*\n/, '') } : m,
+  );
+  const random = seededFrom(sha256(JSON.stringify(messages)));
+  return pipelineResponder({ ...request, messages }, { ...context, random });
 };
 
 /** The chaos run's checks hold: nothing lost or twice, counts and the final epoch right, withdrawals exercised and right. */
