@@ -1,5 +1,6 @@
 import type { RewardResult } from '../schemas/feeder.js';
 import { ANSWER, binomialForms, type Form, formKey } from './anchor.js';
+import { isShortForm, shorterNames, writtenForms } from './names.js';
 import { RULES } from './rules.js';
 import { isWord, prepare, type Token, tokenize } from './text.js';
 
@@ -29,6 +30,8 @@ export interface Grader {
   readonly forms: readonly Form[];
   mentions(sentence: Token[]): Mention[];
   decide(found: Mention[], where: string): RewardResult;
+  /** More forms the output itself writes, found in its prepared text (see names.ts). */
+  readonly written?: (text: string) => Form[];
 }
 
 const isListSeparator = (t: Token | undefined) =>
@@ -181,21 +184,53 @@ export function mcqGrader(truth: string, options: readonly string[]): Grader {
   };
 }
 
-/** The ground truth's accepted forms: itself, its aliases, and both sides of "long form (SHORT)". */
+/**
+ * The ground truth's accepted forms: itself, its aliases, and for "term (bracket)" the term, and
+ * the bracket when one is a short form of the other ("sinoatrial node (SA node)", "DNA
+ * (deoxyribonucleic acid)"): a bracket that describes ("insulin (hormone)") names another thing.
+ */
 export function acceptedForms(truth: string, aliases: readonly string[]): string[] {
   const forms = [truth, ...aliases];
   for (const f of [truth, ...aliases]) {
     const m = /^(.+?)\s*\(([^()]+)\)\s*$/.exec(f);
-    if (m) forms.push(m[1]!, m[2]!);
+    if (m) {
+      forms.push(m[1]!);
+      if (isShortForm(m[2]!, m[1]!) || isShortForm(m[1]!, m[2]!)) forms.push(m[2]!);
+    }
   }
   return [...new Set(forms.map((f) => f.trim()).filter((f) => formKey(f) !== ''))];
 }
 
+interface Stated {
+  readonly value: number;
+  readonly percent: boolean;
+  /** The number as written ("1953"). */
+  readonly key: string;
+  /** An integer counting things (a year, "46", "3 copies"): matched exactly, never within the tolerance. */
+  readonly exact: boolean;
+}
+
 /** The number a form states, when it is nothing but a number and its units ("37 °C", "25%"). */
-function numericForm(form: string): { value: number; percent: boolean } | null {
+function numericForm(form: string): Stated | null {
   const tokens = tokenize(prepare(form)).filter((t) => t.key !== '~');
   const n = tokens.length > 0 ? numberAt(tokens, 0) : null;
-  return n && n.end === tokens.length ? n.number : null;
+  if (!n || n.end !== tokens.length) return null;
+  // integerExactly: a year or a count is right or wrong, never near (1978 is not 1992); a measure
+  // ("37 °C", "12.5 kDa") keeps the tolerance.
+  const integer = tokens[0]!.kind === 'word' || /^[-+]?\d+$/.test(tokens[0]!.key);
+  const counts = tokens
+    .slice(1)
+    .every((t) => t.kind === 'word' && (RULES.countWords.has(t.text) || RULES.countWords.has(t.key)));
+  return { ...n.number!, key: n.value, exact: integer && counts };
+}
+
+/**
+ * footnoteResidue: "19532" where the reference is the year 1953 is the year with its footnote
+ * mark run in ("1953" and a superscript 2 copied as plain text); five or six digits are no year.
+ */
+function footnoteResidue(n: Mention, years: readonly Stated[]): Mention {
+  const year = years.find((y) => /^\d{5,6}$/.test(n.value) && n.value.startsWith(y.key));
+  return year ? { ...n, value: year.key, number: { value: year.value, percent: false } } : n;
 }
 
 /** Within a relative tolerance (absolute below 1e-9); 1e-9 relative stands for exactly equal. */
@@ -217,6 +252,7 @@ function sameNumber(
 
 function numericGrader(truth: string, accepted: readonly string[]): Grader {
   const numbers = accepted.map(numericForm).filter((n) => n !== null);
+  const years = numbers.filter((n) => n.exact && /^(?:1[0-9]{3}|20[0-9]{2})$/.test(n.key));
   return {
     text: false,
     forms: [],
@@ -224,7 +260,7 @@ function numericGrader(truth: string, accepted: readonly string[]): Grader {
       const out: Mention[] = [];
       for (let i = 0; i < tokens.length; ) {
         const n = numberAt(tokens, i);
-        if (n) out.push(n);
+        if (n) out.push(footnoteResidue(n, years));
         i = n ? n.end : i + 1;
       }
       return out;
@@ -240,32 +276,48 @@ function numericGrader(truth: string, accepted: readonly string[]): Grader {
           score: 0,
           reason: `several values (${found.map((m) => m.value).join(', ')}) in the ${where}`,
         };
-      return numbers.some((n) => sameNumber(first.number!, n, NUMERIC_TOLERANCE))
+      return numbers.some((n) => sameNumber(first.number!, n, n.exact ? 0 : NUMERIC_TOLERANCE))
         ? { score: 1, reason: `${first.value} matches in the ${where}` }
         : { score: 0, reason: `${first.value} is not ${truth} (${where})` };
     },
   };
 }
 
+/**
+ * subjectOfSentence: the form at i opens its sentence (nothing but filler before it) and a verb
+ * follows it: "Barbara McClintock discovered ...", "The sinoatrial node generates ...".
+ */
+function subjectOfSentence(tokens: Token[], i: number): boolean {
+  const next = tokens[i + 1]!;
+  const verb = (next.key.length > 4 && next.key.endsWith('ed')) || RULES.subjectVerbs.has(next.key);
+  return verb && tokens.slice(0, i).every((t) => t.kind === 'punct' || RULES.fillers.has(t.key));
+}
+
 export function freeFormGrader(truth: string, aliases: readonly string[]): Grader {
   const accepted = acceptedForms(truth, aliases);
   if (numericForm(truth) !== null) return numericGrader(truth, accepted);
-  const forms = [...accepted, ...binomialForms(accepted)].map((text) => ({ text, stands: ANSWER }));
+  const forms = [...accepted, ...binomialForms(accepted), ...shorterNames(accepted)].map((text) => ({
+    text,
+    stands: ANSWER,
+  }));
   return {
     text: true,
     forms,
+    written: (text) => writtenForms(text, accepted).map((f) => ({ text: f, stands: ANSWER })),
     mentions(tokens) {
       const out: Mention[] = [];
       tokens.forEach((t, i) => {
         if (t.kind !== 'form') return;
-        // "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase.
+        // "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase, unless
+        // it is the subject of its sentence ("Barbara McClintock discovered transposition").
         const next = tokens[i + 1];
         if (
           next?.kind === 'word' &&
           !RULES.continuations.has(next.key) &&
           !RULES.heads.has(next.key) &&
           !RULES.fillers.has(next.key) &&
-          !next.key.endsWith('ly')
+          !next.key.endsWith('ly') &&
+          !subjectOfSentence(tokens, i)
         )
           return;
         out.push({

@@ -6,6 +6,9 @@ import { z } from 'zod';
 
 const wordSet = z.string().transform((s) => new Set(s.split(' ')));
 const phrases = z.object({ about: z.string(), phrases: z.array(z.string()) }).transform((t) => t.phrases);
+const aboutWords = z
+  .strictObject({ about: z.string(), words: z.string() })
+  .transform((u) => new Set(u.words.split(' ')));
 const pairs = z.array(z.tuple([z.string(), z.string()]));
 
 const RewardRules = z.strictObject({
@@ -34,6 +37,16 @@ const RewardRules = z.strictObject({
     .transform((b) => new Map(Object.entries(b.names))),
   revisions: phrases,
   endings: z.strictObject({ about: z.string(), added: z.array(z.string()), swaps: pairs, irregular: pairs }),
+  countWords: aboutWords,
+  subjectVerbs: aboutWords,
+  endOfAnswer: z.strictObject({
+    about: z.string(),
+    remarks: z.array(z.string()),
+    labels: wordSet,
+    anaphors: wordSet,
+    hedges: wordSet,
+  }),
+  answerLabels: phrases,
 });
 
 export const RULES = RewardRules.parse(

@@ -3,9 +3,11 @@ import { anchor } from './anchor.js';
 import { freeFormGrader, type Grader, type Mention, mcqGrader } from './graders.js';
 import { RULES } from './rules.js';
 import {
+  ANSWER_LABEL,
   ANSWER_PHRASE,
   afterRevision,
   boxed,
+  dropFootnotes,
   finalText,
   isQuestion,
   prepare,
@@ -22,15 +24,19 @@ import {
 // The steps, in order:
 // 1. finalText + prepare: the text after any <think> block, folded to plain ASCII (Greek spelled
 //    out, primes, dashes, \text{}, markdown emphasis).
+//    dropFootnotes: footnote marks glued to what they annotate ("1953[2]", "1953²") go.
 // 2. anchor: every occurrence of the reference's accepted forms (itself, its aliases, both sides
 //    of "long (SHORT)", a binomial's abbreviation, its singular or plural) becomes one token, so
 //    punctuation inside a name ("E. coli", "1,25-", "Na+/K+") never cuts it. For multiple choice
-//    the forms are the options' texts, each standing for its letter.
+//    the forms are the options' texts, each standing for its letter. With them, the forms the
+//    output itself writes (names.ts: "Gregor Johann Mendel", "SA node").
 // 3. afterRevision: an explicit revision ("First I thought A, but on reflection C") leaves only
 //    what follows it.
-// 4. placesOf: the answer span: every \boxed{}; else every "answer: ..." / "the answer is ..."
-//    phrase; else the last sentence that is not a question, with every sentence that is nothing
-//    but candidates ("C", "3 copies"). The first place that names anything decides.
+// 4. placesOf: the answer span: every \boxed{}; else the last line when it alone opens with an
+//    answer label ("Solution: Choice_C", finalLine); else every "answer: ..." / "the answer is
+//    ..." phrase; else the last sentence that is not a question, a remark or an elaboration
+//    (endOfAnswer), with every earlier sentence that is nothing but candidates ("C", "3 copies")
+//    and no restated option ("Choice A: Mitochondria"). The first place that names anything decides.
 // 5. judge: a candidate in a clause with a negation is no answer ("not C", "C is wrong"); a
 //    conflicting candidate beside it scores 0: another option, another value or a bound
 //    ("p < 0.05 or p > 0.05"), another item of a list ("E. coli or S. aureus"), another box.
@@ -40,13 +46,14 @@ type Input = Pick<RewardRequestItem, 'kind' | 'ground_truth' | 'output'> &
   Partial<Pick<RewardRequestItem, 'options' | 'aliases'>>;
 
 export function score(input: Input): RewardResult {
-  const prepared = prepare(finalText(input.output));
+  const prepared = dropFootnotes(prepare(finalText(input.output)));
   if (!/[A-Za-z0-9]/.test(prepared)) return { score: 0, reason: 'empty output' };
   const grader =
     input.kind === 'mcq'
       ? mcqGrader(input.ground_truth, input.options ?? [])
       : freeFormGrader(input.ground_truth, input.aliases ?? []);
-  const text = afterRevision(anchor(prepared, grader.forms));
+  const forms = grader.written ? [...grader.forms, ...grader.written(prepared)] : grader.forms;
+  const text = afterRevision(anchor(prepared, forms));
   for (const place of placesOf(text, grader)) {
     if (place.unknown) return { score: 0, reason: `a box without the answer among the ${place.where}` };
     const verdict = judge(grader, place.sentences, place.where);
@@ -141,6 +148,40 @@ interface Place {
   readonly unknown?: boolean;
 }
 
+const startsWith = (tokens: Token[], phrase: string) =>
+  phrase.split(' ').every((w, k) => tokens.filter((t) => t.kind !== 'punct')[k]?.key === w);
+
+/**
+ * endOfAnswer: a sentence after the answer that leaves it standing: it names no candidate, no
+ * negator and no hedge, and is a remark ("Hope this helps!", "Confidence: high") or opens with a
+ * word that refers back ("It is often called the heart's natural pacemaker.").
+ */
+function endsAnswer(grader: Grader, tokens: Token[]): boolean {
+  if (grader.mentions(tokens).length > 0) return false;
+  if (tokens.some((t) => RULES.negators.has(t.key) || RULES.endOfAnswer.hedges.has(t.key))) return false;
+  const first = tokens[0]!;
+  if (RULES.endOfAnswer.labels.has(first.key) && tokens[1]?.key === ':') return true;
+  if (RULES.endOfAnswer.remarks.some((r) => startsWith(tokens, r))) return true;
+  return first.kind === 'word' && RULES.endOfAnswer.anaphors.has(first.key);
+}
+
+/**
+ * restatesOption: a sentence that gives an option's letter and its own text ("Choice A:
+ * Mitochondria", "B) Ribosome"), as reasoning lists the options: it names no answer.
+ */
+function restatesOption(grader: Grader, tokens: Token[]): boolean {
+  const mentions = grader.mentions(tokens);
+  return (
+    mentions.length >= 2 &&
+    mentions.every((m) => m.value === mentions[0]!.value) &&
+    mentions.some((m) => tokens[m.start]!.kind === 'form') &&
+    mentions.some((m) => tokens[m.start]!.kind === 'word')
+  );
+}
+
+/** At most this many sentences after the answer are passed over as remarks or elaborations. */
+const MAX_AFTER_ANSWER = 3;
+
 function* placesOf(text: string, grader: Grader): Generator<Place> {
   const boxes = boxed(text);
   if (boxes.length > 0) {
@@ -154,11 +195,25 @@ function* placesOf(text: string, grader: Grader): Generator<Place> {
     else yield { where: 'boxed answer', sentences: each.flat(), decisive: true };
     return;
   }
+  // finalLine: the last line (after remarks) opens with an answer label and no other line does.
+  const lines = text.split('\n').filter((l) => sentencesOf(l).length > 0);
+  while (lines.length > 1 && sentencesOf(lines.at(-1)!).every((s) => endsAnswer(grader, s))) lines.pop();
+  const labelled = lines.filter((l) => ANSWER_LABEL.test(l));
+  if (labelled.length === 1 && labelled[0] === lines.at(-1)) {
+    const line = sentencesOf(labelled[0]!.replace(ANSWER_LABEL, '')).slice(0, 1);
+    yield { where: 'final answer line', sentences: line, decisive: false };
+  }
   const phrases = [...text.matchAll(ANSWER_PHRASE)].flatMap((m) => sentencesOf(m[1]!).slice(0, 1));
   if (phrases.length > 0) yield { where: 'answer phrase', sentences: phrases, decisive: false };
   const sentences = sentencesOf(text).filter((s) => !isQuestion(s));
-  const last = sentences.at(-1);
+  let end = sentences.length;
+  while (end > 1 && sentences.length - end < MAX_AFTER_ANSWER && endsAnswer(grader, sentences[end - 1]!))
+    end--;
+  const last = sentences[end - 1];
   if (last === undefined) return;
-  const alsoNamed = sentences.slice(0, -1).filter((s) => candidatesOnly(grader, s));
+  const restated = restatesOption(grader, last);
+  const alsoNamed = sentences
+    .slice(0, end - 1)
+    .filter((s) => candidatesOnly(grader, s) && (restated || !restatesOption(grader, s)));
   yield { where: 'final sentence', sentences: [...alsoNamed, last], decisive: true };
 }

@@ -66,6 +66,17 @@ export function prepare(text: string): string {
   return s.replace(/n't\b/gi, ' not');
 }
 
+// Footnote marks glued to what they annotate: "in 1953[2]", "[1, 4]", "[2-5]", and a superscript
+// after a year ("1953²", which prepare folds to "1953^2"). Left in, "1953[2]" reads as two values
+// and "1953^2" as a power.
+const FOOTNOTE_BRACKET = /(?<=[A-Za-z0-9.,;:)'])\[\d{1,3}(?: *[,-] *\d{1,3})*\]/g;
+const FOOTNOTE_AFTER_YEAR = /\b(1[0-9]{3}|20[0-9]{2})\^[0-9]{1,2}(?![0-9]|\.[0-9])/g;
+
+/** The prepared text without footnote marks (a named step of its own: see score.ts). */
+export function dropFootnotes(text: string): string {
+  return text.replace(FOOTNOTE_BRACKET, '').replace(FOOTNOTE_AFTER_YEAR, '$1');
+}
+
 /** Contents of every \boxed{...} (nested braces allowed), in order. */
 export function boxed(text: string): string[] {
   const out: string[] = [];
@@ -85,6 +96,15 @@ export function boxed(text: string): string[] {
 
 export const ANSWER_PHRASE =
   /\b(?:final\s+answer|correct\s+answer|correct\s+option|correct\s+choice|answer|option|choice)\s*(?:is|would\s+be|will\s+be|should\s+be|:|=|-)\s*([^\n]*)/gi;
+
+/**
+ * A line that opens by stating the answer ("Solution: Choice_C", "Final answer: B"); what follows
+ * the label is the answer.
+ */
+export const ANSWER_LABEL = new RegExp(
+  `^[\\s>-]*(?:${RULES.answerLabels.map((p) => p.replace(/ /g, '\\s+')).join('|')})\\s*(?:is|:|=|-)\\s*`,
+  'i',
+);
 
 const REVISION = new RegExp(
   `\\b(?:${RULES.revisions.map((p) => p.replace(/ /g, '\\s+')).join('|')})\\b`,

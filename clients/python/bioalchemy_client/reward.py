@@ -25,10 +25,11 @@ from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 from bioalchemy_client.reward_anchor import ANSWER, Form, _patterns_of, anchor, binomial_forms, form_key
 from bioalchemy_client.reward_graders import (LETTERS, NUMERIC_TOLERANCE, Mention, _free_form_grader,
                                               _Grader, _mcq_grader, accepted_forms, numeric_form)
-from bioalchemy_client.reward_rules import _CLAUSE_WORDS, _FILLERS, _NEGATORS, _RULES
-from bioalchemy_client.reward_text import (_A, _ANSWER_PHRASE, MARK_CLOSE, MARK_OPEN, Token,
-                                           _is_question, after_revision, boxed, final_text, prepare,
-                                           sentences_of, tokenize)
+from bioalchemy_client.reward_rules import (_ANAPHORS, _CLAUSE_WORDS, _FILLERS, _HEDGES, _NEGATORS, _REMARK_LABELS,
+                                           _REMARKS, _RULES)
+from bioalchemy_client.reward_text import (_A, _ANSWER_LABEL, _ANSWER_PHRASE, MARK_CLOSE, MARK_OPEN, Token,
+                                           _is_question, after_revision, boxed, drop_footnotes, final_text,
+                                           prepare, sentences_of, tokenize)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -95,6 +96,40 @@ class _Place(NamedTuple):
     unknown: bool = False  # a box with something other than the answer in it
 
 
+def _starts_with(tokens: List[Token], phrase: str) -> bool:
+    words = [t for t in tokens if t.kind != "punct"]
+    return all(k < len(words) and words[k].key == w for k, w in enumerate(phrase.split(" ")))
+
+
+def _ends_answer(grader: _Grader, tokens: List[Token]) -> bool:
+    """end_of_answer: a sentence after the answer that leaves it standing: it names no candidate, no negator
+    and no hedge, and is a remark ("Hope this helps!", "Confidence: high") or opens with a word that refers
+    back ("It is often called the heart's natural pacemaker.")."""
+    if grader.mentions(tokens):
+        return False
+    if any(t.key in _NEGATORS or t.key in _HEDGES for t in tokens):
+        return False
+    first = tokens[0]
+    if first.key in _REMARK_LABELS and len(tokens) > 1 and tokens[1].key == ":":
+        return True
+    if any(_starts_with(tokens, r) for r in _REMARKS):
+        return True
+    return first.kind == "word" and first.key in _ANAPHORS
+
+
+def _restates_option(grader: _Grader, tokens: List[Token]) -> bool:
+    """A sentence that gives an option's letter and its own text ("Choice A: Mitochondria", "B) Ribosome"),
+    as reasoning lists the options: it names no answer."""
+    mentions = grader.mentions(tokens)
+    return (len(mentions) >= 2 and all(m.value == mentions[0].value for m in mentions)
+            and any(tokens[m.start].kind == "form" for m in mentions)
+            and any(tokens[m.start].kind == "word" for m in mentions))
+
+
+# At most this many sentences after the answer are passed over as remarks or elaborations.
+_MAX_AFTER_ANSWER = 3
+
+
 def _places_of(text: str, grader: _Grader) -> Iterator[_Place]:
     boxes = boxed(text)
     if boxes:
@@ -105,14 +140,28 @@ def _places_of(text: str, grader: _Grader) -> Iterator[_Place]:
         else:
             yield _Place("boxed answer", [s for sentences in each for s in sentences], True)
         return
+    # final_line: the last line (after remarks) opens with an answer label and no other line does.
+    lines = [line for line in text.split("\n") if sentences_of(line)]
+    while len(lines) > 1 and all(_ends_answer(grader, s) for s in sentences_of(lines[-1])):
+        lines.pop()
+    labelled = [line for line in lines if _ANSWER_LABEL.search(line)]
+    if len(labelled) == 1 and labelled[0] == lines[-1]:
+        line = sentences_of(_ANSWER_LABEL.sub("", labelled[0], count=1))[:1]
+        yield _Place("final answer line", line, False)
     phrases = [s for m in _ANSWER_PHRASE.finditer(text) for s in sentences_of(m.group(1))[:1]]
     if phrases:
         yield _Place("answer phrase", phrases, False)
     sentences = [s for s in sentences_of(text) if not _is_question(s)]
-    if not sentences:
+    end = len(sentences)
+    while end > 1 and len(sentences) - end < _MAX_AFTER_ANSWER and _ends_answer(grader, sentences[end - 1]):
+        end -= 1
+    if end == 0:
         return
-    also_named = [s for s in sentences[:-1] if _candidates_only(grader, s)]
-    yield _Place("final sentence", also_named + [sentences[-1]], True)
+    last = sentences[end - 1]
+    restated = _restates_option(grader, last)
+    also_named = [s for s in sentences[:end - 1]
+                  if _candidates_only(grader, s) and (restated or not _restates_option(grader, s))]
+    yield _Place("final sentence", also_named + [last], True)
 
 
 _ANY_ALNUM = re.compile(r"[A-Za-z0-9]", _A)
@@ -121,12 +170,13 @@ _ANY_ALNUM = re.compile(r"[A-Za-z0-9]", _A)
 def score(kind: str, ground_truth: str, output: str, options: Sequence[str] = (),
           aliases: Sequence[str] = ()) -> dict:
     """{"score": 0 | 1, "reason": ...} for one output; kind is "mcq" or "free-form"."""
-    prepared = prepare(final_text(output))
+    prepared = drop_footnotes(prepare(final_text(output)))
     if not _ANY_ALNUM.search(prepared):
         return {"score": 0, "reason": "empty output"}
     grader = (_mcq_grader(ground_truth, list(options)) if kind == "mcq"
               else _free_form_grader(ground_truth, list(aliases)))
-    text = after_revision(anchor(prepared, grader.forms))
+    forms = grader.forms + grader.written(prepared) if grader.written else grader.forms
+    text = after_revision(anchor(prepared, forms))
     for place in _places_of(text, grader):
         if place.unknown:
             return {"score": 0, "reason": f"a box without the answer among the {place.where}"}

@@ -8,9 +8,10 @@ import re
 from typing import Callable, List, NamedTuple, Optional, Sequence
 
 from bioalchemy_client.reward_anchor import ANSWER, Form, binomial_forms, form_key
-from bioalchemy_client.reward_rules import (_BOUND_PHRASES, _BOUND_SYMBOLS, _CONTINUATIONS, _DISJUNCTIONS, _FILLERS,
-                                            _HEADS, _LETTER_LINKS, _LETTER_PREFIXES, _LIST_PUNCTUATION, _LIST_WORDS,
-                                            _NEGATORS, _SCALES, _UNIT_WORDS, _UNITS)
+from bioalchemy_client.reward_names import is_short_form, shorter_names, written_forms
+from bioalchemy_client.reward_rules import (_BOUND_PHRASES, _BOUND_SYMBOLS, _CONTINUATIONS, _COUNT_WORDS, _DISJUNCTIONS,
+                                            _FILLERS, _HEADS, _LETTER_LINKS, _LETTER_PREFIXES, _LIST_PUNCTUATION,
+                                            _LIST_WORDS, _NEGATORS, _SCALES, _SUBJECT_VERBS, _UNIT_WORDS, _UNITS)
 from bioalchemy_client.reward_text import _A, _DOT, _S, Token, _get, _is_word, _trim, prepare, tokenize
 
 LETTERS = "ABCDEFGHIJ"
@@ -31,6 +32,7 @@ class _Grader(NamedTuple):
     forms: List[Form]  # what the anchor marks before the text is read
     mentions: Callable[[List[Token]], List[Mention]]
     decide: Callable[[List[Mention], str], dict]
+    written: Optional[Callable[[str], List[Form]]] = None  # more forms the output itself writes (reward_names.py)
 
 
 def _is_list_separator(t: Optional[Token]) -> bool:
@@ -212,20 +214,45 @@ _LONG_SHORT = re.compile(r"^(" + _DOT + r"+?)" + _S + r"*\(([^()]+)\)" + _S + r"
 
 
 def accepted_forms(truth: str, aliases: Sequence[str]) -> List[str]:
-    """The ground truth's accepted forms: itself, its aliases, and both sides of "long form (SHORT)"."""
+    """The ground truth's accepted forms: itself, its aliases, and for "term (bracket)" the term, and the
+    bracket when one is a short form of the other ("sinoatrial node (SA node)", "DNA (deoxyribonucleic
+    acid)"): a bracket that describes ("insulin (hormone)") names another thing."""
     forms = [truth, *aliases]
     for f in [truth, *aliases]:
         m = _LONG_SHORT.match(f)
         if m:
-            forms += [m.group(1), m.group(2)]
+            forms.append(m.group(1))
+            if is_short_form(m.group(2), m.group(1)) or is_short_form(m.group(1), m.group(2)):
+                forms.append(m.group(2))
     return list(dict.fromkeys(f for f in map(_trim, forms) if form_key(f) != ""))
 
 
+_INTEGER_KEY = re.compile(r"[-+]?\d+\Z", _A)
+_FIVE_OR_SIX_DIGITS = re.compile(r"\d{5,6}\Z", _A)
+_YEAR_KEY = re.compile(r"(?:1[0-9]{3}|20[0-9]{2})\Z", _A)
+
+
 def numeric_form(form: str) -> Optional[tuple]:
-    """(value, percent) when a form is nothing but a number and its units ("37 °C", "25%")."""
+    """(value, percent, key, exact) when a form is nothing but a number and its units ("37 °C", "25%"): key
+    is the number as written, exact that it is an integer counting things (a year, "46", "3 copies")."""
     tokens = [t for t in tokenize(prepare(form)) if t.key != "~"]
     n = _number_at(tokens, 0) if tokens else None
-    return n.number if n is not None and n.end == len(tokens) else None
+    if n is None or n.end != len(tokens):
+        return None
+    # integer_exactly: a year or a count is right or wrong, never near (1978 is not 1992); a measure
+    # ("37 °C", "12.5 kDa") keeps the tolerance.
+    integer = tokens[0].kind == "word" or _INTEGER_KEY.match(tokens[0].key) is not None
+    counts = all(t.kind == "word" and (t.text in _COUNT_WORDS or t.key in _COUNT_WORDS) for t in tokens[1:])
+    return (n.number[0], n.number[1], n.value, integer and counts)
+
+
+def _footnote_residue(n: Mention, years: Sequence[tuple]) -> Mention:
+    """"19532" where the reference is the year 1953 is the year with its footnote mark run in ("1953" and a
+    superscript 2 copied as plain text); five or six digits are no year."""
+    for y in years:
+        if _FIVE_OR_SIX_DIGITS.match(n.value) and n.value.startswith(y[2]):
+            return n._replace(value=y[2], number=(y[0], False))
+    return n
 
 
 def _js_max(a: float, b: float) -> float:
@@ -248,6 +275,7 @@ def _same_number(a: tuple, b: tuple, tolerance: float) -> bool:
 
 def _numeric_grader(truth: str, accepted: Sequence[str]) -> _Grader:
     numbers = [n for n in map(numeric_form, accepted) if n is not None]
+    years = [n for n in numbers if n[3] and _YEAR_KEY.match(n[2])]
 
     def mentions(tokens):
         out = []
@@ -255,7 +283,7 @@ def _numeric_grader(truth: str, accepted: Sequence[str]) -> _Grader:
         while i < len(tokens):
             n = _number_at(tokens, i)
             if n:
-                out.append(n)
+                out.append(_footnote_residue(n, years))
             i = n.end if n else i + 1
         return out
 
@@ -267,28 +295,40 @@ def _numeric_grader(truth: str, accepted: Sequence[str]) -> _Grader:
         first = found[0]
         if any(not _same_number(m.number, first.number, 0) for m in found):
             return {"score": 0, "reason": f"several values ({', '.join(m.value for m in found)}) in the {where}"}
-        if any(_same_number(first.number, n, NUMERIC_TOLERANCE) for n in numbers):
+        if any(_same_number(first.number, n, 0 if n[3] else NUMERIC_TOLERANCE) for n in numbers):
             return {"score": 1, "reason": f"{first.value} matches in the {where}"}
         return {"score": 0, "reason": f"{first.value} is not {truth} ({where})"}
 
     return _Grader(False, [], mentions, decide)
 
 
+def _subject_of_sentence(tokens: List[Token], i: int) -> bool:
+    """The form at i opens its sentence (nothing but filler before it) and a verb follows it: "Barbara
+    McClintock discovered ...", "The sinoatrial node generates ..."."""
+    nxt = tokens[i + 1]
+    verb = (len(nxt.key) > 4 and nxt.key.endswith("ed")) or nxt.key in _SUBJECT_VERBS
+    return verb and all(t.kind == "punct" or t.key in _FILLERS for t in tokens[:i])
+
+
 def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
     accepted = accepted_forms(truth, aliases)
     if numeric_form(truth) is not None:
         return _numeric_grader(truth, accepted)
-    forms = [Form(text, ANSWER) for text in [*accepted, *binomial_forms(accepted)]]
+    forms = [Form(text, ANSWER) for text in [*accepted, *binomial_forms(accepted), *shorter_names(accepted)]]
+
+    def written(text):
+        return [Form(f, ANSWER) for f in written_forms(text, accepted)]
 
     def mentions(tokens):
         out = []
         for i, t in enumerate(tokens):
             if t.kind != "form":
                 continue
-            # "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase.
+            # "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase, unless it is the
+            # subject of its sentence ("Barbara McClintock discovered transposition").
             nxt = _get(tokens, i + 1)
             if (nxt is not None and nxt.kind == "word" and nxt.key not in _CONTINUATIONS and nxt.key not in _HEADS
-                    and nxt.key not in _FILLERS and not nxt.key.endswith("ly")):
+                    and nxt.key not in _FILLERS and not nxt.key.endswith("ly") and not _subject_of_sentence(tokens, i)):
                 continue
             out.append(Mention(ANSWER, None, None, i, i + 1, _listed_beside(tokens, i, i + 1)))
         return out
@@ -298,4 +338,4 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
             return {"score": 0, "reason": f"the answer is one of a list or a hedge in the {where}"}
         return {"score": 1, "reason": f"matches in the {where}"}
 
-    return _Grader(True, forms, mentions, decide)
+    return _Grader(True, forms, mentions, decide, written)

@@ -12,7 +12,7 @@ import re
 import unicodedata
 from typing import List, NamedTuple, Optional, Sequence
 
-from bioalchemy_client.reward_rules import _GREEK, _GREEK_LOOKALIKES, _NUMBER_WORDS, _REVISIONS, _UNITS
+from bioalchemy_client.reward_rules import _ANSWER_LABELS, _GREEK, _GREEK_LOOKALIKES, _NUMBER_WORDS, _REVISIONS, _UNITS
 
 _A = re.ASCII
 
@@ -119,6 +119,18 @@ def prepare(text: str) -> str:
     return _NOT.sub(" not", s)
 
 
+# Footnote marks glued to what they annotate: "in 1953[2]", "[1, 4]", "[2-5]", and a superscript after a
+# year ("1953²", which prepare folds to "1953^2"). Left in, "1953[2]" reads as two values and "1953^2" as a
+# power.
+_FOOTNOTE_BRACKET = re.compile(r"(?<=[A-Za-z0-9.,;:)'])\[\d{1,3}(?: *[,-] *\d{1,3})*\]", _A)
+_FOOTNOTE_AFTER_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\^[0-9]{1,2}(?![0-9]|\.[0-9])", _A)
+
+
+def drop_footnotes(text: str) -> str:
+    """The prepared text without footnote marks (a named step of its own: see reward.py)."""
+    return _FOOTNOTE_AFTER_YEAR.sub(r"\1", _FOOTNOTE_BRACKET.sub("", text))
+
+
 _BOXED = re.compile(r"\\boxed\s*\{", _A)
 
 
@@ -144,6 +156,11 @@ _ANSWER_PHRASE = re.compile(
     r"\s*(?:is|would\s+be|will\s+be|should\s+be|:|=|-)\s*([^\n]*)",
     re.I | _A,
 )
+# A line that opens by stating the answer ("Solution: Choice_C", "Final answer: B"); what follows the label
+# is the answer.
+_ANSWER_LABEL = re.compile(
+    "^(?:" + _S + "|[>-])*(?:" + "|".join(p.replace(" ", _S + "+") for p in _ANSWER_LABELS) + ")"
+    + _S + "*(?:is|:|=|-)" + _S + "*", re.I | _A)
 _REVISION = re.compile(r"\b(?:" + "|".join(p.replace(" ", r"\s+") for p in _REVISIONS) + r")\b", re.I | _A)
 
 
