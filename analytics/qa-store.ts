@@ -236,6 +236,11 @@ export const RewardRow = z.object({
   step: z.number().int().nonnegative().max(0xffff_ffff),
   reward: z.number().finite(),
   mixVersion: z.number().int().nonnegative().default(0),
+  // What the ack said of the rollouts (0 when it sent a mean only): the dashboard's pass rates
+  // and flat groups.
+  rollouts: z.number().int().nonnegative().max(0xffff_ffff).default(0),
+  passes: z.number().finite().nonnegative().default(0),
+  flatGroups: z.number().int().nonnegative().max(0xffff_ffff).default(0),
 });
 export type RewardRow = z.input<typeof RewardRow>;
 
@@ -252,6 +257,9 @@ export async function recordRewards(a: Analytics, rows: readonly RewardRow[]): P
       step: r.step,
       reward: r.reward,
       mix_version: r.mixVersion,
+      rollouts: r.rollouts,
+      passes: r.passes,
+      flat_groups: r.flatGroups,
       recorded_at: now,
     };
   });

@@ -33,6 +33,75 @@ export const PromptTemplates = z
   .strict();
 export type PromptTemplates = z.infer<typeof PromptTemplates>;
 
+/**
+ * Band-pass serving (issue 44): an item whose pass rate is at or below `floor` or at or above
+ * `ceiling` after `minRollouts` rollouts teaches a GRPO trainer nothing (every rollout of its group
+ * gets the same reward), so the feeder sets it aside for `cooldownSteps` trainer steps and serves
+ * another item of the same topics in its place.
+ */
+export const BandPass = z
+  .object({
+    floor: z.number().min(0).max(1).default(0.1).describe('a pass rate at or below this is set aside'),
+    ceiling: z.number().min(0).max(1).default(0.9).describe('a pass rate at or above this is set aside'),
+    minRollouts: z
+      .number()
+      .min(1)
+      .default(5)
+      .describe('rollouts (prior pseudo-rollouts included) before an item may be set aside'),
+    cooldownSteps: z
+      .number()
+      .int()
+      .min(1)
+      .default(64)
+      .describe('trainer steps an item stays aside before it is served again for a re-test'),
+    exploreShare: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.1)
+      .describe('share of each batch given to items of the run not yet observed, when its topics have any'),
+  })
+  .strict()
+  .refine((b) => b.floor < b.ceiling, { message: 'floor must be below ceiling', path: ['floor'] });
+export type BandPass = z.infer<typeof BandPass>;
+
+export const DifficultyConfig = z
+  .object({
+    halfLifeSteps: z
+      .number()
+      .positive()
+      .default(50)
+      .describe("trainer steps after which an observation weighs half in an item's pass rate"),
+    bandPass: BandPass.nullable().default(null).describe('band-pass for every run; null: off'),
+    runs: z
+      .record(z.string(), BandPass.nullable())
+      .default({})
+      .describe('band-pass of named runs, over `bandPass` (null turns it off for that run)'),
+    priorWeight: z
+      .number()
+      .min(0)
+      .default(0)
+      .describe(
+        "pseudo-rollouts the prior (the run's pass rate of the item's topic, grade and article) counts for; 0: none",
+      ),
+    target: z
+      .number()
+      .min(0)
+      .max(1)
+      .nullable()
+      .default(null)
+      .describe('curriculum: among items of the same topics, serve the one whose pass rate is nearest'),
+    targetProbe: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .default(4)
+      .describe('with a target, how many items of the same topics each slot compares'),
+  })
+  .strict();
+export type DifficultyConfig = z.infer<typeof DifficultyConfig>;
+
 export const FeederConfig = z
   .object({
     state: z
@@ -72,6 +141,9 @@ export const FeederConfig = z
     dataSource: z.string().min(1).default('bioalchemy'),
     ability: z.string().min(1).default('biology'),
     templates: PromptTemplates.default(PromptTemplates.parse({})),
+    difficulty: DifficultyConfig.default(DifficultyConfig.parse({})).describe(
+      'per-item pass rates from acks; band-pass serving and a curriculum target (issue 44)',
+    ),
   })
   .strict();
 export type FeederConfig = z.infer<typeof FeederConfig>;
@@ -145,6 +217,19 @@ export type LeaseResponse = z.infer<typeof LeaseResponse>;
 // refused (null is an acked slot without a reward).
 const Reward = z.number().nullable();
 
+/**
+ * The rollouts of one acked slot: each reward (`rewards`, `count` of them), or their `mean` over
+ * `count`. A reward counts as a pass by its value clamped to [0, 1] (a 0/1 reward as it is).
+ */
+export const Rollouts = z
+  .object({
+    count: z.number().int().min(1).max(4096),
+    rewards: z.array(z.number()).max(4096).optional(),
+    mean: z.number().optional(),
+  })
+  .strict();
+export type Rollouts = z.infer<typeof Rollouts>;
+
 /** Who acks, extends or releases: the lease it holds on one batch. */
 const LeaseRef = {
   run: RunName,
@@ -171,6 +256,12 @@ export const AckRequest = z
       .optional()
       .describe(
         'one per slot acked (the mean over its rollouts; any finite number, stored raw), null for unscored',
+      ),
+    rollouts: z
+      .array(Rollouts.nullable())
+      .optional()
+      .describe(
+        "one per slot acked: its rollouts' rewards, or their mean and count (null: not rolled out); the item's pass rate follows them",
       ),
     responseLengths: z.array(z.number().int().nonnegative().nullable()).optional(),
     step: z.number().int().nonnegative().max(0xffff_ffff).optional().describe("the trainer's step"),
@@ -238,6 +329,40 @@ export const RunStatus = z.object({
   epochs: z.array(EpochStatus).describe('each epoch the run planned, oldest first'),
 });
 export type RunStatus = z.infer<typeof RunStatus>;
+
+/** One item's difficulty record in one run (issue 44). */
+export const ItemDifficulty = z.object({
+  run: z.string(),
+  id: z.string(),
+  topics: z.array(z.string()),
+  rollouts: z.number().int().describe('rollouts acked (a slot acked with a mean and no count is one)'),
+  passes: z.number().describe('of them, passes: each reward clamped to [0, 1], summed'),
+  meanReward: z.number().nullable(),
+  acks: z.number().int().describe('slots acked with rollouts or a reward'),
+  step: z.number().int().describe('the latest trainer step acked'),
+  passRate: z
+    .number()
+    .min(0)
+    .max(1)
+    .nullable()
+    .describe('exponentially weighted by trainer step (difficulty.halfLifeSteps); null before any rollout'),
+  prior: z.number().min(0).max(1).describe("from the run's acks of the item's topics, grade and article"),
+  rate: z.number().min(0).max(1).describe('passRate blended with the prior (difficulty.priorWeight)'),
+  flatGroups: z.number().int().describe('acked groups whose rollouts all had the same reward'),
+  setAside: z.number().int().describe('times band-pass set the item aside'),
+  asideUntil: z.number().int().nullable().describe('set aside until this trainer step (exclusive)'),
+  asideReason: z.enum(['below-floor', 'above-ceiling']).nullable(),
+  aside: z.boolean().describe("set aside as of the run's latest step"),
+});
+export type ItemDifficulty = z.infer<typeof ItemDifficulty>;
+
+export const ItemDifficultyPage = z.object({
+  run: z.string(),
+  step: z.number().int().describe("the run's latest trainer step acked"),
+  items: z.array(ItemDifficulty),
+  next: z.string().nullable().describe('the `after` of the next page, or null at the end'),
+});
+export type ItemDifficultyPage = z.infer<typeof ItemDifficultyPage>;
 
 export const FeederStatus = z.object({
   mixVersion: z.number().int().nullable(),

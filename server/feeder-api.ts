@@ -11,6 +11,8 @@ import {
   ExtendRequest,
   ExtendResponse,
   FeederStatus,
+  ItemDifficulty,
+  ItemDifficultyPage,
   LeaseRequest,
   LeaseResponse,
   ReleaseRequest,
@@ -77,6 +79,18 @@ export const ROUTES: readonly Route[] = [
   },
   {
     method: 'GET',
+    path: '/v1/runs/{run}/items',
+    summary: "a page of the run's item difficulty records by id (`after`, `limit` up to 1000)",
+    response: ItemDifficultyPage,
+  },
+  {
+    method: 'GET',
+    path: '/v1/runs/{run}/items/{id}',
+    summary: "one item's difficulty record in the run: rollouts, rewards, weighted pass rate, set aside",
+    response: ItemDifficulty,
+  },
+  {
+    method: 'GET',
     path: '/v1/status',
     summary: 'the mix version, the pool and the runs',
     response: FeederStatus,
@@ -99,7 +113,11 @@ export function openApiDocument(): Record<string, unknown> {
     paths[r.path]![r.method.toLowerCase()] = {
       summary: r.summary,
       ...(r.path.includes('{run}')
-        ? { parameters: [{ name: 'run', in: 'path', required: true, schema: { type: 'string' } }] }
+        ? {
+            parameters: ['run', 'id']
+              .filter((name) => r.path.includes(`{${name}}`))
+              .map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
+          }
         : {}),
       ...(r.body
         ? {
@@ -144,11 +162,14 @@ function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   // A reward that is no finite number (NaN or Infinity sent as a string, 1e999) has its own code:
   // it is what a trainer's reward function gets wrong.
   const reward = r.error.issues.some((i) => i.path[0] === 'rewards');
+  // A rollout's reward or mean that is no number is the same mistake, per rollout.
+  const rollout = r.error.issues.find((i) => i.path[0] === 'rollouts');
+  const rolloutReward = rollout && (rollout.path.includes('rewards') || rollout.path.includes('mean'));
   throw new BadRequest(
-    reward
+    reward || rolloutReward
       ? `${formatIssues(r.error)} (a reward is a finite number, or null for none; JSON has no NaN or Infinity)`
       : formatIssues(r.error),
-    reward ? 'bad-reward' : 'bad-request',
+    reward ? 'bad-reward' : rolloutReward ? 'bad-rollout-reward' : rollout ? 'bad-rollout' : 'bad-request',
   );
 }
 
@@ -209,6 +230,18 @@ export function buildServer(
   app.post('/v1/release', async (req) => feeder.release(parse(ReleaseRequest, req.body)));
   app.post('/v1/extend', async (req) => feeder.extend(parse(ExtendRequest, req.body)));
   app.get<{ Params: { run: string } }>('/v1/runs/:run', async (req) => feeder.runStatus(req.params.run));
+  app.get<{ Params: { run: string }; Querystring: { after?: string; limit?: string } }>(
+    '/v1/runs/:run/items',
+    async (req) => {
+      const limit = req.query.limit === undefined ? 100 : Number(req.query.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+        throw new BadRequest(`limit = ${req.query.limit}: an integer from 1 to 1000`, 'bad-limit');
+      return feeder.itemDifficulties(req.params.run, req.query.after ?? '', limit);
+    },
+  );
+  app.get<{ Params: { run: string; id: string } }>('/v1/runs/:run/items/:id', async (req) =>
+    feeder.itemDifficulty(req.params.run, req.params.id),
+  );
   app.get('/v1/status', async () => feeder.status());
   app.post('/v1/reward', async (req) => {
     // Parsed by its shape, so a refusal names the field rather than "no union member matched".

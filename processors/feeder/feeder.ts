@@ -10,6 +10,8 @@ import {
   type FeederConfig,
   FeederConfig as FeederConfigSchema,
   type FeederStatus,
+  type ItemDifficulty,
+  type ItemDifficultyPage,
   type LeaseRequest,
   type LeaseResponse,
   type ReleaseRequest,
@@ -18,6 +20,25 @@ import {
 } from '../../schemas/feeder.js';
 import type { MixState } from '../../schemas/mix-state.js';
 import type { RolloutLease } from '../../schemas/rollout-batch.js';
+import {
+  bandOf,
+  blended,
+  choose,
+  type DifficultyRow,
+  type DifficultyStatements,
+  difficultyStatements,
+  emptyRow,
+  groupKeys,
+  type ItemMeta,
+  type ItemView,
+  isIssue,
+  type Observation,
+  observe,
+  outside,
+  passRate,
+  prior,
+  updated,
+} from './difficulty.js';
 import { epochOrder, epochOrderSteps, epochSeed, nextBatchSize, paddingOf, type Slot } from './order.js';
 import { type AheadPlan, PLAN_SLICE_MS, planSteps, Selections } from './planning.js';
 import { type PoolItem, rolloutRow } from './row.js';
@@ -67,6 +88,9 @@ export class Feeder {
   /** Rendered items (a JSON array) and their slots, of batches cut and not yet leased. */
   private readonly rendered = new Map<string, { items: string; slots: number[] }>();
   private readonly q: Statements;
+  private readonly d: DifficultyStatements;
+  /** Each selection's items grouped by their topics (band-pass replaces an item within its group). */
+  private peerIndex: { of: unknown; key: Map<string, string>; peers: Map<string, string[]> } | null = null;
   /** Each run's next epoch, planned ahead (or being planned) for the selection it was made of. */
   private readonly ahead = new Map<string, AheadPlan>();
   /** Runs a request touched since the last background slice, and that slice. */
@@ -78,6 +102,7 @@ export class Feeder {
     this.config = config;
     this.now = opts.now ?? Date.now;
     this.q = statements(db);
+    this.d = difficultyStatements(db);
     const mix = this.q.getMeta.get('mix') as { value: string } | undefined;
     this.mix = mix ? (JSON.parse(mix.value) as MixState) : null;
     this.selections = new Selections(
@@ -285,6 +310,18 @@ export class Feeder {
           'bad-reward',
           `rewards[${bad}] = ${req.rewards![bad]}: a reward is a finite number (or null for none)`,
         );
+      if (req.rollouts && req.rollouts.length !== target.length)
+        throw new FeederError(
+          400,
+          'bad-length',
+          `rollouts has ${req.rollouts.length} entries; the ack covers ${target.length} slot(s)`,
+        );
+      // Every slot's rollouts are checked before anything is written: a refused ack changes nothing.
+      const observations = target.map((_, i): Observation | null => {
+        const o = observe(req.rollouts?.[i], req.rewards?.[i], `rollouts[${i}]`);
+        if (isIssue(o)) throw new FeederError(400, o.code, o.reason);
+        return o;
+      });
       for (const s of target) acked.add(s);
       const remaining = slots.length - acked.size;
       this.q.ackSlots.run({
@@ -293,23 +330,41 @@ export class Feeder {
         at: remaining === 0 ? this.now() : null,
         id: batch.id,
       });
-      const rewarded = (req.rewards ?? []).filter((r) => r !== null).length;
+      // A slot's reward is the mean of its rollouts when the ack sends only those.
+      const rewards = target.map((_, i) => {
+        const o = observations[i];
+        return req.rewards?.[i] ?? (req.rollouts?.[i] && o ? o.rewardSum / o.count : null);
+      });
+      const rewarded = rewards.filter((r) => r !== null).length;
       this.q.addAcked.run(target.length, req.run);
       this.q.epochAcked.run(target.length, rewarded, req.run, batch.epoch);
       // One row per (run, item, step): copies of one item in one ack share their mean.
       const step = req.step ?? batch.seq;
-      const byItem = new Map<string, number[]>();
-      (req.rewards ?? []).forEach((r, i) => {
+      this.q.setRunStep.run(step, req.run);
+      observations.forEach((o, i) => {
+        if (o) this.observeItem(req.run, slots[target[i]!]![0], o, step);
+      });
+      const byItem = new Map<string, { rs: number[]; rollouts: number; passes: number; flat: number }>();
+      rewards.forEach((r, i) => {
         if (r === null) return;
         const id = slots[target[i]!]![0];
-        byItem.set(id, [...(byItem.get(id) ?? []), r]);
+        const o = req.rollouts?.[i] ? observations[i] : null;
+        const at = byItem.get(id) ?? { rs: [], rollouts: 0, passes: 0, flat: 0 };
+        at.rs.push(r);
+        at.rollouts += o?.count ?? 0;
+        at.passes += o?.passes ?? 0;
+        at.flat += o?.flat ? 1 : 0;
+        byItem.set(id, at);
       });
-      const rows: RewardRow[] = [...byItem].map(([qaId, rs]) => ({
+      const rows: RewardRow[] = [...byItem].map(([qaId, at]) => ({
         qaId,
         run: req.run,
         step,
-        reward: rs.reduce((a, b) => a + b, 0) / rs.length,
+        reward: at.rs.reduce((a, b) => a + b, 0) / at.rs.length,
         mixVersion: batch.mix_version,
+        rollouts: at.rollouts,
+        passes: at.passes,
+        flatGroups: at.flat,
       }));
       if (rows.length) this.q.queueRewards.run(JSON.stringify(rows));
       return { acked: batch.id, items: target.length, rewards: rewarded, remaining };
@@ -541,6 +596,161 @@ export class Feeder {
     this.q.dropRewards.run(seq);
   }
 
+  // ---- difficulty (difficulty.ts) --------------------------------------------------------------
+
+  /** One item's record in a run: 404 when the run or the item's record is unknown. */
+  itemDifficulty(run: string, id: string): ItemDifficulty {
+    const r = this.q.getRun.get(run) as RunRow | undefined;
+    if (!r) throw new FeederError(404, 'unknown-run', `no run "${run}"`);
+    const row = this.d.get.get(run, id) as DifficultyRow | undefined;
+    if (!row && !this.q.getItem.get(id))
+      throw new FeederError(404, 'unknown-item', `no item "${id}" in the pool`);
+    return this.describe(row ?? emptyRow(run, id), r.step);
+  }
+
+  /** A page of a run's item records by id, after `after`. */
+  itemDifficulties(run: string, after = '', limit = 100): ItemDifficultyPage {
+    const r = this.q.getRun.get(run) as RunRow | undefined;
+    if (!r) throw new FeederError(404, 'unknown-run', `no run "${run}"`);
+    const rows = this.d.list.all(run, after, limit) as DifficultyRow[];
+    return {
+      run,
+      step: r.step,
+      items: rows.map((row) => this.describe(row, r.step)),
+      next: rows.length === limit ? rows.at(-1)!.id : null,
+    };
+  }
+
+  /** Per run: times items were set aside, flat groups acked, rollouts acked (for /metrics). */
+  difficultyTotals(): { run: string; setAside: number; flat: number; rollouts: number }[] {
+    return this.d.totals.all() as { run: string; setAside: number; flat: number; rollouts: number }[];
+  }
+
+  private describe(row: DifficultyRow, runStep: number): ItemDifficulty {
+    const meta = this.metaOf(row.id);
+    const w = this.config.difficulty.priorWeight;
+    const p = meta ? this.priorOf(row.run, meta) : 0.5;
+    return {
+      run: row.run,
+      id: row.id,
+      topics: meta ? [...meta.topics] : [],
+      rollouts: row.rollouts,
+      passes: row.passes,
+      meanReward: row.rollouts ? row.reward_sum / row.rollouts : null,
+      acks: row.acks,
+      step: row.step,
+      passRate: passRate(row),
+      prior: p,
+      rate: blended(row, p, w),
+      flatGroups: row.flat,
+      setAside: row.set_aside,
+      asideUntil: row.aside_until,
+      asideReason: row.aside_reason as ItemDifficulty['asideReason'],
+      aside: row.aside_until !== null && row.aside_until > runStep,
+    };
+  }
+
+  private metaOf(id: string): ItemMeta | null {
+    const m = this.d.itemMeta.get(id) as
+      | { topics: string; article_id: string; grade: number | null }
+      | undefined;
+    return m ? { topics: JSON.parse(m.topics) as string[], articleId: m.article_id, grade: m.grade } : null;
+  }
+
+  private priorOf(run: string, meta: ItemMeta): number {
+    return prior(
+      (key) => this.d.getGroup.get(run, key) as { passes: number; rollouts: number } | undefined,
+      meta,
+    );
+  }
+
+  /**
+   * One acked slot's observation into its item's record and its groups' (the prior's), and the
+   * run's band-pass decision: set aside until `cooldownSteps` after this step, or live. Runs inside
+   * the ack's transaction.
+   */
+  private observeItem(run: string, id: string, obs: Observation, step: number): void {
+    const cfg = this.config.difficulty;
+    const before = (this.d.get.get(run, id) as DifficultyRow | undefined) ?? emptyRow(run, id);
+    const row = updated(before, obs, step, cfg.halfLifeSteps);
+    const meta = this.metaOf(id);
+    const band = bandOf(cfg, run);
+    row.aside_until = null;
+    row.aside_reason = null;
+    if (band) {
+      const w = cfg.priorWeight;
+      const rate = blended(row, meta && w > 0 ? this.priorOf(run, meta) : 0.5, w);
+      const why = row.rollouts + w >= band.minRollouts ? outside(rate, band) : null;
+      if (why) {
+        row.aside_until = step + band.cooldownSteps;
+        row.aside_reason = why;
+        row.set_aside++;
+      }
+    }
+    this.d.put.run(row);
+    if (meta) {
+      const keys = groupKeys(meta);
+      for (const key of [...keys.topics, ...keys.grades, keys.article])
+        this.d.addGroup.run(run, key, obs.passes, obs.count);
+    }
+  }
+
+  /** The selection's items grouped by their exact topic set, made once per selection. */
+  private peers(): { key: Map<string, string>; peers: Map<string, string[]> } {
+    const items = this.selections.selection().items;
+    if (this.peerIndex?.of === items) return this.peerIndex;
+    const key = new Map<string, string>();
+    const peers = new Map<string, string[]>();
+    for (const it of items) {
+      const k = [...it.topics].sort().join('\u0000');
+      key.set(it.id, k);
+      const list = peers.get(k);
+      if (list) list.push(it.id);
+      else peers.set(k, [it.id]);
+    }
+    this.peerIndex = { of: items, key, peers };
+    return this.peerIndex;
+  }
+
+  /**
+   * The slots a batch serves of its planned ones: as planned without band-pass or a target; else
+   * difficulty.ts's choice, which keeps each slot's topics.
+   */
+  private chooseFor(run: RunRow, batchId: string, planned: Slot[]): { slots: Slot[]; leftOut: unknown[] } {
+    const cfg = this.config.difficulty;
+    const band = bandOf(cfg, run.run);
+    if (!band && cfg.target === null) return { slots: planned, leftOut: [] };
+    const index = this.peers();
+    const w = cfg.priorWeight;
+    const views = new Map<string, ItemView>();
+    const view = (id: string): ItemView => {
+      let v = views.get(id);
+      if (v) return v;
+      const row = this.d.get.get(run.run, id) as DifficultyRow | undefined;
+      const needPrior = w > 0 || (cfg.target !== null && !row);
+      const meta = needPrior ? this.metaOf(id) : null;
+      const p = meta ? this.priorOf(run.run, meta) : 0.5;
+      const rate = row ? blended(row, p, w) : p;
+      let aside: ItemView['aside'] = null;
+      if (band && row?.aside_until != null && row.aside_until > run.step)
+        aside = row.aside_reason as ItemView['aside'];
+      // An item no ack has reached is set aside on its prior alone when the prior counts enough.
+      else if (band && !row && w >= band.minRollouts) aside = outside(p, band);
+      v = { rollouts: row?.rollouts ?? 0, rate, aside };
+      views.set(id, v);
+      return v;
+    };
+    return choose({
+      batchId,
+      planned,
+      band,
+      target: cfg.target,
+      targetProbe: cfg.targetProbe,
+      view,
+      peers: (id) => index.peers.get(index.key.get(id) ?? '') ?? [],
+    });
+  }
+
   // ---- helpers -------------------------------------------------------------------------------
 
   /**
@@ -640,10 +850,11 @@ export class Feeder {
     let found: BatchRow | undefined;
     while (!found && pos < slots.length) {
       const size = nextBatchSize(slots.length - pos, index, run.world_size, run.cut_size);
-      const take = slots.slice(pos, pos + size);
+      const planned = slots.slice(pos, pos + size);
+      const id = `${run.run}/e${epoch}/b${index}`;
+      const { slots: take, leftOut } = this.chooseFor(run, id, planned);
       const batchSlots: BatchSlot[] = take.map((s, i) => [s.id, s.copy, run.base + pos + i]);
       const batchRank = index % run.world_size;
-      const id = `${run.run}/e${epoch}/b${index}`;
       this.q.insertBatch.run(
         id,
         run.run,
@@ -653,9 +864,10 @@ export class Feeder {
         seq,
         run.mix_version,
         JSON.stringify(batchSlots),
+        JSON.stringify(leftOut),
       );
       if (batchRank === rank) found = this.q.getBatch.get(id) as BatchRow;
-      pos += take.length;
+      pos += planned.length;
       index++;
       seq++;
     }

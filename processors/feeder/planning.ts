@@ -37,8 +37,8 @@ export function* planSteps(plan: AheadPlan, order: Generator<void, Slot[]>): Gen
   plan.slots = slots;
 }
 
-/** An item of a selection: its copies in an epoch. */
-type SelectedItem = { id: string; copies: number };
+/** An item of a selection: its copies in an epoch, and its topics (band-pass replaces within them). */
+type SelectedItem = { id: string; copies: number; topics: readonly string[] };
 
 /** A mix's selection over the pool (of one pool version), pool order. */
 export interface Selected {
@@ -90,7 +90,7 @@ function* selectSteps(q: Statements, mix: MixState): Generator<void, SelectedIte
   const out: SelectedItem[] = [];
   for (const [k, item] of pool.entries()) {
     const copies = held.has(item.articleId) ? 0 : copiesOf(mix, item);
-    if (copies > 0) out.push({ id: item.id, copies });
+    if (copies > 0) out.push({ id: item.id, copies, topics: item.topics });
     if (k % SELECT_PAGE === SELECT_PAGE - 1) yield;
   }
   return out;

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { FeederConfig } from '../../schemas/feeder.js';
+import { DIFFICULTY_SCHEMA } from './difficulty.js';
 
 // The feeder's own SQLite file: the item pool, the mix, runs, epochs, batches, the lease outbox and
 // the rewards queue.
@@ -29,6 +30,8 @@ export interface RunRow {
   next_index: number;
   cut: number;
   acked_items: number;
+  /** The latest trainer step acked: what a set-aside item's cool-down is counted against. */
+  step: number;
 }
 
 /** A batch's slots as stored: item id, copy, index in the epoch. */
@@ -49,11 +52,14 @@ export interface BatchRow {
   attempts: number;
   /** The slots acked so far (a JSON array, ascending); the batch is acked when all are. */
   acked_slots: string;
+  /** Why planned items were not served, and what was in their place (difficulty.ts LeftOut[]). */
+  left_out: string;
 }
 
 /** Opens the file's tables, migrated to this version, with rows rendered for these settings. */
 export function prepareFile(db: Database.Database, config: FeederConfig): void {
   db.exec(SCHEMA);
+  db.exec(DIFFICULTY_SCHEMA);
   migrate(db);
   keepRowsOf(db, config);
 }
@@ -96,6 +102,9 @@ function migrate(db: Database.Database): void {
     );
   if (!columns('batches').has('acked_slots'))
     db.exec("ALTER TABLE batches ADD COLUMN acked_slots TEXT NOT NULL DEFAULT '[]'");
+  if (!columns('runs').has('step')) db.exec('ALTER TABLE runs ADD COLUMN step INTEGER NOT NULL DEFAULT 0');
+  if (!columns('batches').has('left_out'))
+    db.exec("ALTER TABLE batches ADD COLUMN left_out TEXT NOT NULL DEFAULT '[]'");
   if (!columns('items').has('row')) db.exec('ALTER TABLE items ADD COLUMN row TEXT');
   if (!columns('items').has('article_id'))
     db.exec(
@@ -187,8 +196,9 @@ export function statements(db: Database.Database) {
       'INSERT INTO rank_epochs (run, rank, epoch) VALUES (?, ?, ?) ON CONFLICT (run, rank) DO UPDATE SET epoch = excluded.epoch',
     ),
     insertBatch: p(
-      'INSERT INTO batches (id, run, epoch, idx, rank, seq, mix_version, slots) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO batches (id, run, epoch, idx, rank, seq, mix_version, slots, left_out) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ),
+    setRunStep: p('UPDATE runs SET step = max(step, ?) WHERE run = ?'),
     getBatch: p('SELECT * FROM batches WHERE id = ?'),
     batchesOfEpoch: p('SELECT slots FROM batches WHERE run = ? AND epoch = ? ORDER BY idx'),
     // What was delivered before (released, or its lease expired), of any epoch up to the rank's,

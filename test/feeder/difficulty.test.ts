@@ -1,0 +1,303 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  choose,
+  emptyRow,
+  type ItemView,
+  isIssue,
+  type Observation,
+  observe,
+  passRate,
+  prior,
+  updated,
+} from '../../processors/feeder/difficulty.js';
+import { Feeder, FeederError } from '../../processors/feeder/feeder.js';
+import { Config, formatIssues } from '../../schemas/config.js';
+import { type FeederConfig, type LeaseResponse, Rollouts } from '../../schemas/feeder.js';
+import { mix, poolItems } from './fixtures.js';
+
+const BAND = { floor: 0.1, ceiling: 0.9, minRollouts: 5, cooldownSteps: 10, exploreShare: 0 };
+
+function feederWith(n: number, difficulty: Partial<FeederConfig['difficulty']> = {}, path = ':memory:') {
+  const feeder = Feeder.open(path, { batchSize: 8, leaseMs: 60_000, difficulty: { ...difficulty } as never });
+  feeder.addItems(poolItems(n));
+  feeder.setMix(mix(1));
+  return feeder;
+}
+
+const leased = (r: LeaseResponse) => {
+  if (r.status !== 'leased') throw new Error(`expected a lease, got ${JSON.stringify(r)}`);
+  return r;
+};
+const ids = (r: ReturnType<typeof leased>) => r.batch.items.map((i) => i.extra_info.qa_id);
+
+describe('observe: what one acked slot says', () => {
+  it.each([
+    ['rollouts', { count: 3, rewards: [1, 0, 1] }, null, { count: 3, passes: 2, rewardSum: 2, flat: false }],
+    [
+      'a flat group',
+      { count: 4, rewards: [1, 1, 1, 1] },
+      null,
+      { count: 4, passes: 4, rewardSum: 4, flat: true },
+    ],
+    ['mean and count', { count: 5, mean: 0.4 }, 0.4, { count: 5, passes: 2, rewardSum: 2, flat: false }],
+    ['an all-fail mean', { count: 5, mean: 0 }, null, { count: 5, passes: 0, rewardSum: 0, flat: true }],
+    ['a mean reward only (one rollout)', null, 0.7, { count: 1, passes: 0.7, rewardSum: 0.7, flat: false }],
+    [
+      'rewards outside [0, 1] pass clamped',
+      { count: 2, rewards: [2, -1] },
+      null,
+      { count: 2, passes: 1, rewardSum: 1, flat: false },
+    ],
+  ] as const)('%s', (_name, rollouts, reward, expected) => {
+    const o = observe(rollouts as Rollouts | null, reward, 'rollouts[0]') as Observation;
+    expect(o.count).toBe(expected.count);
+    expect(o.passes).toBeCloseTo(expected.passes, 12);
+    expect(o.rewardSum).toBeCloseTo(expected.rewardSum, 12);
+    expect(o.flat).toBe(expected.flat);
+  });
+
+  it.each([
+    ['a count other than its rewards', { count: 3, rewards: [1, 0] }, null, 'rollout-count-mismatch'],
+    ['a NaN reward', { count: 2, rewards: [1, Number.NaN] }, null, 'bad-rollout-reward'],
+    ['an infinite mean', { count: 2, mean: Number.POSITIVE_INFINITY }, null, 'bad-rollout-reward'],
+    ['neither rewards nor mean', { count: 2 }, null, 'bad-rollout'],
+    ['a mean not that of its rewards', { count: 2, rewards: [1, 0], mean: 0.9 }, null, 'reward-mismatch'],
+    ["a slot reward not its rollouts' mean", { count: 2, rewards: [1, 1] }, 0.5, 'reward-mismatch'],
+  ] as const)('refuses %s', (_name, rollouts, reward, code) => {
+    const o = observe(rollouts as Rollouts, reward, 'rollouts[0]');
+    expect(isIssue(o) && o.code).toBe(code);
+  });
+});
+
+const obsArb = fc
+  .record({
+    count: fc.integer({ min: 1, max: 16 }),
+    p: fc.double({ min: -2, max: 3, noNaN: true }),
+    step: fc.integer({ min: 0, max: 500 }),
+  })
+  .map(({ count, p, step }) => ({ step, obs: observe({ count, mean: p }, null, 'x') as Observation }));
+
+describe('the weighted pass rate', () => {
+  it('stays in [0, 1] whatever the rewards and steps', () => {
+    fc.assert(
+      fc.property(
+        fc.array(obsArb, { minLength: 1, maxLength: 30 }),
+        fc.double({ min: 1, max: 200, noNaN: true }),
+        (xs, h) => {
+          let row = emptyRow('r', 'i');
+          for (const { obs, step } of xs) {
+            row = updated(row, obs, step, h);
+            const rate = passRate(row)!;
+            expect(rate).toBeGreaterThanOrEqual(0);
+            expect(rate).toBeLessThanOrEqual(1);
+          }
+        },
+      ),
+    );
+  });
+
+  it('is the same whatever order the acks arrive in (ranks ack out of step order)', () => {
+    fc.assert(
+      fc.property(fc.array(obsArb, { minLength: 1, maxLength: 20 }), fc.integer(), (xs, seed) => {
+        const shuffled = [...xs].sort((a, b) => ((a.step * 31 + seed) % 7) - ((b.step * 31 + seed) % 7));
+        const run = (list: typeof xs) =>
+          list.reduce((row, { obs, step }) => updated(row, obs, step, 50), emptyRow('r', 'i'));
+        expect(passRate(run(shuffled))!).toBeCloseTo(passRate(run(xs))!, 9);
+      }),
+    );
+  });
+
+  it('follows a policy that improves: recent steps weigh more than the plain mean', () => {
+    let row = emptyRow('r', 'i');
+    for (let step = 0; step < 100; step++)
+      row = updated(row, observe({ count: 5, mean: 0 }, null, 'x') as Observation, step, 10);
+    for (let step = 100; step < 130; step++)
+      row = updated(row, observe({ count: 5, mean: 1 }, null, 'x') as Observation, step, 10);
+    expect(row.passes / row.rollouts).toBeCloseTo(30 / 130, 9);
+    expect(passRate(row)!).toBeGreaterThan(0.85);
+  });
+});
+
+describe('the prior of an unseen item', () => {
+  it("is a half with no acks, and moves to its topic's, then its grade's and article's rates", () => {
+    const groups = new Map<string, { passes: number; rollouts: number }>();
+    const meta = { topics: ['Genetics'], articleId: 'a1', grade: 0.5 };
+    expect(prior((k) => groups.get(k), meta)).toBe(0.5);
+    groups.set('t\u0000Genetics', { passes: 90, rollouts: 100 });
+    const topic = prior((k) => groups.get(k), meta);
+    expect(topic).toBeCloseTo(91 / 102, 9);
+    groups.set('a\u0000a1', { passes: 0, rollouts: 40 });
+    expect(prior((k) => groups.get(k), meta)).toBeLessThan(topic / 4);
+  });
+});
+
+/** Items of topics t0..t3, ten of each; views from a random state. */
+const stateArb = fc.record({
+  planned: fc.array(fc.integer({ min: 0, max: 39 }), { minLength: 1, maxLength: 16 }),
+  rates: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 40, maxLength: 40 }),
+  aside: fc.array(fc.constantFrom<ItemView['aside']>(null, null, 'below-floor', 'above-ceiling'), {
+    minLength: 40,
+    maxLength: 40,
+  }),
+  seen: fc.array(fc.boolean(), { minLength: 40, maxLength: 40 }),
+  target: fc.option(fc.double({ min: 0, max: 1, noNaN: true })),
+  explore: fc.constantFrom(0, 0.25),
+});
+const topicOf = (id: string) => `t${Number(id.slice(1)) % 4}`;
+const peersOf = (id: string) =>
+  Array.from({ length: 40 }, (_, k) => `i${k}`).filter((p) => topicOf(p) === topicOf(id));
+
+describe('choose: what a batch serves of its plan', () => {
+  it("keeps the plan's topic counts, and serves nothing set aside while a same-topic item is live", () => {
+    fc.assert(
+      fc.property(stateArb, (s) => {
+        const view = (id: string): ItemView => {
+          const k = Number(id.slice(1));
+          return { rollouts: s.seen[k] ? 5 : 0, rate: s.rates[k]!, aside: s.aside[k]! };
+        };
+        const planned = s.planned.map((k) => ({ id: `i${k}`, copy: 0 }));
+        const { slots, leftOut } = choose({
+          batchId: 'b',
+          planned,
+          band: { ...BAND, exploreShare: s.explore },
+          target: s.target,
+          targetProbe: 4,
+          view,
+          peers: peersOf,
+        });
+        const count = (xs: { id: string }[]) => {
+          const m = new Map<string, number>();
+          for (const x of xs) m.set(topicOf(x.id), (m.get(topicOf(x.id)) ?? 0) + 1);
+          return Object.fromEntries([...m].sort());
+        };
+        expect(count(slots)).toEqual(count(planned));
+        for (const [i, slot] of slots.entries()) {
+          if (view(slot.id).aside === null) continue;
+          // Served while set aside: only the planned item, and only with no live peer left unused.
+          expect(slot.id).toBe(planned[i]!.id);
+          const used = new Set(slots.map((x) => x.id));
+          expect(peersOf(slot.id).filter((p) => view(p).aside === null && !used.has(p))).toEqual([]);
+        }
+        for (const l of leftOut) expect(topicOf(l.by)).toBe(topicOf(l.id));
+      }),
+    );
+  });
+});
+
+/** Leases and acks one batch of `run`, every slot with 5 rollouts of reward `reward(id)`. */
+function step(feeder: Feeder, run: string, reward: (id: string) => number, at: number): string[] {
+  const l = leased(feeder.lease({ run, rank: 0, worldSize: 1 }));
+  const served = ids(l);
+  feeder.ack({
+    run,
+    batchId: l.batch.id,
+    leaseId: l.leaseId,
+    step: at,
+    rollouts: served.map((id) => ({ count: 5, rewards: Array(5).fill(reward(id)) })),
+  });
+  return served;
+}
+
+describe('band-pass in the feeder', () => {
+  it('sets aside an item every rollout solves, serves none of it until its cool-down ends, then re-tests it', () => {
+    const feeder = feederWith(400, { bandPass: BAND });
+    const first = step(feeder, 'bp', () => 1, 1);
+    const solved = new Set(first);
+    const rec = feeder.itemDifficulty('bp', first[0]!);
+    expect(rec).toMatchObject({
+      rollouts: 5,
+      passRate: 1,
+      aside: true,
+      asideUntil: 11,
+      setAside: 1,
+      flatGroups: 1,
+    });
+    // The batches cut before the ack (readyBatches ahead) may hold them; every one cut after may not.
+    const served: string[][] = [];
+    for (let s = 2; s < 11; s++)
+      served.push(step(feeder, 'bp', (id) => (Number(id.slice(3)) % 2 ? 1 : 0.6), s));
+    const afterCut = served.slice(3).flat();
+    expect(afterCut.filter((id) => solved.has(id))).toEqual([]);
+    feeder.close();
+  });
+
+  it('leaves a run without band-pass as planned, and records why another run left items out', () => {
+    const feeder = feederWith(400, { bandPass: null, runs: { bp: BAND } });
+    for (let s = 1; s <= 6; s++) {
+      step(feeder, 'plain', () => 1, s);
+      step(feeder, 'bp', () => 1, s);
+    }
+    const plain = feeder.itemDifficulties('plain');
+    expect(plain.items.every((i) => !i.aside && i.setAside === 0)).toBe(true);
+    expect(feeder.itemDifficulties('bp').items.some((i) => i.aside)).toBe(true);
+    feeder.close();
+  });
+
+  it('a refused ack (count other than its rewards) changes nothing, and the batch can still be acked', () => {
+    const feeder = feederWith(200, { bandPass: BAND });
+    const l = leased(feeder.lease({ run: 'bad', rank: 0, worldSize: 1 }));
+    const n = l.batch.items.length;
+    const good = Array.from({ length: n }, () => ({ count: 2, rewards: [1, 0] }));
+    const bad = good.map((r, i) => (i === n - 1 ? { count: 3, rewards: [1, 0] } : r));
+    let err: unknown;
+    try {
+      feeder.ack({ run: 'bad', batchId: l.batch.id, leaseId: l.leaseId, rollouts: bad });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(FeederError);
+    expect((err as FeederError).code).toBe('rollout-count-mismatch');
+    expect(feeder.itemDifficulties('bad').items).toEqual([]);
+    expect(feeder.runStatus('bad').ackedItems).toBe(0);
+    expect(feeder.ack({ run: 'bad', batchId: l.batch.id, leaseId: l.leaseId, rollouts: good }).items).toBe(n);
+    expect(feeder.itemDifficulty('bad', ids(l)[0]!)).toMatchObject({ rollouts: 2, passRate: 0.5 });
+    feeder.close();
+  });
+
+  it('keeps the difficulty state across a restart, equal to what it was', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'difficulty-')), 'feeder.sqlite');
+    let feeder = feederWith(300, { bandPass: BAND }, path);
+    for (let s = 1; s <= 5; s++) step(feeder, 'r', (id) => (id.endsWith('3') ? 1 : 0.5), s);
+    const before = feeder.itemDifficulties('r', '', 1000);
+    feeder.close();
+    feeder = Feeder.open(path, { batchSize: 8, leaseMs: 60_000, difficulty: { bandPass: BAND } as never });
+    expect(feeder.itemDifficulties('r', '', 1000)).toEqual(before);
+    expect(before.items.length).toBeGreaterThan(10);
+    feeder.close();
+  });
+
+  it('with priors counting, sets aside unseen items of a topic the run always solves', () => {
+    const feeder = feederWith(400, { bandPass: { ...BAND, minRollouts: 5 }, priorWeight: 5 });
+    for (let s = 1; s <= 20; s++) step(feeder, 'prior', () => 1, s);
+    const page = feeder.itemDifficulties('prior', '', 1000);
+    expect(page.items.length).toBeGreaterThan(0);
+    const unseen = poolItems(400).find(
+      (it) => !page.items.some((r) => r.id === it.id) && it.topics[0] !== 'Botany',
+    )!;
+    const rec = feeder.itemDifficulty('prior', unseen.id);
+    expect(rec.rollouts).toBe(0);
+    expect(rec.prior).toBeGreaterThan(0.9);
+    feeder.close();
+  });
+});
+
+describe('config', () => {
+  it('refuses a band whose floor is not below its ceiling, naming the path', () => {
+    const r = Config.safeParse({ feeder: { difficulty: { bandPass: { floor: 0.8, ceiling: 0.8 } } } });
+    expect(r.success).toBe(false);
+    expect(formatIssues(r.error!)).toContain('feeder.difficulty.bandPass.floor: floor must be below ceiling');
+    const perRun = Config.safeParse({
+      feeder: { difficulty: { runs: { x: { floor: 0.9, ceiling: 0.1 } } } },
+    });
+    expect(formatIssues(perRun.error!)).toContain('feeder.difficulty.runs.x.floor');
+  });
+
+  it('parses rollouts as one reward list or a mean with a count', () => {
+    expect(Rollouts.safeParse({ count: 2, rewards: [0, 1] }).success).toBe(true);
+    expect(Rollouts.safeParse({ count: 0, mean: 1 }).success).toBe(false);
+  });
+});
