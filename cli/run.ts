@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { type Analytics, openClickHouse } from '../analytics/clickhouse.js';
-import { type Llm, LlmCallLog, LogJournal } from '../llm/index.js';
+import { type EndpointFault, type Llm, LlmCallLog, LogJournal } from '../llm/index.js';
 import { ingestProcessor } from '../processors/ingest.js';
 import {
   CLICKHOUSE_PROCESSORS,
@@ -69,6 +69,9 @@ export async function run(opts: RunOptions): Promise<void> {
   const failed = new AbortController();
   const signal = AbortSignal.any([stopOnSignal(log), failed.signal]);
   let pipelineError: Error | null = null;
+  // A confirmed endpoint fault (a wrong key, model or URL): a batch run stops on it, non-zero; a
+  // service keeps probing (the fault is logged once by the LLM layer) and resumes once it clears.
+  let endpointFault: EndpointFault | null = null;
   const server = port === undefined ? null : await serveMetrics(metrics, port);
   if (server) log.info({ port }, 'metrics on /metrics');
   let analytics: Analytics | null = null;
@@ -123,7 +126,17 @@ export async function run(opts: RunOptions): Promise<void> {
           tally.add(call);
           calls.add(call);
         },
+        onFault: (fault) => {
+          if (!fault || !opts.untilIdle) return;
+          endpointFault = fault;
+          failed.abort();
+        },
       });
+      const stopping = llm;
+      // Stopping gives up the calls waiting or in flight at once: their inputs stay uncommitted.
+      if (signal.aborted) stopping.stop();
+      else signal.addEventListener('abort', () => stopping.stop(), { once: true });
+      tally.requests = llm.requests;
       flushCalls = setInterval(
         () => void calls.flush().catch((err) => log.warn({ err }, 'llm calls not recorded yet')),
         // Under the idle check's quiet second: a run --until-idle sinks its last calls before it stops.
@@ -245,7 +258,16 @@ export async function run(opts: RunOptions): Promise<void> {
     await runtime.close();
   }
   if (pipelineError) throw pipelineError;
+  if (endpointFault) throw new Error(faultLine(endpointFault));
   log.info('stopped');
+}
+
+/** The one line a run that stopped on an endpoint fault ends with: the key to fix, the server's words. */
+export function faultLine(f: EndpointFault): string {
+  return (
+    `stopped: the LLM endpoint refuses every ${f.stage} request; fix ${f.configKey}: ${f.fix}. ` +
+    `The server said${f.status ? ` (${f.status})` : ''}: ${f.message.replace(/\.$/, '')}. Nothing was dead-lettered: the inputs wait for a run with the config fixed`
+  );
 }
 
 /** The pipeline process's arguments: its processors, with this run's options that concern them. */

@@ -14,6 +14,11 @@ export class LlmTally {
   inputTokens = 0;
   outputTokens = 0;
   costUsd = 0;
+  /**
+   * Every request sent to an endpoint, by outcome (the LLM layer's count: failed and aborted
+   * requests included, which no call record accounts).
+   */
+  requests: ReadonlyMap<string, number> = new Map();
 
   add(call: LlmCallRecord): void {
     if (call.cached) this.journalHits++;
@@ -103,8 +108,11 @@ export async function runSummary(opts: {
   for (const [code, n] of [...rejections].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])))
     lines.push(`  ${String(n).padStart(5)}  ${code}`);
   const l = opts.llm;
+  // The layer's count when it has one: every request sent, not only those of calls that succeeded.
+  const sent = l.requests.size ? [...l.requests.values()].reduce((a, b) => a + b, 0) : l.attempts;
+  const outcomes = [...l.requests].sort((a, b) => b[1] - a[1]).map(([o, n]) => `${o} ${n}`);
   lines.push(
-    `LLM: ${l.paid} calls paid (${l.attempts} requests sent, retries included), ${l.journalHits} journal hits, ` +
+    `LLM: ${l.paid} calls paid (${sent} requests sent, retries included${outcomes.length ? `: ${outcomes.join(', ')}` : ''}), ${l.journalHits} journal hits, ` +
       `tokens ${l.inputTokens} in / ${l.outputTokens} out, cost $${l.costUsd.toFixed(4)}`,
   );
   const sizes: string[] = [];

@@ -1,4 +1,5 @@
 import type { LlmStage } from '../schemas/llm.js';
+import { RetryableError } from '../topology/task.js';
 
 /**
  * The model answered, twice (the second time asked to fix the first), and neither reply is
@@ -44,7 +45,21 @@ export class TransientError extends Error {
     message: string,
     /** What the endpoint asked for (Retry-After), if it did. */
     readonly retryAfterMs?: number,
+    /** The HTTP status, when the endpoint answered one (llm/flow/faults.ts reads it). */
+    readonly status?: number,
   ) {
     super(message);
+  }
+}
+
+/**
+ * The call was given up because the process is stopping (SIGTERM, SIGINT, a fault that ends
+ * `run --until-idle`). Nobody's fault: its input is neither dead-lettered nor committed, and is
+ * read again at the next start (a RetryableError to the engine, which stops instead of retrying).
+ */
+export class LlmStoppedError extends RetryableError {
+  override readonly name = 'LlmStoppedError';
+  constructor(readonly stage: LlmStage) {
+    super(`${stage}: call given up: stopping`);
   }
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { type Logger, pino } from 'pino';
 import { Registry } from 'prom-client';
 import type { z } from 'zod';
@@ -14,8 +15,9 @@ import type {
 } from '../schemas/llm.js';
 import { Budget } from './budget.js';
 import { type Clock, systemClock } from './clock.js';
-import { LlmReplyError, LlmRequestError } from './errors.js';
+import { LlmReplyError, LlmRequestError, LlmStoppedError } from './errors.js';
 import { AttemptsExhausted } from './flow/endpoint.js';
+import type { EndpointFault } from './flow/faults.js';
 import type { ResponseJournal } from './journal/journal.js';
 import { MemoryJournal } from './journal/memory.js';
 import { replyJsonSchema } from './json-schema.js';
@@ -58,6 +60,11 @@ export interface LlmOptions {
   clock?: Clock;
   /** Where the API key variable is read; process.env by default. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * An endpoint fault confirmed (llm/flow/faults.ts: auth, an unknown model, a request refused for
+   * every input), or null once it clears. Its calls wait meanwhile; nothing fails for it.
+   */
+  onFault?: (fault: EndpointFault | null) => void;
 }
 
 interface Answered {
@@ -81,6 +88,10 @@ export class Llm {
   private readonly targets: Targets;
   /** Requests sent and not yet answered, by request key. */
   private readonly sending = new Map<string, Promise<{ reply: LlmJournalReply; attempts: number }>>();
+  /** Aborted by stop(): every call waiting or in flight gives up with LlmStoppedError. */
+  private readonly stopping = stoppingController();
+  /** Requests sent to an endpoint, by outcome ("answered", "http 500", "timeout", "aborted", ...). */
+  readonly requests = new Map<string, number>();
 
   constructor(config: LlmConfig, options: LlmOptions = {}) {
     this.metrics = new LlmMetrics(options.registry ?? new Registry());
@@ -98,8 +109,26 @@ export class Llm {
       this.clock,
       (endpoint) => ({
         onRetry: (reason) => this.metrics.retries.inc({ endpoint, reason }),
-        onDown: (down) => {
+        onRequest: (outcome) => this.requests.set(outcome, (this.requests.get(outcome) ?? 0) + 1),
+        onFault: (fault) => {
+          // The one error a confirmed fault logs (its calls wait; the run's caller decides to stop).
+          if (fault)
+            this.log.error(
+              {
+                endpoint: fault.endpoint,
+                stage: fault.stage,
+                status: fault.status,
+                configKey: fault.configKey,
+              },
+              `LLM endpoint refuses every request: fix ${fault.configKey}: ${fault.fix}. The server said: ${fault.message.replace(/\.$/, '')}. Calls wait (nothing is dead-lettered) while one probe is tried periodically`,
+            );
+          else this.log.info({ endpoint }, 'LLM endpoint accepts requests again: calls resume');
+          options.onFault?.(fault);
+        },
+        onDown: (down, byFault) => {
           this.metrics.endpointDown.set({ endpoint }, down ? 1 : 0);
+          // A fault is logged as itself (onFault), not as an outage.
+          if (byFault) return;
           if (down)
             this.log.warn(
               { endpoint },
@@ -156,7 +185,21 @@ export class Llm {
     this.metrics.budgetUsdPerDay.set(budget.usdPerDay ?? 0);
   }
 
+  /**
+   * Gives up every call waiting or in flight (the process is stopping): each rejects with
+   * LlmStoppedError at once, and the requests in flight are aborted. Replies already journaled stay.
+   */
+  stop(): void {
+    this.stopping.abort(new Error('stopping'));
+  }
+
+  /** The confirmed endpoint faults pausing calls now (see onFault). */
+  faults(): EndpointFault[] {
+    return this.targets.faults();
+  }
+
   async close(): Promise<void> {
+    this.stop();
     await this.targets.close();
   }
 
@@ -248,23 +291,35 @@ export class Llm {
     this.metrics.inFlight.inc({ stage });
     const estimate = Math.ceil(messages.reduce((n, m) => n + m.content.length, 0) / 4) + params.maxTokens;
     let sent: { reply: { reply: LlmJournalReply; tokens: number }; attempts: number };
+    const signal = this.stopping.signal;
+    const who = { key, stage, model: target.model, stageModel: target.stageModel };
     try {
-      sent = await target.endpoint.send(target.throttle, estimate, async () => {
-        const reply = await target.backend.chat({
-          model: target.model,
-          messages,
-          schema,
-          ...params,
-          timeoutMs: target.timeoutMs,
-        });
-        // Journaled before anything else happens to it, and before its slot is given back: the
-        // journal writes a turn's replies together, and a kill -9 pays again for no more replies
-        // than the endpoint lets be in flight. (A failed write is no transient error: not retried.)
-        await this.journal.put(key, reply);
-        return { reply, tokens: reply.usage.inputTokens + reply.usage.outputTokens };
-      });
+      if (signal.aborted) throw signal.reason;
+      sent = await target.endpoint.send(
+        target.throttle,
+        estimate,
+        async () => {
+          const reply = await target.backend.chat({
+            signal,
+            model: target.model,
+            messages,
+            schema,
+            ...params,
+            timeoutMs: target.timeoutMs,
+          });
+          // Journaled before anything else happens to it, and before its slot is given back: the
+          // journal writes a turn's replies together, and a kill -9 pays again for no more replies
+          // than the endpoint lets be in flight. (A failed write is no transient error: not retried.)
+          await this.journal.put(key, reply);
+          return { reply, tokens: reply.usage.inputTokens + reply.usage.outputTokens };
+        },
+        who,
+        signal,
+      );
     } catch (e) {
       this.metrics.inFlight.dec({ stage });
+      // Stopping: nobody's fault, and no failed call either; the input is read again at the next start.
+      if (signal.aborted) throw new LlmStoppedError(stage);
       this.count(stage, target, 'failed');
       if (e instanceof AttemptsExhausted) {
         throw new LlmRequestError(stage, `gave up after repeated ${e.last.reason} failures: ${e.message}`);
@@ -298,4 +353,11 @@ export class Llm {
   private count(stage: LlmStage, target: Target, outcome: 'ok' | 'repaired' | 'invalid' | 'failed'): void {
     this.metrics.calls.inc({ stage, model: target.model, outcome });
   }
+}
+
+/** One signal every call listens to (hundreds at once): no listener limit, no warning. */
+function stoppingController(): AbortController {
+  const c = new AbortController();
+  setMaxListeners(0, c.signal);
+  return c;
 }

@@ -2,6 +2,7 @@ import { basename } from 'node:path';
 import { type LlmConfig, type LlmProvider, LlmStage } from '../schemas/llm.js';
 import type { Clock } from './clock.js';
 import { Endpoint, type EndpointHooks } from './flow/endpoint.js';
+import type { EndpointFault } from './flow/faults.js';
 import { Throttle } from './flow/throttle.js';
 import { LocalProvider } from './providers/local.js';
 import { OpenAiProvider } from './providers/openai.js';
@@ -11,6 +12,8 @@ import type { Provider } from './providers/provider.js';
 export interface Target {
   provider: LlmProvider;
   model: string;
+  /** The stage names its own model (llm.stages.<stage>.model): the key an unknown model is fixed in. */
+  stageModel: boolean;
   temperature: number;
   maxTokens: number;
   timeoutMs: number;
@@ -44,6 +47,11 @@ export class Targets {
     return this.stages.get(stage)!;
   }
 
+  /** The confirmed faults of the endpoints, each endpoint's once. */
+  faults(): EndpointFault[] {
+    return [...this.endpoints.values()].flatMap(({ endpoint }) => endpoint.confirmedFault ?? []);
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.endpoints.values()].map(({ backend }) => backend.close()));
   }
@@ -73,6 +81,7 @@ export class Targets {
     return {
       provider,
       model: s.model ?? (provider === 'local' ? basename(c.modelPath) : c.model),
+      stageModel: s.model !== undefined,
       temperature: s.temperature ?? c.temperature,
       maxTokens: s.maxTokens ?? c.maxTokens,
       timeoutMs: c.timeoutMs,

@@ -11,6 +11,7 @@ import { type PassageSpan, QaCandidate } from '../schemas/qa.js';
 import { informativeFirst, passagesOf, sectionText } from '../sources/passages.js';
 import { sentTextKey, unversioned, workIds } from '../sources/works.js';
 import type { Processor } from '../topology/processor.js';
+import { RetryableError } from '../topology/task.js';
 import { windowed } from '../topology/window.js';
 import { llmFailure } from './llm-failure.js';
 import { looksEnglish } from './qa/language.js';
@@ -78,6 +79,8 @@ export function extractProcessor(opts: ExtractOptions): Processor {
       },
       finish(input, outcome, ctx) {
         if (!outcome.ok) {
+          // Its calls were given up because we stop: the article waits for the next start.
+          if (outcome.error instanceof RetryableError) throw outcome.error;
           ctx.deadLetter(input, 'processor-failed', `extract: ${(outcome.error as Error).message}`);
           return;
         }

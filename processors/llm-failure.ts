@@ -1,4 +1,4 @@
-import { LlmReplyError } from '../llm/index.js';
+import { LlmReplyError, LlmStoppedError } from '../llm/index.js';
 import type { DeadLetterCode } from '../schemas/dead-letter.js';
 
 /** An LLM call that failed for good: its reason, and what to keep in the dead letter. */
@@ -14,6 +14,8 @@ export interface LlmFailure {
  * endpoint refused (the input is kept).
  */
 export function llmFailure(e: unknown, input: unknown): LlmFailure {
+  // Stopping is no fault of the input: it stays uncommitted and is read again at the next start.
+  if (e instanceof LlmStoppedError) throw e;
   if (e instanceof LlmReplyError)
     return { code: 'llm-reply-invalid', reason: `${e.stage}: ${e.reason}`, payload: e.raw };
   return { code: 'llm-request-refused', reason: (e as Error).message, payload: JSON.stringify(input) };

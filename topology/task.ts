@@ -96,6 +96,8 @@ export class ProcessorTask {
   private pendingInputs = 0;
   /** The last poll found nothing (or maxInputs was reached). */
   private drained = false;
+  /** run()'s signal: once it aborts, a failing step is given up (its inputs stay uncommitted), not retried. */
+  private stopping: AbortSignal | null = null;
 
   constructor(
     private readonly runtime: Runtime,
@@ -150,6 +152,7 @@ export class ProcessorTask {
    * records come back after the rewind.
    */
   async run(signal: AbortSignal): Promise<void> {
+    this.stopping = signal;
     let resync = false;
     for (let failures = 0; !signal.aborted; ) {
       try {
@@ -166,6 +169,8 @@ export class ProcessorTask {
         await (this.window ? this.advanceWindow(this.window, waitMs) : this.advance(waitMs, true));
         failures = 0;
       } catch (e) {
+        // A step given up because we stop (its calls aborted): nothing to retry, nothing to report.
+        if (signal.aborted) break;
         failures++;
         resync = true;
         this.opts.metrics.errors.inc({ processor: this.processor.name });
@@ -387,6 +392,10 @@ export class ProcessorTask {
         await this.runStep(polled, body, interval, timerScope, settling);
         return;
       } catch (e) {
+        // Stopping: the step's inputs stay uncommitted and are read again at the next start; a
+        // retry could only fail the same way (its calls were given up), and dead-lettering them
+        // would spend inputs nobody refused.
+        if (this.stopping?.aborted && (e instanceof ProcessorFailure || e instanceof RetryableError)) throw e;
         lastError = e;
         this.opts.metrics.errors.inc({ processor: this.processor.name });
         const fenced = e instanceof FencedError;

@@ -24,13 +24,43 @@ export class Circuit {
     private readonly onChange: (down: boolean) => void,
   ) {}
 
-  /** Resolves when the caller may send; true when its request is the probe. */
-  pass(): Promise<boolean> {
+  /**
+   * Resolves when the caller may send; true when its request is the probe. Rejects with the
+   * signal's reason once it aborts (the process is stopping): the waiter is gone, no probe is its.
+   */
+  pass(signal?: AbortSignal): Promise<boolean> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
     if (!this.down) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      this.waiters.push(resolve);
+    return new Promise((resolve, reject) => {
+      const waiter = (probe: boolean) => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(probe);
+      };
+      const onAbort = () => {
+        const i = this.waiters.indexOf(waiter);
+        if (i >= 0) this.waiters.splice(i, 1);
+        reject(signal!.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiters.push(waiter);
       this.schedule();
     });
+  }
+
+  /**
+   * Marks the endpoint down at once, whatever the count: its fault is not one that passes by
+   * itself (llm/flow/faults.ts). Callers wait and probe as for an outage. Says whether it was up.
+   */
+  trip(probe: boolean): boolean {
+    const wasUp = !this.down;
+    if (probe) this.probing = false;
+    if (wasUp) {
+      this.down = true;
+      this.onChange(true);
+    }
+    this.nextProbeAt = this.clock.now() + this.opts.probeIntervalMs;
+    this.schedule();
+    return wasUp;
   }
 
   success(): void {

@@ -2,6 +2,15 @@ import type { Clock } from '../clock.js';
 import { TransientError, type TransientReason } from '../errors.js';
 import { type BackoffOptions, backoffMs } from './backoff.js';
 import { Circuit, type CircuitOptions } from './circuit.js';
+import {
+  type EndpointFault,
+  FaultWatch,
+  faultOf,
+  type RequestIdentity,
+  refusalStatus,
+  statusOf,
+  whoseAlone,
+} from './faults.js';
 import { type Limits, Throttle, type Ticket } from './throttle.js';
 
 export interface EndpointOptions {
@@ -12,7 +21,12 @@ export interface EndpointOptions {
 
 export interface EndpointHooks {
   onRetry(reason: TransientReason, delayMs: number): void;
-  onDown(down: boolean): void;
+  /** `byFault`: paused for an endpoint fault (onFault says which), not an outage. */
+  onDown(down: boolean, byFault: boolean): void;
+  /** A confirmed endpoint fault (once per fault), or null once the endpoint accepts requests again. */
+  onFault?(fault: EndpointFault | null): void;
+  /** Every request sent, by outcome: "answered", an HTTP status, a transient reason, "aborted". */
+  onRequest?(outcome: string): void;
 }
 
 /** What one attempt must report so the token allowance can be settled. */
@@ -34,6 +48,9 @@ export class AttemptsExhausted extends Error {
 export class Endpoint {
   private readonly throttle: Throttle;
   private readonly circuit: Circuit;
+  private readonly watch = new FaultWatch();
+  /** The endpoint's fault: suspected (paused, awaiting a probe's confirmation) or confirmed (reported). */
+  private fault: { fault: EndpointFault; confirmed: boolean } | null = null;
 
   constructor(
     readonly name: string,
@@ -42,43 +59,157 @@ export class Endpoint {
     private readonly hooks: EndpointHooks,
   ) {
     this.throttle = new Throttle(opts.limits, clock);
-    this.circuit = new Circuit(opts.circuit, clock, hooks.onDown);
+    this.circuit = new Circuit(opts.circuit, clock, (down) => hooks.onDown(down, this.fault !== null));
+  }
+
+  /** The confirmed fault that pauses this endpoint now, if any. */
+  get confirmedFault(): EndpointFault | null {
+    return this.fault?.confirmed ? this.fault.fault : null;
   }
 
   /**
-   * Sends `attempt` until it succeeds. `stage` is the caller's own throttle, entered before the
-   * endpoint's so that a throttled stage does not hold endpoint slots while it waits.
+   * Sends `attempt` until it succeeds, or fails for a reason of its input's own (the table in
+   * faults.ts). `stage` is the caller's own throttle, entered before the endpoint's so that a
+   * throttled stage does not hold endpoint slots while it waits. While the endpoint is down or at
+   * fault, calls wait and one probes now and then: an endpoint's fault never fails a call. Aborting
+   * `signal` rejects with its reason, wherever the call is.
    */
   async send<T extends Attempted>(
     stage: Throttle,
     estimate: number,
-    attempt: () => Promise<T>,
+    attempt: (signal?: AbortSignal) => Promise<T>,
+    who?: RequestIdentity,
+    signal?: AbortSignal,
   ): Promise<{ reply: T; attempts: number }> {
     let attempts = 0;
     let counted = 0;
     for (;;) {
-      const probe = await this.circuit.pass();
+      const probe = await this.circuit.pass(signal);
       const tickets: Ticket[] = [await stage.enter(estimate), await this.throttle.enter(estimate)];
       attempts++;
       let reply: T;
       try {
-        reply = await attempt();
+        if (signal?.aborted) throw signal.reason;
+        reply = await attempt(signal);
       } catch (e) {
         // A failed request's real token use is unknown: the estimate stays charged.
         for (const t of tickets) t.leave(estimate);
-        if (!(e instanceof TransientError)) throw e;
+        if (signal?.aborted) {
+          this.hooks.onRequest?.('aborted');
+          if (probe) this.circuit.failure(true);
+          throw signal.reason;
+        }
+        this.hooks.onRequest?.(outcomeOf(e));
+        const whose = await this.whose(e, probe, who, signal);
+        if (whose === 'record') {
+          // The endpoint answered, and refused this input alone: it is up, and takes the config.
+          this.clearFault();
+          throw e;
+        }
+        if (whose === 'endpoint') continue;
         const down = this.circuit.failure(probe);
         // Failures while the endpoint is down are the endpoint's, not this request's: they never
         // use up its attempts, so an outage delays calls and drops none.
-        if (!down && ++counted >= this.opts.retry.maxAttempts) throw new AttemptsExhausted(e);
-        const delay = down ? (e.retryAfterMs ?? 0) : backoffMs(counted, this.opts.retry, e.retryAfterMs);
-        this.hooks.onRetry(e.reason, delay);
+        if (!down && ++counted >= this.opts.retry.maxAttempts)
+          throw new AttemptsExhausted(e as TransientError);
+        const delay = down
+          ? ((e as TransientError).retryAfterMs ?? 0)
+          : backoffMs(counted, this.opts.retry, (e as TransientError).retryAfterMs);
+        this.hooks.onRetry((e as TransientError).reason, delay);
         if (delay > 0) await this.clock.sleep(delay);
         continue;
       }
+      this.hooks.onRequest?.('answered');
       for (const t of tickets) t.leave(reply.tokens);
-      this.circuit.success();
+      this.watch.success();
+      this.clearFault();
       return { reply, attempts };
     }
   }
+
+  private clearFault(): void {
+    const cleared = this.fault;
+    this.fault = null;
+    this.circuit.success();
+    if (cleared?.confirmed) this.hooks.onFault?.(null);
+  }
+
+  /**
+   * Whose a failure is (faults.ts): 'record' (the caller fails), 'endpoint' (the circuit is tripped;
+   * the caller waits and tries again), or 'transient' (retried as before).
+   */
+  private async whose(
+    e: unknown,
+    probe: boolean,
+    who: RequestIdentity | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<'record' | 'endpoint' | 'transient'> {
+    const alone = whoseAlone(e);
+    if (alone === 'record') return 'record';
+    const key = who?.key ?? String(Math.random());
+    const identity = who ?? { key, stage: 'llm', model: '', stageModel: false };
+    // A probe that fails the way the suspected fault did confirms it.
+    if (this.fault && probe && this.watch.same(e)) {
+      this.confirm(probe);
+      return 'endpoint';
+    }
+    if (alone === 'endpoint') {
+      this.watch.repeated(e, key);
+      this.fault = { fault: faultOf(e, identity, this.name), confirmed: false };
+      this.confirm(probe);
+      return 'endpoint';
+    }
+    if (alone === 'transient') {
+      // Only a 500 or 501 can be a refusal; an outage's failures (timeouts, 503s) break the run.
+      if (!refusalStatus(statusOf(e))) {
+        this.watch.other();
+        return 'transient';
+      }
+      if (!this.watch.repeated(e, key)) return 'transient';
+      this.suspect(e, identity, probe);
+      return 'endpoint';
+    }
+    // A suspect: this input's, unless every input fails alike.
+    if (this.watch.repeated(e, key)) {
+      this.suspect(e, identity, probe);
+      return 'endpoint';
+    }
+    if (this.fault) return 'endpoint';
+    // No evidence within a probe interval (nothing else sent): the input's own, as before.
+    const verdict = await Promise.race([
+      this.watch.verdict(),
+      this.clock.sleep(this.opts.circuit.probeIntervalMs).then(() => 'record' as const),
+      ...(signal ? [aborted(signal)] : []),
+    ]);
+    if (signal?.aborted) throw signal.reason;
+    return verdict;
+  }
+
+  /** Pauses the endpoint for a fault seen repeated; the next probe confirms it. */
+  private suspect(e: unknown, who: RequestIdentity, probe: boolean): void {
+    if (!this.fault) this.fault = { fault: faultOf(e, who, this.name), confirmed: false };
+    this.circuit.trip(probe);
+  }
+
+  private confirm(probe: boolean): void {
+    const f = this.fault!;
+    this.circuit.trip(probe);
+    if (f.confirmed) return;
+    f.confirmed = true;
+    this.hooks.onFault?.(f.fault);
+  }
+}
+
+/** What a failed request is counted as in the run summary. */
+function outcomeOf(e: unknown): string {
+  const status = statusOf(e);
+  if (status !== undefined) return `http ${status}`;
+  if (e instanceof TransientError) return e.reason;
+  return 'failed';
+}
+
+function aborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) =>
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true }),
+  );
 }

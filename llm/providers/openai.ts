@@ -31,7 +31,8 @@ export class OpenAiProvider implements Provider {
             json_schema: { name: request.schema.name, schema: request.schema.schema, strict: true },
           },
         },
-        { timeout: request.timeoutMs },
+        // The signal aborts a call in flight when the process stops (the reply is then not paid).
+        { timeout: request.timeoutMs, ...(request.signal ? { signal: request.signal } : {}) },
       );
     } catch (e) {
       // Endpoints quote the key they were sent in their error bodies ("Incorrect API key provided:
@@ -71,12 +72,13 @@ function transient(e: unknown): TransientError | undefined {
   if (e instanceof OpenAI.APIConnectionTimeoutError) return new TransientError('timeout', e.message);
   if (e instanceof OpenAI.APIConnectionError) return new TransientError('connection', e.message);
   if (!(e instanceof OpenAI.APIError) || e.status === undefined) return undefined;
-  if (e.status === 429) return new TransientError('rate-limit', e.message, retryAfterMs(e.headers));
+  if (e.status === 429) return new TransientError('rate-limit', e.message, retryAfterMs(e.headers), 429);
   if (e.status >= 500 || e.status === 408 || e.status === 409) {
     return new TransientError(
       e.status === 408 ? 'timeout' : 'server-error',
       e.message,
       retryAfterMs(e.headers),
+      e.status,
     );
   }
   return undefined;

@@ -8,6 +8,8 @@ export interface ProviderRequest {
   temperature: number;
   maxTokens: number;
   timeoutMs: number;
+  /** Aborts the request in flight: the process is stopping. */
+  signal?: AbortSignal;
 }
 
 /**

@@ -1,6 +1,7 @@
 // The test LLM server as its own process, for tests that kill -9 a client (or the server):
 //   npx tsx test/llm-server/main.ts [--port N] [--seed N] [--latency-ms N | --median-ms N --p99-ms N]
 //     [--responder schema|pipeline|arbitrary-judge]   (default schema: arbitrary valid values for every schema)
+//     [--model NAME]... [--api-key KEY] [--always-500]   (refuse other models 404, other keys 401; every request 500)
 // Prints its base URL on the first line of stdout once it listens; GET /stats, POST /control.
 import { parseArgs } from 'node:util';
 import { arbitraryJudgeResponder } from './arbitrary-judge-responder.js';
@@ -21,6 +22,11 @@ const { values } = parseArgs({
     'median-ms': { type: 'string' },
     'p99-ms': { type: 'string' },
     responder: { type: 'string', default: 'schema' },
+    // A config mistake to answer as a real server does: another model 404, another key 401.
+    model: { type: 'string', multiple: true },
+    'api-key': { type: 'string' },
+    // Every request answered 500 with the same message (a server that refuses the request shape).
+    'always-500': { type: 'boolean' },
   },
 });
 const responder = RESPONDERS[values.responder as keyof typeof RESPONDERS];
@@ -32,6 +38,9 @@ const server = await start({
   port: Number(values.port),
   seed: Number(values.seed),
   responder,
+  ...(values.model ? { models: values.model } : {}),
+  ...(values['api-key'] === undefined ? {} : { apiKey: values['api-key'] }),
+  ...(values['always-500'] ? { faults: { rate: 1, kinds: ['server-error' as const] } } : {}),
   latency: values['median-ms']
     ? {
         kind: 'lognormal',

@@ -41,6 +41,13 @@ export interface ServerOptions {
   responder?: Responder;
   /** Seeds latencies and fault draws. */
   seed?: number;
+  /**
+   * The models served: a request for another is answered 404 as vLLM does ("The model `x` does not
+   * exist."). Unset: any model name is served.
+   */
+  models?: string[];
+  /** The one API key accepted (Authorization: Bearer): another is answered 401 as OpenAI does. */
+  apiKey?: string;
 }
 
 export interface Stats {
@@ -100,6 +107,23 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
     const request = parsed.data;
     const promptHash = sha256(JSON.stringify(request.messages));
     stats.requests++;
+    // Checked before any fault or reply, as a real server does: a config mistake refuses every input.
+    if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`)
+      return json(res, 401, {
+        error: {
+          message: 'Incorrect API key provided. You can find your API key in your account settings.',
+          type: 'invalid_request_error',
+          code: 'invalid_api_key',
+        },
+      });
+    if (options.models && !options.models.includes(request.model))
+      return json(res, 404, {
+        error: {
+          message: `The model \`${request.model}\` does not exist.`,
+          type: 'NotFoundError',
+          code: 404,
+        },
+      });
     stats.byPromptHash[promptHash] = (stats.byPromptHash[promptHash] ?? 0) + 1;
     const fault = plan.next();
     if (fault) stats.byFault[fault] = (stats.byFault[fault] ?? 0) + 1;
