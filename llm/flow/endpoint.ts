@@ -155,7 +155,7 @@ export class Endpoint {
     }
     if (alone === 'endpoint') {
       this.watch.repeated(e, key);
-      this.fault = { fault: faultOf(e, identity, this.name), confirmed: false };
+      this.fault ??= { fault: faultOf(e, identity, this.name), confirmed: false };
       this.confirm(probe);
       return 'endpoint';
     }

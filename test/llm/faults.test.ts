@@ -1,0 +1,235 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { TransientError } from '../../llm/errors.js';
+import { Endpoint } from '../../llm/flow/endpoint.js';
+import { type EndpointFault, faultOf, REPEATS_FOR_ENDPOINT, whoseAlone } from '../../llm/flow/faults.js';
+import { Throttle } from '../../llm/flow/throttle.js';
+import { FastClock } from './helpers.js';
+
+/** An error as the openai client throws for an HTTP answer: its status and "STATUS message". */
+const http = (status: number, message: string) =>
+  Object.assign(new Error(`${status} ${message}`), { status });
+/** What the provider makes of a 5xx or 429: a TransientError with the status. */
+const transient = (status: number, message: string) =>
+  new TransientError(
+    status === 429 ? 'rate-limit' : 'server-error',
+    `${status} ${message}`,
+    undefined,
+    status,
+  );
+
+const who = { key: 'k', stage: 'relevance', model: 'gpt-x', stageModel: false };
+
+describe('the fault table', () => {
+  it.each([
+    [http(401, 'Incorrect API key provided'), 'endpoint'],
+    [http(403, 'forbidden'), 'endpoint'],
+    [http(404, 'The model `x` does not exist.'), 'endpoint'],
+    [http(404, 'no route POST /v2/chat/completions'), 'endpoint'],
+    [http(400, "This model's maximum context length is 4096 tokens. However, you requested 9000"), 'record'],
+    [http(400, 'the request exceeds the available context size (n_ctx 2048)'), 'record'],
+    [http(413, 'payload too large'), 'record'],
+    [http(400, "Unsupported parameter: 'temperature'"), 'suspect'],
+    [http(422, 'response_format json_schema is not supported'), 'suspect'],
+    [transient(500, 'internal error'), 'transient'],
+    [transient(503, 'loading model'), 'transient'],
+    [transient(429, 'rate limited'), 'transient'],
+    [new TransientError('connection', 'ECONNREFUSED'), 'transient'],
+    [new Error('a bug: cannot read properties of undefined'), 'record'],
+  ])('%s is the %s fault on its own', (e, whose) => {
+    expect(whoseAlone(e)).toBe(whose);
+  });
+
+  it.each([
+    [http(401, 'Incorrect API key provided'), who, 'llm.apiKeyEnv'],
+    [http(404, 'The model `gpt-x` does not exist.'), who, 'llm.model'],
+    [
+      http(404, 'The model `gpt-x` does not exist.'),
+      { ...who, stageModel: true },
+      'llm.stages.relevance.model',
+    ],
+    [http(404, 'Not Found'), who, 'llm.baseUrl'],
+    [
+      http(400, "Unsupported parameter: 'temperature' is not supported with this model"),
+      who,
+      'llm.temperature',
+    ],
+    [http(400, 'max_tokens is not supported, use max_completion_tokens'), who, 'llm.maxTokens'],
+    [transient(500, 'response_format json_schema unsupported'), who, 'llm.baseUrl'],
+  ])('%s: the key to fix is %s', (e, identity, key) => {
+    const fault = faultOf(e, identity, 'http://h/v1');
+    expect(fault.configKey).toBe(key);
+    expect(fault.message).toBe((e as Error).message.replace(/^\d{3} /, ''));
+    expect(fault.fix).toContain(key === 'llm.apiKeyEnv' ? 'apiKeyEnv' : key);
+  });
+});
+
+/** An endpoint with fast virtual time and what it reported. */
+function endpoint(probeIntervalMs = 1000) {
+  const clock = new FastClock();
+  const faults: (EndpointFault | null)[] = [];
+  const e = new Endpoint(
+    'http://h/v1',
+    {
+      limits: { concurrency: 4 },
+      retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 100 },
+      circuit: { failureThreshold: 8, probeIntervalMs },
+    },
+    clock,
+    { onRetry: () => {}, onDown: () => {}, onFault: (f) => faults.push(f) },
+  );
+  return { e, clock, faults, stage: new Throttle({}, clock) };
+}
+
+/** Lets virtual time run (FastClock sleeps end on the next macrotask) for `turns` turns. */
+const turns = async (n: number) => {
+  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+};
+
+/** The endpoint's faults: every input of a run fails alike. */
+const endpointFaults = fc.constantFrom(
+  () => http(401, 'Incorrect API key provided'),
+  () => http(403, 'Forbidden'),
+  () => http(404, 'The model `x` does not exist.'),
+  () => http(404, 'no route POST /chat/completions'),
+  () => http(400, "Unsupported value: 'temperature' does not support 0.2"),
+  () => http(422, 'json_schema response_format is not supported'),
+  () => transient(500, 'internal error: grammar from json_schema failed'),
+);
+
+/** A record's own faults, each of one input. */
+const recordFaults = fc.constantFrom(
+  () => http(400, "This model's maximum context length is 4096 tokens"),
+  () => http(413, 'request entity too large'),
+  () => new Error('reply parse failure'),
+);
+
+describe('an endpoint fault never fails a call; a record fault never stops the stage', () => {
+  it('property: every input failing with an endpoint fault waits (none rejects), is reported once, and resumes once fixed', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        endpointFaults,
+        fc.integer({ min: REPEATS_FOR_ENDPOINT, max: 12 }),
+        async (fault, n) => {
+          const { e, faults, stage, clock } = endpoint();
+          let fixed = false;
+          let sent = 0;
+          const settled: string[] = [];
+          const calls = Array.from({ length: n }, (_, i) =>
+            e
+              .send(
+                stage,
+                1,
+                async () => {
+                  sent++;
+                  if (!fixed) throw fault();
+                  return { tokens: 1 };
+                },
+                { ...who, key: `input-${i}` },
+              )
+              .then(
+                () => settled.push('ok'),
+                (err: Error) => settled.push(`failed: ${err.message}`),
+              ),
+          );
+          // Long enough for every retry, the trip and several probes.
+          await turns(200);
+          expect(settled).toEqual([]);
+          expect(faults.filter((f) => f !== null)).toHaveLength(1);
+          expect(e.confirmedFault?.message).toBe(fault().message.replace(/^\d{3} /, ''));
+          const [before, since] = [sent, clock.now()];
+          await turns(50);
+          // Paused: one probe a probe interval (1 s of virtual time), not every input again.
+          expect(sent - before).toBeLessThanOrEqual(Math.floor((clock.now() - since) / 1000) + 1);
+          fixed = true;
+          await Promise.all(calls);
+          expect(settled).toEqual(Array(n).fill('ok'));
+          expect(faults.at(-1)).toBeNull();
+          expect(e.confirmedFault).toBeNull();
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('property: inputs failing on their own fail (a dead letter each), the others complete, and no fault is reported', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.option(recordFaults, { nil: undefined }), { minLength: 1, maxLength: 12 }),
+        // At most REPEATS_FOR_ENDPOINT - 1 inputs with one refusal message: still their own.
+        fc.array(fc.nat(11), { maxLength: REPEATS_FOR_ENDPOINT - 1 }),
+        async (plan, refusedAt) => {
+          const { e, faults, stage } = endpoint(50);
+          const refused = new Set(refusedAt.filter((i) => i < plan.length));
+          const outcomes = await Promise.all(
+            plan.map((fault, i) =>
+              e
+                .send(
+                  stage,
+                  1,
+                  async () => {
+                    if (refused.has(i)) throw http(400, "Invalid 'messages': content policy");
+                    if (fault) throw fault();
+                    return { tokens: 1 };
+                  },
+                  { ...who, key: `input-${i}` },
+                )
+                .then(
+                  () => 'ok',
+                  () => 'failed',
+                ),
+            ),
+          );
+          expect(outcomes).toEqual(plan.map((f, i) => (f || refused.has(i) ? 'failed' : 'ok')));
+          expect(faults).toEqual([]);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it('a 500 that differs between inputs, or comes with successes, is an outage to retry, never a refusal', async () => {
+    const { e, faults, stage } = endpoint();
+    let n = 0;
+    const results = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) =>
+        e.send(
+          stage,
+          1,
+          async () => {
+            // Every other request fails, each with its own message.
+            if (n++ % 2 === 0) throw transient(500, `worker ${n} crashed`);
+            return { tokens: 1 };
+          },
+          { ...who, key: `input-${i}` },
+        ),
+      ),
+    );
+    // Retried (a call may still run out of attempts, as any outage's), never paused as a refusal.
+    expect(results.filter((r) => r.status === 'fulfilled').length).toBeGreaterThan(0);
+    expect(faults).toEqual([]);
+    expect(e.confirmedFault).toBeNull();
+  });
+
+  it('aborting the signal rejects calls waiting on a paused endpoint at once', async () => {
+    const { e, stage } = endpoint();
+    const stop = new AbortController();
+    const calls = Array.from({ length: 5 }, (_, i) =>
+      e
+        .send(
+          stage,
+          1,
+          async () => {
+            throw http(401, 'bad key');
+          },
+          { ...who, key: `input-${i}` },
+          stop.signal,
+        )
+        .catch((err: unknown) => err),
+    );
+    await turns(20);
+    stop.abort(new Error('stopping'));
+    const errors = await Promise.all(calls);
+    expect(errors.map((x) => (x as Error).message)).toEqual(Array(5).fill('stopping'));
+  });
+});
