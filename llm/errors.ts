@@ -20,6 +20,37 @@ export class LlmReplyError extends Error {
 }
 
 /**
+ * The model declined to answer (OpenAI's `message.refusal`). A reply of its own kind, not an
+ * invalid one: asking it to fix its JSON would pay for a second refusal. Dead-lettered with the text.
+ */
+export class LlmRefusalError extends Error {
+  override readonly name = 'LlmRefusalError';
+  constructor(
+    readonly stage: LlmStage,
+    /** The model's words. */
+    readonly refusal: string,
+    readonly callId: string,
+  ) {
+    super(`${stage}: the model refused: ${refusal}`);
+  }
+}
+
+/**
+ * This input's prompt and the least reply budget do not fit the model's context: declared
+ * (`contextTokens`), or as the server's 400 said (its words in `message`). A fault of the input,
+ * not of the endpoint.
+ */
+export class LlmContextError extends Error {
+  override readonly name = 'LlmContextError';
+  constructor(
+    readonly stage: LlmStage,
+    message: string,
+  ) {
+    super(`${stage}: over the model's context: ${message}`);
+  }
+}
+
+/**
  * The endpoint refused the request for good (4xx other than 408/409/429, or the same transient
  * failure more often than retry.maxAttempts while the endpoint otherwise answered).
  */

@@ -2,7 +2,13 @@
 
 export { LLM_CALLS_TOPIC, LlmCallLog } from './calls.js';
 export { type Clock, systemClock } from './clock.js';
-export { LlmReplyError, LlmRequestError, LlmStoppedError } from './errors.js';
+export {
+  LlmContextError,
+  LlmRefusalError,
+  LlmReplyError,
+  LlmRequestError,
+  LlmStoppedError,
+} from './errors.js';
 export type { EndpointFault } from './flow/faults.js';
 export type { ResponseJournal } from './journal/journal.js';
 export { JOURNAL_TOPIC, LogJournal } from './journal/log.js';

@@ -15,7 +15,13 @@ import type {
 } from '../schemas/llm.js';
 import { Budget } from './budget.js';
 import { type Clock, systemClock } from './clock.js';
-import { LlmReplyError, LlmRequestError, LlmStoppedError } from './errors.js';
+import {
+  LlmContextError,
+  LlmRefusalError,
+  LlmReplyError,
+  LlmRequestError,
+  LlmStoppedError,
+} from './errors.js';
 import { AttemptsExhausted } from './flow/endpoint.js';
 import type { EndpointFault } from './flow/faults.js';
 import type { ResponseJournal } from './journal/journal.js';
@@ -24,7 +30,8 @@ import { replyJsonSchema } from './json-schema.js';
 import { requestKey } from './key.js';
 import { LlmMetrics } from './metrics.js';
 import { STAGE_GRAMMARS } from './providers/local-grammars.js';
-import { checkReply, repairMessages } from './reply.js';
+import { CONTEXT_EXCEEDED } from './providers/openai.js';
+import { checkReply, cutOffThinking, repairMessages, splitThinking } from './reply.js';
 import { type Target, Targets } from './targets.js';
 
 export interface CompletionRequest<S extends z.ZodType> {
@@ -86,6 +93,12 @@ export class Llm {
   private readonly clock: Clock;
   private readonly budget: Budget;
   private readonly targets: Targets;
+  /**
+   * By stage and model: the budget a reply cut off while thinking last needed, where the next
+   * request of the stage starts, so that only the first few calls to a thinking model pay for a
+   * cut-off reply.
+   */
+  private readonly thinkingBudgets = new Map<string, number>();
   /** Requests sent and not yet answered, by request key. */
   private readonly sending = new Map<string, Promise<{ reply: LlmJournalReply; attempts: number }>>();
   /** Aborted by stop(): every call waiting or in flight gives up with LlmStoppedError. */
@@ -138,6 +151,11 @@ export class Llm {
         },
       }),
       options.env ?? process.env,
+      (endpoint, model, change, refusal) =>
+        this.log.warn(
+          { endpoint, model, refusal },
+          `LLM endpoint refused a parameter sent by choice: ${change} from now on for this model`,
+        ),
     );
     this.metrics.budgetUsdPerDay.set(config.budget.usdPerDay ?? 0);
   }
@@ -149,15 +167,24 @@ export class Llm {
   async complete<S extends z.ZodType>(request: CompletionRequest<S>): Promise<Completion<z.output<S>>> {
     const target = this.targets.get(request.stage);
     const schema = { name: request.stage, schema: replyJsonSchema(request.schema) };
-    const ask = (messages: LlmMessage[], repair: boolean) =>
-      this.request(target, request, messages, schema, repair);
+    const spent: Answered[] = [];
+    const ask = async (messages: LlmMessage[], repair: boolean) => {
+      const answered = await this.answer(target, request, messages, schema, repair, spent);
+      if (answered.reply.refusal) {
+        this.count(request.stage, target, 'refused');
+        throw new LlmRefusalError(request.stage, answered.reply.refusal, answered.callId);
+      }
+      return answered;
+    };
 
     const first = await ask(request.messages, false);
     let checked = checkReply(first.reply, request.schema);
     let last = first;
     if (!checked.ok) {
       this.count(request.stage, target, 'invalid');
-      last = await ask(repairMessages(request.messages, first.reply.content, checked.reason), true);
+      // The answer, not the thinking: the model is asked to fix what it answered.
+      const answer = splitThinking(first.reply.content).answer;
+      last = await ask(repairMessages(request.messages, answer, checked.reason), true);
       checked = checkReply(last.reply, request.schema);
       if (!checked.ok) {
         this.count(request.stage, target, 'invalid');
@@ -165,18 +192,71 @@ export class Llm {
       }
     }
     this.count(request.stage, target, last === first ? 'ok' : 'repaired');
-    const both = last === first ? [first] : [first, last];
     return {
       value: checked.value,
       usage: {
-        inputTokens: both.reduce((n, a) => n + a.reply.usage.inputTokens, 0),
-        outputTokens: both.reduce((n, a) => n + a.reply.usage.outputTokens, 0),
+        inputTokens: spent.reduce((n, a) => n + a.reply.usage.inputTokens, 0),
+        outputTokens: spent.reduce((n, a) => n + a.reply.usage.outputTokens, 0),
       },
-      cached: both.every((a) => a.cached),
+      cached: spent.every((a) => a.cached),
       model: last.reply.model,
-      latencyMs: both.reduce((n, a) => n + a.latencyMs, 0),
+      latencyMs: spent.reduce((n, a) => n + a.latencyMs, 0),
       callId: last.callId,
     };
+  }
+
+  /**
+   * One reply to `messages` with the budget it needs: a reply cut off while the model was still
+   * thinking is asked again with four times the budget, up to maxTokensCap and what the context
+   * leaves; one still thinking there is no reply (no repair: a repair would think as long). The
+   * budget is fitted to a declared context first; a prompt that leaves too little is refused unsent.
+   * Every request made is added to `spent`.
+   */
+  private async answer(
+    target: Target,
+    request: CompletionRequest<z.ZodType>,
+    messages: LlmMessage[],
+    schema: { name: string; schema: Record<string, unknown> },
+    repair: boolean,
+    spent: Answered[],
+  ): Promise<Answered> {
+    const { stage } = request;
+    const wanted = request.params?.maxTokens ?? target.maxTokens;
+    const room =
+      target.contextTokens === undefined ? undefined : target.contextTokens - promptTokens(messages);
+    if (room !== undefined && room < Math.min(wanted, MIN_REPLY_TOKENS))
+      throw new LlmContextError(
+        stage,
+        `the prompt is about ${target.contextTokens! - room} tokens, leaving ${Math.max(0, room)} of the ${target.contextTokens}-token context (contextTokens) for a reply that needs at least ${Math.min(wanted, MIN_REPLY_TOKENS)}`,
+      );
+    const cap = Math.min(Math.max(target.maxTokensCap, wanted), room ?? Number.POSITIVE_INFINITY);
+    const learned = `${stage}\u0000${target.model}`;
+    let budget = Math.min(Math.max(wanted, this.thinkingBudgets.get(learned) ?? 0), cap);
+    for (;;) {
+      const answered = await this.request(target, request, messages, schema, repair, budget);
+      spent.push(answered);
+      if (!cutOffThinking(answered.reply)) {
+        if (budget > wanted)
+          this.thinkingBudgets.set(learned, Math.max(budget, this.thinkingBudgets.get(learned) ?? 0));
+        return answered;
+      }
+      this.count(stage, target, 'thinking-cut-off');
+      if (budget >= cap) {
+        const why = `the reply was cut off at ${budget} tokens while the model was still thinking`;
+        if (room !== undefined && cap === room)
+          throw new LlmContextError(
+            stage,
+            `${why}: the ${target.contextTokens}-token context (contextTokens) leaves no more`,
+          );
+        throw new LlmReplyError(
+          stage,
+          answered.reply.content,
+          `${why} (maxTokensCap ${target.maxTokensCap})`,
+          answered.callId,
+        );
+      }
+      budget = Math.min(budget * 4, cap);
+    }
   }
 
   /** Replaces the daily cap; calls waiting on the old one go ahead if the new one allows. */
@@ -210,11 +290,13 @@ export class Llm {
     messages: LlmMessage[],
     schema: { name: string; schema: Record<string, unknown> },
     repair: boolean,
+    maxTokens: number,
   ): Promise<Answered> {
     const { stage } = request;
     const params = {
-      temperature: request.params?.temperature ?? target.temperature,
-      maxTokens: request.params?.maxTokens ?? target.maxTokens,
+      temperature:
+        request.params?.temperature !== undefined ? request.params.temperature : target.temperature,
+      maxTokens,
     };
     const key = requestKey({
       provider: target.provider,
@@ -224,6 +306,8 @@ export class Llm {
       params: {
         ...params,
         schema,
+        // Only when set, so that the keys of requests made before there were any stay the same.
+        ...(Object.keys(target.fields).length > 0 ? { fields: target.fields } : {}),
         ...(target.provider === 'local' && STAGE_GRAMMARS[schema.name]
           ? { grammar: STAGE_GRAMMARS[schema.name] }
           : {}),
@@ -251,6 +335,7 @@ export class Llm {
         cached,
         attempts,
         repair,
+        ...(reply.reasoningTokens ? { reasoningTokens: reply.reasoningTokens } : {}),
         at: Date.now(),
       });
       return { reply, callId, cached, latencyMs };
@@ -284,7 +369,7 @@ export class Llm {
     stage: LlmStage,
     messages: LlmMessage[],
     schema: { name: string; schema: Record<string, unknown> },
-    params: { temperature: number; maxTokens: number },
+    params: { temperature: number | null; maxTokens: number },
     key: string,
   ): Promise<{ reply: LlmJournalReply; attempts: number }> {
     await this.budget.admit();
@@ -305,6 +390,7 @@ export class Llm {
             messages,
             schema,
             ...params,
+            fields: target.fields,
             timeoutMs: target.timeoutMs,
           });
           // Journaled before anything else happens to it, and before its slot is given back: the
@@ -324,7 +410,11 @@ export class Llm {
       if (e instanceof AttemptsExhausted) {
         throw new LlmRequestError(stage, `gave up after repeated ${e.last.reason} failures: ${e.message}`);
       }
-      throw new LlmRequestError(stage, (e as Error).message, (e as { status?: number }).status);
+      const status = (e as { status?: number }).status;
+      // The server says this prompt and budget do not fit its context: this input's fault, in its words.
+      if ((status === 400 || status === 413 || status === 422) && CONTEXT_EXCEEDED.test((e as Error).message))
+        throw new LlmContextError(stage, (e as Error).message);
+      throw new LlmRequestError(stage, (e as Error).message, status);
     }
     this.metrics.inFlight.dec({ stage });
     return { reply: sent.reply.reply, attempts: sent.attempts };
@@ -339,6 +429,9 @@ export class Llm {
       this.metrics.spentTodayUsd.set(this.budget.spentUsd());
       this.metrics.tokens.inc({ ...labels, direction: 'input' }, r.inputTokens);
       this.metrics.tokens.inc({ ...labels, direction: 'output' }, r.outputTokens);
+      // Of the output, what the model spent thinking: what turning thinking off would save.
+      if (r.reasoningTokens)
+        this.metrics.tokens.inc({ ...labels, direction: 'reasoning' }, r.reasoningTokens);
       this.metrics.cost.inc(labels, r.costUsd);
       this.metrics.latency.observe(labels, r.latencyMs / 1000);
     }
@@ -350,9 +443,24 @@ export class Llm {
     }
   }
 
-  private count(stage: LlmStage, target: Target, outcome: 'ok' | 'repaired' | 'invalid' | 'failed'): void {
+  private count(
+    stage: LlmStage,
+    target: Target,
+    outcome: 'ok' | 'repaired' | 'invalid' | 'failed' | 'refused' | 'thinking-cut-off',
+  ): void {
     this.metrics.calls.inc({ stage, model: target.model, outcome });
   }
+}
+
+/** The least budget worth a request: a stage's reply is a few hundred tokens of JSON. */
+const MIN_REPLY_TOKENS = 256;
+
+/**
+ * A prompt's tokens, over- rather than under-estimated (3 characters a token, where English prose is
+ * about 4, plus each message's framing): a budget fitted to it must not overflow the context.
+ */
+export function promptTokens(messages: readonly LlmMessage[]): number {
+  return messages.reduce((n, m) => n + Math.ceil(m.content.length / 3) + 8, 0);
 }
 
 /** One signal every call listens to (hundreds at once): no listener limit, no warning. */

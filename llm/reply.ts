@@ -3,11 +3,45 @@ import type { LlmJournalReply, LlmMessage } from '../schemas/llm.js';
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };
 
+/**
+ * A reply's content as the model's thinking and its answer. Servers that do not split reasoning
+ * out (llama-server `--reasoning-format none`, vLLM without a reasoning parser, gateways) leave
+ * it inline before the answer, in `<think>` tags (DeepSeek-R1, Qwen3, QwQ); some templates open the
+ * tag in the prompt, so only its end is in the reply. `unfinished`: the thinking never ended.
+ */
+export function splitThinking(content: string): { thinking: string; answer: string; unfinished: boolean } {
+  const text = content.trimStart();
+  const close = text.indexOf('</think>');
+  if (text.startsWith('<think>') && close < 0)
+    return { thinking: text.slice('<think>'.length), answer: '', unfinished: true };
+  if (close < 0) return { thinking: '', answer: content, unfinished: false };
+  const before = text.slice(0, close);
+  // A closing tag inside the answer (a model quoting one) is not thinking: only a leading block is.
+  if (!text.startsWith('<think>') && before.includes('{'))
+    return { thinking: '', answer: content, unfinished: false };
+  return {
+    thinking: before.replace(/^<think>/, ''),
+    answer: text.slice(close + '</think>'.length),
+    unfinished: false,
+  };
+}
+
+/**
+ * The reply stopped at its budget before any answer: everything it wrote was thinking (content
+ * null beside reasoning_content, an unfinished `<think>`, or hidden reasoning that used it all).
+ * Not an invalid reply, a budget too small for this model: ask again with more, not for a repair.
+ */
+export function cutOffThinking(reply: LlmJournalReply): boolean {
+  if (!reply.truncated || reply.refusal) return false;
+  const { answer, unfinished } = splitThinking(reply.content);
+  return unfinished || answer.trim() === '';
+}
+
 /** A reply's content parsed and validated; never throws, whatever the model sent. */
 export function checkReply<S extends z.ZodType>(reply: LlmJournalReply, schema: S): Checked<z.output<S>> {
   let json: unknown;
   try {
-    json = JSON.parse(unfenced(reply.content));
+    json = JSON.parse(unfenced(splitThinking(reply.content).answer));
   } catch (e) {
     const cut = reply.truncated ? ' (the reply was cut off at maxTokens)' : '';
     return { ok: false, reason: `not valid JSON${cut}: ${(e as Error).message}` };

@@ -14,8 +14,15 @@ export interface Target {
   model: string;
   /** The stage names its own model (llm.stages.<stage>.model): the key an unknown model is fixed in. */
   stageModel: boolean;
-  temperature: number;
+  /** null: not sent. */
+  temperature: number | null;
   maxTokens: number;
+  /** The most a reply cut off while thinking is given when asked again. */
+  maxTokensCap: number;
+  /** The model's context, where declared. */
+  contextTokens: number | undefined;
+  /** Server-specific fields for each request: the global ones under the stage's. */
+  fields: Record<string, unknown>;
   timeoutMs: number;
   inputUsdPerMillion: number;
   outputUsdPerMillion: number;
@@ -39,6 +46,13 @@ export class Targets {
     private readonly clock: Clock,
     private readonly hooks: (endpoint: string) => EndpointHooks,
     private readonly env: NodeJS.ProcessEnv,
+    /** Told when an endpoint refused a field sent by choice and is sent requests without it from now on. */
+    private readonly onDialect: (
+      endpoint: string,
+      model: string,
+      change: string,
+      refusal: string,
+    ) => void = () => {},
   ) {
     for (const stage of LlmStage.options) this.stages.set(stage, this.build(stage));
   }
@@ -64,7 +78,7 @@ export class Targets {
     let shared = this.endpoints.get(name);
     if (!shared) {
       shared = {
-        backend: provider === 'local' ? new LocalProvider({ modelPath: c.modelPath }) : this.openai(),
+        backend: provider === 'local' ? new LocalProvider({ modelPath: c.modelPath }) : this.openai(name),
         endpoint: new Endpoint(
           name,
           {
@@ -82,8 +96,12 @@ export class Targets {
       provider,
       model: s.model ?? (provider === 'local' ? basename(c.modelPath) : c.model),
       stageModel: s.model !== undefined,
-      temperature: s.temperature ?? c.temperature,
+      // A stage's null (not sent) stands over the global temperature; only an absent one does not.
+      temperature: s.temperature !== undefined ? s.temperature : c.temperature,
       maxTokens: s.maxTokens ?? c.maxTokens,
+      maxTokensCap: Math.max(c.maxTokensCap, s.maxTokens ?? c.maxTokens),
+      contextTokens: s.contextTokens ?? c.contextTokens,
+      fields: { ...c.requestFields, ...s.requestFields },
       timeoutMs: c.timeoutMs,
       inputUsdPerMillion: s.inputUsdPerMillion ?? c.inputUsdPerMillion,
       outputUsdPerMillion: s.outputUsdPerMillion ?? c.outputUsdPerMillion,
@@ -92,11 +110,13 @@ export class Targets {
     };
   }
 
-  private openai(): Provider {
+  private openai(endpoint: string): Provider {
     const key = this.env[this.config.apiKeyEnv];
     if (!key)
       throw new Error(`the LLM endpoint's API key: environment variable ${this.config.apiKeyEnv} is not set`);
-    return new OpenAiProvider(this.config.baseUrl, key);
+    return new OpenAiProvider(this.config.baseUrl, key, {
+      onDialect: (model, change, refusal) => this.onDialect(endpoint, model, change, refusal),
+    });
   }
 }
 

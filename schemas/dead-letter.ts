@@ -29,6 +29,8 @@ export const DeadLetterCode = z.enum([
   // The LLM stages (extract, grade, classify):
   'llm-reply-invalid', // the reply would not validate, even after a repair request
   'llm-request-refused', // the endpoint refused the request for good
+  'llm-refusal', // the model declined to answer (message.refusal); the dead letter carries its words
+  'llm-context-exceeded', // the prompt and the least reply do not fit the model's context
   // Classify:
   'label-unknown', // a label outside the taxonomy
   // Read only from old logs:
@@ -50,6 +52,8 @@ export function deadLetterCodeOf(reason: string): DeadLetterCode {
     [/not in english/, 'not-english'],
     [/no passage gave a question/, 'no-question'],
     [/question not usable/, 'question-unusable'],
+    [/the model refused: /, 'llm-refusal'],
+    [/over the model's context/, 'llm-context-exceeded'],
     [/unusable reply|not valid json|does not match the schema/, 'llm-reply-invalid'],
     [/labels not in /, 'label-unknown'],
     [/^empty file$/, 'empty-file'],

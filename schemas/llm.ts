@@ -9,13 +9,51 @@ export type LlmProvider = z.infer<typeof LlmProvider>;
 
 const positiveInt = () => z.number().int().positive();
 
+/**
+ * What each request sets itself, so a configured field may not: the conversation and the reply's
+ * shape belong to the stage, the model and the budget to their own keys, and the layer reads one
+ * whole reply. Each with the key to use instead, where there is one.
+ */
+const OWNED_FIELDS: Record<string, string> = {
+  messages: "the stage's prompt",
+  response_format: "the stage's reply schema",
+  model: 'set `model`',
+  temperature: 'set `temperature` (null leaves it unsent)',
+  max_tokens: 'set `maxTokens`',
+  max_completion_tokens: 'set `maxTokens`',
+  stream: 'the layer reads whole replies',
+  n: 'the layer reads one choice',
+};
+
+/**
+ * Fields sent as they are in every chat completions request: a server's own options (vLLM's
+ * `chat_template_kwargs`, OpenAI's `reasoning_effort`, OpenRouter's `provider`). A field the
+ * request owns is a config error naming its path.
+ */
+export const LlmRequestFields = z.record(z.string(), z.unknown()).superRefine((fields, ctx) => {
+  for (const key of Object.keys(fields)) {
+    const owner = OWNED_FIELDS[key];
+    if (owner)
+      ctx.addIssue({
+        code: 'custom',
+        path: [key],
+        message: `${key} is not a request field to set: ${owner}`,
+      });
+  }
+});
+export type LlmRequestFields = z.infer<typeof LlmRequestFields>;
+
 /** What a stage may set for itself; anything left out comes from the global `llm` block. */
 export const LlmStageConfig = z
   .object({
     provider: LlmProvider.optional(),
     model: z.string().min(1).optional(),
-    temperature: z.number().min(0).max(2).optional(),
+    temperature: z.number().min(0).max(2).nullable().optional().describe('null: not sent'),
     maxTokens: positiveInt().optional().describe('most tokens a reply may have'),
+    contextTokens: positiveInt().optional().describe("this stage's model's context, prompt and reply"),
+    requestFields: LlmRequestFields.optional().describe(
+      'sent in each request of this stage, over the global requestFields (shallow)',
+    ),
     concurrency: positiveInt().optional().describe("this stage's calls in flight at once"),
     requestsPerMinute: z.number().positive().optional(),
     tokensPerMinute: z.number().positive().optional().describe('input + output tokens'),
@@ -53,8 +91,23 @@ export const LlmConfig = z
       .default('./data/models/gemma-3-270m-q4_k_m.gguf')
       .describe('GGUF file of the local provider (deploy/model.sh writes the default)'),
     timeoutMs: positiveInt().default(120_000).describe('one request, from sent to its whole reply'),
-    temperature: z.number().min(0).max(2).default(0),
-    maxTokens: positiveInt().default(1024),
+    temperature: z
+      .number()
+      .min(0)
+      .max(2)
+      .nullable()
+      .default(0)
+      .describe("null: not sent, the model's default (OpenAI reasoning models take no other)"),
+    maxTokens: positiveInt().default(1024).describe("a reply's budget, thinking included"),
+    maxTokensCap: positiveInt()
+      .default(32_768)
+      .describe('the most a reply cut off while thinking is given when asked again'),
+    contextTokens: positiveInt()
+      .optional()
+      .describe("the model's context (prompt and reply); unset: the server's 400 says when it is exceeded"),
+    requestFields: LlmRequestFields.default({}).describe(
+      'server-specific fields sent in every request, e.g. {"chat_template_kwargs": {"enable_thinking": false}}',
+    ),
     concurrency: positiveInt().default(64).describe("the endpoint's calls in flight at once"),
     requestsPerMinute: z.number().positive().optional().describe("the endpoint's rate limit"),
     tokensPerMinute: z.number().positive().optional().describe("the endpoint's token rate limit"),
@@ -104,6 +157,13 @@ export const LlmJournalReply = z
     model: z.string(),
     usage: LlmUsage,
     truncated: z.boolean().describe('the reply stopped at maxTokens'),
+    reasoningTokens: z
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .describe("of outputTokens, the model's reasoning (reasoning_content, <think>, hidden)"),
+    refusal: z.string().optional().describe("the model declined (OpenAI's message.refusal)"),
   })
   .strict();
 export type LlmJournalReply = z.infer<typeof LlmJournalReply>;
@@ -123,6 +183,12 @@ export const LlmCallRecord = z
     cached: z.boolean().describe('answered from the response journal'),
     attempts: z.number().int().nonnegative().describe('requests sent for this call; 0 for a journal hit'),
     repair: z.boolean().describe('a second request asking to fix an invalid reply'),
+    reasoningTokens: z
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .describe("of outputTokens, the model's reasoning"),
     at: z.number().int().describe('epoch ms when the reply was known'),
   })
   .strict();

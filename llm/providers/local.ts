@@ -95,7 +95,8 @@ export class LocalProvider implements Provider {
       const reply = await session.promptWithMeta(prompt, {
         grammar,
         maxTokens: request.maxTokens,
-        temperature: request.temperature,
+        // Unset means the model's default; greedy is this one's (a grammar does the rest).
+        temperature: request.temperature ?? 0,
         signal,
       });
       if (signal.aborted)

@@ -1,59 +1,235 @@
 import OpenAI from 'openai';
 import { TransientError } from '../errors.js';
+import { splitThinking } from '../reply.js';
 import { type HttpFetch, httpFetch } from './http-fetch.js';
 import type { Provider, ProviderRequest } from './provider.js';
+
+/**
+ * How one endpoint's model takes a request, learned from what it refused: each server speaks its own
+ * dialect of the chat completions API, and the project's defaults are refused by some.
+ */
+interface Dialect {
+  /** OpenAI's reasoning models (o-series, gpt-5) take no temperature but their default. */
+  temperature: boolean;
+  /**
+   * Both by default: OpenAI's reasoning models refuse `max_tokens`, older servers refuse
+   * `max_completion_tokens` ("Unrecognized request argument supplied"), and Ollama and
+   * llama-cpp-python ignore it, so only `max_tokens` bounds their replies.
+   */
+  maxTokens: boolean;
+  maxCompletionTokens: boolean;
+  /**
+   * `json_schema` is OpenAI's; llama-cpp-python takes only `text` or `json_object`, with the
+   * schema beside the type (llama_cpp/server/types.py: ChatCompletionRequestResponseFormat).
+   */
+  responseFormat: 'json_schema' | 'json_object';
+}
+
+const DEFAULT_DIALECT: Dialect = {
+  temperature: true,
+  maxTokens: true,
+  maxCompletionTokens: true,
+  responseFormat: 'json_schema',
+};
+
+/** The message of a server saying the prompt and the reply's budget do not fit its context. */
+export const CONTEXT_EXCEEDED =
+  /context length|context window|context size|maximum context|exceeds? (?:the )?(?:model'?s? )?(?:max(?:imum)? )?(?:context|n_ctx)|n_ctx/i;
+
+/**
+ * The dialect that answers a refusal of the request, or undefined when the refusal is not about a
+ * field this layer sends by choice. The field is the error's `param` or the first of them its
+ * message names (OpenAI's "Unsupported parameter: 'max_tokens' ... Use 'max_completion_tokens'
+ * instead" names the refused one first).
+ */
+export function relearn(
+  dialect: Dialect,
+  message: string,
+  param: string | null | undefined,
+): { dialect: Dialect; change: string } | undefined {
+  if (CONTEXT_EXCEEDED.test(message)) return undefined;
+  if (
+    dialect.responseFormat === 'json_schema' &&
+    /'text' or 'json_object'|response_format|json_schema/i.test(message) &&
+    /input should be|not supported|unsupported|invalid|unrecognized|not permitted|extra/i.test(message)
+  )
+    return {
+      dialect: { ...dialect, responseFormat: 'json_object' },
+      change: 'response_format json_schema refused: sending {type: "json_object", schema}',
+    };
+  if (
+    !/unsupported|not supported|unrecognized|not permitted|extra (?:inputs|fields)|unknown|does not support/i.test(
+      message,
+    )
+  )
+    return undefined;
+  const fields = ['temperature', 'max_completion_tokens', 'max_tokens'] as const;
+  const named =
+    fields.find((f) => f === param) ??
+    fields
+      .map((f) => ({ f, at: message.search(new RegExp(`\\b${f}\\b`)) }))
+      .filter((x) => x.at >= 0)
+      .sort((a, b) => a.at - b.at)[0]?.f;
+  if (named === 'temperature' && dialect.temperature)
+    return { dialect: { ...dialect, temperature: false }, change: 'temperature refused: leaving it unset' };
+  // One bound always stays: a reply with none runs to the end of the context.
+  if (named === 'max_tokens' && dialect.maxTokens && dialect.maxCompletionTokens)
+    return {
+      dialect: { ...dialect, maxTokens: false },
+      change: 'max_tokens refused: sending max_completion_tokens only',
+    };
+  if (named === 'max_completion_tokens' && dialect.maxCompletionTokens && dialect.maxTokens)
+    return {
+      dialect: { ...dialect, maxCompletionTokens: false },
+      change: 'max_completion_tokens refused: sending max_tokens only',
+    };
+  return undefined;
+}
+
+/** The reply's message as servers extend it: vLLM's reasoning_content, OpenRouter's (and newer vLLM's) reasoning. */
+type ServerMessage = OpenAI.Chat.Completions.ChatCompletionMessage & {
+  reasoning_content?: string | null;
+  reasoning?: string | null;
+};
+
+export interface OpenAiProviderOptions {
+  /** Told once per endpoint and model each time the request is resent in another dialect. */
+  onDialect?: (model: string, change: string, refusal: string) => void;
+}
 
 /** An OpenAI-compatible chat completions endpoint, through the `openai` client. */
 export class OpenAiProvider implements Provider {
   private readonly client: OpenAI;
   private readonly http: HttpFetch = httpFetch();
+  /** By model: a dialect is the endpoint's and the model's (one server can serve several). */
+  private readonly dialects = new Map<string, Dialect>();
 
   constructor(
     baseUrl: string | undefined,
     private readonly apiKey: string,
+    private readonly options: OpenAiProviderOptions = {},
   ) {
     // maxRetries 0: the client's own retries would hide failures from the circuit and the accounting.
     // Requests go over pooled node:http connections, not the built-in fetch: about half the CPU.
-    this.client = new OpenAI({ baseURL: baseUrl, apiKey, maxRetries: 0, fetch: this.http.fetch });
+    this.client = new OpenAI({
+      baseURL: baseUrl,
+      apiKey,
+      maxRetries: 0,
+      fetch: errorBodiesNested(this.http.fetch),
+    });
   }
 
   async chat(request: ProviderRequest) {
-    let completion: OpenAI.Chat.Completions.ChatCompletion;
-    try {
-      completion = await this.client.chat.completions.create(
-        {
-          model: request.model,
-          messages: request.messages,
-          temperature: request.temperature,
-          max_completion_tokens: request.maxTokens,
-          response_format: {
-            type: 'json_schema',
-            json_schema: { name: request.schema.name, schema: request.schema.schema, strict: true },
-          },
-        },
-        // The signal aborts a call in flight when the process stops (the reply is then not paid).
-        { timeout: request.timeoutMs, ...(request.signal ? { signal: request.signal } : {}) },
-      );
-    } catch (e) {
-      // Endpoints quote the key they were sent in their error bodies ("Incorrect API key provided:
-      // sk-…"); what is thrown becomes log lines and dead-letter reasons, so the key leaves it here.
-      throw withoutSecret(transient(e) ?? e, this.apiKey);
+    let completion: OpenAI.Chat.Completions.ChatCompletion | undefined;
+    // Each refusal teaches one field; there are four to learn, so a fifth refusal is the request's.
+    for (let tries = 0; !completion; tries++) {
+      const dialect = this.dialects.get(request.model) ?? DEFAULT_DIALECT;
+      try {
+        completion = await this.client.chat.completions.create(
+          body(request, dialect) as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming,
+          // The signal aborts a call in flight when the process stops (the reply is then not paid).
+          { timeout: request.timeoutMs, ...(request.signal ? { signal: request.signal } : {}) },
+        );
+      } catch (e) {
+        const refused =
+          e instanceof OpenAI.APIError && e.status !== undefined && [400, 422, 500].includes(e.status)
+            ? relearn(dialect, e.message, e.param)
+            : undefined;
+        if (refused && tries < 4) {
+          // Requests in flight together are refused together: the first to learn tells, once.
+          if ((this.dialects.get(request.model) ?? DEFAULT_DIALECT) === dialect) {
+            this.dialects.set(request.model, refused.dialect);
+            this.options.onDialect?.(request.model, refused.change, String(withoutSecret(e, this.apiKey)));
+          }
+          continue;
+        }
+        // Endpoints quote the key they were sent in their error bodies ("Incorrect API key provided:
+        // sk-…"); what is thrown becomes log lines and dead-letter reasons, so the key leaves it here.
+        throw withoutSecret(transient(e) ?? e, this.apiKey);
+      }
     }
     const choice = completion.choices[0];
+    const message = choice?.message as ServerMessage | undefined;
+    const content = message?.content ?? '';
+    const outputTokens = completion.usage?.completion_tokens ?? 0;
+    const reasoningTokens =
+      completion.usage?.completion_tokens_details?.reasoning_tokens ??
+      // vLLM counts reasoning in completion_tokens without saying how much: estimated from its text.
+      Math.min(
+        outputTokens || Number.POSITIVE_INFINITY,
+        Math.ceil(
+          ((message?.reasoning_content ?? message?.reasoning ?? '').length +
+            splitThinking(content).thinking.length) /
+            4,
+        ),
+      );
     return {
-      content: choice?.message.content ?? '',
+      content,
       model: completion.model,
       usage: {
         inputTokens: completion.usage?.prompt_tokens ?? 0,
-        outputTokens: completion.usage?.completion_tokens ?? 0,
+        outputTokens,
       },
       truncated: choice?.finish_reason === 'length',
+      ...(reasoningTokens > 0 ? { reasoningTokens } : {}),
+      ...(message?.refusal ? { refusal: message.refusal } : {}),
     };
   }
 
   async close(): Promise<void> {
     this.http.close();
   }
+}
+
+/** The request body in a dialect; server-specific fields first, so nothing the request owns is overridden. */
+function body(request: ProviderRequest, dialect: Dialect): Record<string, unknown> {
+  const { name, schema } = request.schema;
+  return {
+    ...request.fields,
+    model: request.model,
+    messages: request.messages,
+    ...(dialect.temperature && request.temperature !== null ? { temperature: request.temperature } : {}),
+    ...(dialect.maxCompletionTokens ? { max_completion_tokens: request.maxTokens } : {}),
+    ...(dialect.maxTokens ? { max_tokens: request.maxTokens } : {}),
+    response_format:
+      dialect.responseFormat === 'json_schema'
+        ? { type: 'json_schema', json_schema: { name, schema, strict: true } }
+        : { type: 'json_object', schema },
+  };
+}
+
+/**
+ * Error bodies as the openai client reads them, `{error: {message}}`: older vLLM answers
+ * `{object: "error", message, type, param, code}` at the top level and some servers `{error: "..."}`,
+ * which the client reports as "400 status code (no body)" or a quoted string.
+ */
+function errorBodiesNested(inner: typeof fetch): typeof fetch {
+  return (async (input: string | URL | Request, init?: RequestInit) => {
+    const response = await inner(input, init);
+    if (response.status < 400) return response;
+    const text = await response.text();
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {}
+    const o =
+      json && typeof json === 'object' && !Array.isArray(json)
+        ? (json as Record<string, unknown>)
+        : undefined;
+    const nested =
+      o && o.error === undefined && typeof o.message === 'string'
+        ? { error: o }
+        : o && typeof o.error === 'string'
+          ? { ...o, error: { message: o.error } }
+          : undefined;
+    const headers = new Headers(response.headers);
+    headers.delete('content-length');
+    return new Response(nested ? JSON.stringify(nested) : text, {
+      status: response.status,
+      statusText: response.statusText,
+      headers,
+    });
+  }) as typeof fetch;
 }
 
 /** The error with every occurrence of the secret in its message, stack and body replaced. */

@@ -5,15 +5,19 @@ export interface ProviderRequest {
   messages: LlmMessage[];
   /** The reply's JSON Schema and a name for it (OpenAI wants one). */
   schema: { name: string; schema: Record<string, unknown> };
-  temperature: number;
+  /** null: not sent, the model's own default. */
+  temperature: number | null;
   maxTokens: number;
   timeoutMs: number;
   /** Aborts the request in flight: the process is stopping. */
   signal?: AbortSignal;
+  /** Server-specific fields sent as they are (config `requestFields`); never ones the request owns. */
+  fields?: Record<string, unknown>;
 }
 
 /**
- * One model backend. `chat` makes exactly one request: it throws TransientError for what is worth
+ * One model backend. `chat` makes one request (and, where the endpoint refused a parameter it
+ * sends by choice, that request again the way the endpoint takes it): it throws TransientError for what is worth
  * retrying and anything else for what is not; retries belong to the flow-control layer.
  */
 export interface Provider {

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { z } from 'zod';
+import { Dialect, reply as dialectReply, normalized, refusal } from './dialects.js';
 import { type FaultKind, FaultPlan, type Faults } from './faults.js';
 import { drawLatency, type Latency } from './latency.js';
 import { seeded, seededFrom, sha256 } from './random.js';
@@ -39,6 +40,8 @@ export interface ServerOptions {
   latency?: Latency;
   faults?: z.input<typeof Faults>;
   responder?: Responder;
+  /** How the server speaks (dialects.ts): thinking, refusals, refused fields, context. Plain by default. */
+  dialect?: z.input<typeof Dialect>;
   /** Seeds latencies and fault draws. */
   seed?: number;
   /**
@@ -64,6 +67,15 @@ export interface Stats {
   maxInFlight: number;
   /** Sum of the delays applied to answered requests, for the mean latency actually served. */
   latencySumMs: number;
+  /** Requests the dialect refused (a field it does not take, over its context), by status. */
+  refusedByDialect: Record<string, number>;
+  /** Answered requests that set no budget the dialect honours: on a real server, a reply that may run to the end of the context. */
+  unbounded: number;
+  /** Replies that were the model's refusal. */
+  refusals: number;
+  /** Completion tokens of every reply, thinking included, and of that the thinking. */
+  completionTokens: number;
+  reasoningTokens: number;
 }
 
 export interface LlmServer {
@@ -73,6 +85,7 @@ export interface LlmServer {
   setFaults(faults: z.input<typeof Faults>): void;
   setLatency(latency: Latency): void;
   setResponder(responder: Responder): void;
+  setDialect(dialect: z.input<typeof Dialect>): void;
   resetStats(): void;
   stop(): Promise<void>;
 }
@@ -86,6 +99,11 @@ const emptyStats = (): Stats => ({
   inFlight: 0,
   maxInFlight: 0,
   latencySumMs: 0,
+  refusedByDialect: {},
+  unbounded: 0,
+  refusals: 0,
+  completionTokens: 0,
+  reasoningTokens: 0,
 });
 
 /**
@@ -98,6 +116,7 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
   const plan = new FaultPlan(options.faults ?? {}, random);
   let latency: Latency = options.latency ?? { kind: 'fixed', ms: 0 };
   let responder = options.responder ?? schemaResponder;
+  let dialect = Dialect.parse(options.dialect ?? {});
   let stats = emptyStats();
   const sockets = new Set<Socket>();
 
@@ -125,6 +144,12 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
         },
       });
     stats.byPromptHash[promptHash] = (stats.byPromptHash[promptHash] ?? 0) + 1;
+    const promptTokens = Math.ceil(JSON.stringify(request.messages).length / 4);
+    const refused = refusal(dialect, request, promptTokens);
+    if (refused?.kind === 'error') {
+      stats.refusedByDialect[refused.status] = (stats.refusedByDialect[refused.status] ?? 0) + 1;
+      return json(res, refused.status, refused.body);
+    }
     const fault = plan.next();
     if (fault) stats.byFault[fault] = (stats.byFault[fault] ?? 0) + 1;
     switch (fault) {
@@ -145,7 +170,7 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
     const delay = drawLatency(latency, random);
     stats.inFlight++;
     stats.maxInFlight = Math.max(stats.maxInFlight, stats.inFlight);
-    const content = await responder(request, { promptHash, random: seededFrom(promptHash) });
+    const content = await responder(normalized(request), { promptHash, random: seededFrom(promptHash) });
     if (delay > 0) await new Promise((r) => setTimeout(r, delay));
     stats.inFlight--;
     // A client that went away (killed, timed out) has closed its side: the reply could not arrive.
@@ -162,8 +187,13 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
         : fault === 'schema-break'
           ? JSON.stringify({ __unexpected__: promptHash.slice(0, 8) })
           : content;
-    const promptTokens = Math.ceil(JSON.stringify(request.messages).length / 4);
-    const completionTokens = Math.ceil(reply.length / 4);
+    const outcome = dialectReply(dialect, request, reply, promptHash);
+    if (outcome.kind !== 'reply') throw new Error('a dialect reply is a reply');
+    if (outcome.unbounded) stats.unbounded++;
+    if (outcome.message.refusal) stats.refusals++;
+    const completionTokens = outcome.completionTokens;
+    stats.completionTokens += completionTokens;
+    stats.reasoningTokens += outcome.reasoningTokens;
     json(res, 200, {
       id: `chatcmpl-${promptHash.slice(0, 24)}`,
       object: 'chat.completion',
@@ -172,8 +202,8 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
       choices: [
         {
           index: 0,
-          message: { role: 'assistant', content: reply, refusal: null },
-          finish_reason: fault === 'truncated' ? 'length' : 'stop',
+          message: outcome.message,
+          finish_reason: fault === 'truncated' ? 'length' : outcome.finish,
           logprobs: null,
         },
       ],
@@ -181,6 +211,10 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
         prompt_tokens: promptTokens,
         completion_tokens: completionTokens,
         total_tokens: promptTokens + completionTokens,
+        // OpenAI reports the hidden reasoning it bills; vLLM does not split it out.
+        ...(dialect.reasoning?.field === 'hidden'
+          ? { completion_tokens_details: { reasoning_tokens: outcome.reasoningTokens } }
+          : {}),
       },
     });
   };
@@ -189,9 +223,11 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
     const change = JSON.parse(await body(req)) as {
       faults?: z.input<typeof Faults>;
       latency?: Latency;
+      dialect?: z.input<typeof Dialect>;
       resetStats?: boolean;
     };
     if (change.faults) plan.set(change.faults);
+    if (change.dialect) dialect = Dialect.parse(change.dialect);
     if (change.latency) latency = change.latency;
     if (change.resetStats) stats = emptyStats();
     json(res, 200, { ok: true });
@@ -229,6 +265,9 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
     },
     setResponder: (r) => {
       responder = r;
+    },
+    setDialect: (d) => {
+      dialect = Dialect.parse(d);
     },
     resetStats: () => {
       stats = emptyStats();
