@@ -45,6 +45,7 @@ const RewardRules = z.strictObject({
     labels: wordSet,
     anaphors: wordSet,
     hedges: wordSet,
+    alternatives: wordSet,
   }),
   answerLabels: phrases,
 });

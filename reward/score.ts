@@ -157,11 +157,14 @@ const startsWith = (tokens: Token[], phrase: string) =>
  * word that refers back ("It is often called the heart's natural pacemaker.").
  */
 function endsAnswer(grader: Grader, tokens: Token[]): boolean {
-  if (grader.mentions(tokens).length > 0) return false;
-  if (tokens.some((t) => RULES.negators.has(t.key) || RULES.endOfAnswer.hedges.has(t.key))) return false;
   const first = tokens[0]!;
-  if (RULES.endOfAnswer.labels.has(first.key) && tokens[1]?.key === ':') return true;
+  // "Confidence: 0.8" is a remark whatever its value: a number there is no answer to a count.
+  if (RULES.endOfAnswer.labels.has(first.key) && tokens[1]?.key === ':' && tokens.length <= 5)
+    return !tokens.some((t) => t.kind === 'form');
+  if (grader.mentions(tokens).length > 0) return false;
+  // A closing remark may say "else" ("Let me know if you need anything else."): no hedge there.
   if (RULES.endOfAnswer.remarks.some((r) => startsWith(tokens, r))) return true;
+  if (tokens.some((t) => RULES.negators.has(t.key) || RULES.endOfAnswer.hedges.has(t.key))) return false;
   return first.kind === 'word' && RULES.endOfAnswer.anaphors.has(first.key);
 }
 
@@ -180,7 +183,7 @@ function restatesOption(grader: Grader, tokens: Token[]): boolean {
 }
 
 /** At most this many sentences after the answer are passed over as remarks or elaborations. */
-const MAX_AFTER_ANSWER = 3;
+const MAX_AFTER_ANSWER = 5;
 
 function* placesOf(text: string, grader: Grader): Generator<Place> {
   const boxes = boxed(text);
@@ -211,6 +214,11 @@ function* placesOf(text: string, grader: Grader): Generator<Place> {
     end--;
   const last = sentences[end - 1];
   if (last === undefined) return;
+  // offersAlternative: "Alternatively, it could be ..." after "The answer might be X." hedges X.
+  if (grader.mentions(last).length === 0 && last.some((t) => RULES.endOfAnswer.alternatives.has(t.key))) {
+    yield { where: 'final sentence', sentences: [last], decisive: true };
+    return;
+  }
   const restated = restatesOption(grader, last);
   const alsoNamed = sentences
     .slice(0, end - 1)

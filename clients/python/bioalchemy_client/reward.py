@@ -4,7 +4,8 @@ same two tables of outputs (test/fixtures/reward-cases.json and test/fixtures/re
 Change them together; the steps are described at the top of reward/score.ts.
 
 The port is split as the TypeScript is, one file each: reward_rules.py (the tables, as rules.ts),
-reward_text.py (text.ts), reward_anchor.py (anchor.ts), reward_graders.py (graders.ts), and this file
+reward_text.py (text.ts), reward_anchor.py (anchor.ts), reward_names.py (names.ts), reward_graders.py
+(graders.ts), and this file
 (score.ts: places, the judge, `score`, `unverifiable`; and verl's `compute_score`). Its public names
 (`score`, `compute_score`, `canonical_outputs`, `unverifiable`, and the steps' own) stay importable from
 here. The imports are absolute: verl loads this file by path (see verl.py).
@@ -25,7 +26,7 @@ from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 from bioalchemy_client.reward_anchor import ANSWER, Form, _patterns_of, anchor, binomial_forms, form_key
 from bioalchemy_client.reward_graders import (LETTERS, NUMERIC_TOLERANCE, Mention, _free_form_grader,
                                               _Grader, _mcq_grader, accepted_forms, numeric_form)
-from bioalchemy_client.reward_rules import (_ANAPHORS, _CLAUSE_WORDS, _FILLERS, _HEDGES, _NEGATORS, _REMARK_LABELS,
+from bioalchemy_client.reward_rules import (_ALTERNATIVES, _ANAPHORS, _CLAUSE_WORDS, _FILLERS, _HEDGES, _NEGATORS, _REMARK_LABELS,
                                            _REMARKS, _RULES)
 from bioalchemy_client.reward_text import (_A, _ANSWER_LABEL, _ANSWER_PHRASE, MARK_CLOSE, MARK_OPEN, Token,
                                            _is_question, after_revision, boxed, drop_footnotes, final_text,
@@ -105,15 +106,17 @@ def _ends_answer(grader: _Grader, tokens: List[Token]) -> bool:
     """end_of_answer: a sentence after the answer that leaves it standing: it names no candidate, no negator
     and no hedge, and is a remark ("Hope this helps!", "Confidence: high") or opens with a word that refers
     back ("It is often called the heart's natural pacemaker.")."""
+    first = tokens[0]
+    # "Confidence: 0.8" is a remark whatever its value: a number there is no answer to a count.
+    if first.key in _REMARK_LABELS and len(tokens) > 1 and tokens[1].key == ":" and len(tokens) <= 5:
+        return not any(t.kind == "form" for t in tokens)
     if grader.mentions(tokens):
         return False
-    if any(t.key in _NEGATORS or t.key in _HEDGES for t in tokens):
-        return False
-    first = tokens[0]
-    if first.key in _REMARK_LABELS and len(tokens) > 1 and tokens[1].key == ":":
-        return True
+    # A closing remark may say "else" ("Let me know if you need anything else."): no hedge there.
     if any(_starts_with(tokens, r) for r in _REMARKS):
         return True
+    if any(t.key in _NEGATORS or t.key in _HEDGES for t in tokens):
+        return False
     return first.kind == "word" and first.key in _ANAPHORS
 
 
@@ -127,7 +130,7 @@ def _restates_option(grader: _Grader, tokens: List[Token]) -> bool:
 
 
 # At most this many sentences after the answer are passed over as remarks or elaborations.
-_MAX_AFTER_ANSWER = 3
+_MAX_AFTER_ANSWER = 5
 
 
 def _places_of(text: str, grader: _Grader) -> Iterator[_Place]:
@@ -158,6 +161,10 @@ def _places_of(text: str, grader: _Grader) -> Iterator[_Place]:
     if end == 0:
         return
     last = sentences[end - 1]
+    # offers_alternative: "Alternatively, it could be ..." after "The answer might be X." hedges X.
+    if not grader.mentions(last) and any(t.key in _ALTERNATIVES for t in last):
+        yield _Place("final sentence", [last], True)
+        return
     restated = _restates_option(grader, last)
     also_named = [s for s in sentences[:end - 1]
                   if _candidates_only(grader, s) and (restated or not _restates_option(grader, s))]

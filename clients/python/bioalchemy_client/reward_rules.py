@@ -50,4 +50,5 @@ _REMARKS: List[str] = _RULES["endOfAnswer"]["remarks"]
 _REMARK_LABELS = _word_set(_RULES["endOfAnswer"]["labels"])
 _ANAPHORS = _word_set(_RULES["endOfAnswer"]["anaphors"])
 _HEDGES = _word_set(_RULES["endOfAnswer"]["hedges"])
+_ALTERNATIVES = _word_set(_RULES["endOfAnswer"]["alternatives"])
 _ANSWER_LABELS: List[str] = _RULES["answerLabels"]["phrases"]
