@@ -1,0 +1,186 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN, keptValues, topicValues } from '../e2e/helpers.js';
+import { pipelineResponder } from '../llm-server/pipeline-responder.js';
+import { type LlmServer, type ServerOptions, start } from '../llm-server/server.js';
+import { until } from '../until.js';
+
+const ARTICLES = new URL('../../examples/articles', import.meta.url).pathname;
+const KEY = 'right-key';
+
+/** A data folder with examples/articles ingested, and a config for `url` (with `llm` overrides). */
+function workspace(url: string, llm: Record<string, unknown> = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'endpoint-faults-'));
+  const config = join(dir, 'config.json');
+  const write = (over: Record<string, unknown>, baseUrl = url) =>
+    writeFileSync(
+      config,
+      JSON.stringify({
+        log: `file:${join(dir, 'log')}`,
+        clickhouse: `chdb:${join(dir, 'chdb')}`,
+        llm: {
+          baseUrl,
+          apiKeyEnv: 'FAULTS_KEY',
+          model: 'test-model',
+          retry: { baseDelayMs: 5, maxDelayMs: 50 },
+          circuit: { failureThreshold: 8, probeIntervalMs: 1000 },
+          ...over,
+        },
+      }),
+    );
+  write(llm);
+  const ingest = spawnSync(process.execPath, [BIN, 'ingest', ARTICLES, '--config', config], {
+    encoding: 'utf8',
+    env: { ...process.env, FAULTS_KEY: KEY, BIOALCHEMY_LOG_LEVEL: 'warn' },
+  });
+  if (ingest.status !== 0) throw new Error(`ingest: ${ingest.stderr}`);
+  /** fix: the same folder, the config without the mistake (and pointed at `to`, if given). */
+  return { dir, config, fix: (to?: string) => write({}, to) };
+}
+
+interface Ran {
+  code: number | null;
+  seconds: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** `run --until-idle` in a child; `onStart` gets the child (to signal it). */
+function runUntilIdle(
+  config: string,
+  env: Record<string, string> = {},
+  onStart?: (child: ReturnType<typeof spawn>) => void,
+): Promise<Ran> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, 'run', '--until-idle', '--config', config], {
+      env: { ...process.env, FAULTS_KEY: KEY, BIOALCHEMY_LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c;
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c;
+    });
+    child.on('error', reject);
+    child.on('exit', (code) =>
+      resolve({ code, seconds: (performance.now() - started) / 1000, stdout, stderr }),
+    );
+    onStart?.(child);
+  });
+}
+
+const ids = (qa: { candidate: { id: string } }[]) => qa.map((q) => q.candidate.id).sort();
+
+describe('an endpoint that refuses every request: the run stops non-zero, spends nothing, and a fixed config gives the same QA', () => {
+  let server: LlmServer;
+  let control: string[];
+
+  const serve = async (options: ServerOptions) =>
+    start({ responder: pipelineResponder, models: ['test-model'], apiKey: KEY, ...options });
+
+  beforeAll(async () => {
+    server = await serve({});
+    const good = workspace(server.url);
+    const run = await runUntilIdle(good.config);
+    expect(run.code, run.stderr).toBe(0);
+    control = ids(await keptValues(good.dir));
+    expect(control.length).toBeGreaterThan(0);
+  }, 300_000);
+  afterAll(() => server?.stop());
+
+  it.each([
+    [
+      'a mistyped model',
+      { model: 'test-modl' },
+      {},
+      /fix llm\.model:.*The server said \(404\): The model `test-modl` does not exist/,
+    ],
+    [
+      'a wrong API key',
+      {},
+      { FAULTS_KEY: 'wrong-key' },
+      /fix llm\.apiKeyEnv:.*The server said \(401\): Incorrect API key/,
+    ],
+  ] as const)(
+    '%s: exits non-zero within 60 s with 0 dead letters; fixed, the same QA as a run without the mistake',
+    async (_, llm, env, says) => {
+      const ws = workspace(server.url, llm);
+      const wrong = await runUntilIdle(ws.config, env);
+      expect(wrong.code).not.toBe(0);
+      expect(wrong.seconds).toBeLessThan(60);
+      process.stdout.write(`${_}: run --until-idle exited ${wrong.code} in ${wrong.seconds.toFixed(1)} s\n`);
+      // The last line: the key to fix and the server's words.
+      expect(wrong.stderr).toMatch(new RegExp(`^bioalchemy: stopped: .*${says.source}`, 'm'));
+      expect(wrong.stdout).toMatch(/^dead letters by code: none$/m);
+      expect(await topicValues(ws.dir, 'dlq')).toEqual([]);
+      // The key is never printed.
+      expect(wrong.stderr).not.toContain('wrong-key');
+
+      ws.fix();
+      const fixed = await runUntilIdle(ws.config);
+      expect(fixed.code, fixed.stderr).toBe(0);
+      expect(ids(await keptValues(ws.dir))).toEqual(control);
+    },
+    300_000,
+  );
+
+  it('a server that answers every request with the same 500: exits non-zero within 60 s naming its message', async () => {
+    const broken = await serve({ faults: { rate: 1, kinds: ['server-error'] } });
+    try {
+      const ws = workspace(broken.url);
+      const run = await runUntilIdle(ws.config);
+      expect(run.code).not.toBe(0);
+      expect(run.seconds).toBeLessThan(60);
+      process.stdout.write(
+        `the same 500: run --until-idle exited ${run.code} in ${run.seconds.toFixed(1)} s\n`,
+      );
+      expect(run.stderr).toMatch(/^bioalchemy: .*The server said \(500\): internal error \(test fault\)/m);
+      expect(await topicValues(ws.dir, 'dlq')).toEqual([]);
+      // Every request sent is counted, failed ones included.
+      const sent = Number(run.stdout.match(/^LLM: \d+ calls paid \((\d+) requests sent/m)?.[1]);
+      expect(sent).toBe(broken.stats().requests);
+      expect(run.stdout).toMatch(new RegExp(`http 500 ${broken.stats().requests}`));
+    } finally {
+      await broken.stop();
+    }
+  }, 120_000);
+
+  it('SIGTERM with a call in flight to a server that never answers: exits within 10 s, the input uncommitted', async () => {
+    const silent = await serve({ latency: { kind: 'fixed', ms: 600_000 } });
+    try {
+      const ws = workspace(silent.url);
+      let signalledAt = 0;
+      const run = await runUntilIdle(ws.config, {}, (child) => {
+        void until('a call in flight', async () => (silent.stats().inFlight > 0 ? true : undefined)).then(
+          () => {
+            signalledAt = performance.now();
+            child.kill('SIGTERM');
+          },
+        );
+      });
+      const afterSignal = (performance.now() - signalledAt) / 1000;
+      expect(signalledAt).toBeGreaterThan(0);
+      expect(afterSignal).toBeLessThan(10);
+      process.stdout.write(
+        `SIGTERM with a call in flight: exited ${run.code} ${afterSignal.toFixed(1)} s after it\n`,
+      );
+      expect(await topicValues(ws.dir, 'dlq')).toEqual([]);
+      expect(await topicValues(ws.dir, 'qa.candidates')).toEqual([]);
+      expect(run.stdout).toMatch(/aborted \d+/);
+      // Nothing was spent: the same folder against an answering server gives the QA of a good run.
+      ws.fix(server.url);
+      const again = await runUntilIdle(ws.config);
+      expect(again.code, again.stderr).toBe(0);
+      expect(ids(await keptValues(ws.dir))).toEqual(control);
+    } finally {
+      await silent.stop();
+    }
+  }, 120_000);
+});
