@@ -18,6 +18,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   reward: () => import('./reward.js'),
   stamps: () => import('./stamps.js'),
   'local-model': () => import('./local-model.js'),
+  difficulty: () => import('./difficulty.js'),
 };
 
 const wanted = process.argv.slice(2);

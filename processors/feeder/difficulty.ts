@@ -315,24 +315,32 @@ export function choose(input: ChoiceInput): { slots: Slot[]; leftOut: LeftOut[] 
     slots[i] = { id, copy: 0 };
   };
   /** Live peers of slot i's item, not in the batch, up to `want`, from a start seeded by the slot. */
-  const live = (i: number, want: number, ok: (v: ItemView) => boolean): string[] => {
+  const live = (i: number, want: number, ok: (v: ItemView) => boolean, twice = false): string[] => {
     const list = peers(slots[i]!.id);
     const out: string[] = [];
     if (list.length === 0) return out;
     const start = itemKey(`${input.batchId}#${i}`) % list.length;
     for (let k = 0; k < Math.min(PROBE, list.length) && out.length < want; k++) {
       const id = list[(start + k) % list.length]!;
-      if ((inBatch.get(id) ?? 0) > 0) continue;
+      if (id === slots[i]!.id || (!twice && (inBatch.get(id) ?? 0) > 0)) continue;
       const v = view(id);
       if (v.aside === null && ok(v)) out.push(id);
     }
     return out;
   };
   const near = (v: ItemView) => (target === null ? 0 : Math.abs(v.rate - target));
+  // A replacement is an item the band would keep: one back from its cool-down with a rate still
+  // outside is re-tested in its own planned slot, not called in to stand for another.
+  const kept = (v: ItemView) => !band || v.rollouts === 0 || outside(v.rate, band) === null;
   for (let i = 0; i < slots.length; i++) {
     const v = view(slots[i]!.id);
     if (v.aside !== null) {
-      const found = live(i, target === null ? 1 : input.targetProbe, () => true);
+      const want = target === null ? 1 : input.targetProbe;
+      let found = live(i, want, kept);
+      if (found.length === 0) found = live(i, want, () => true);
+      // A topic with few live items serves one twice in a batch (two groups of the same prompt
+      // are two GRPO groups) rather than an item set aside.
+      if (found.length === 0) found = live(i, want, kept, true);
       if (found.length) {
         found.sort((a, b) => near(view(a)) - near(view(b)));
         take(i, found[0]!, v.aside);

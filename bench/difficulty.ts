@@ -1,0 +1,264 @@
+// Feeding by difficulty (issue 44): a simulated GRPO trainer against the real feeder over HTTP,
+// plain feeding against band-pass with the same seed, in two regimes: many epochs over a fixed
+// pool (as DAPO trains) and one epoch over a larger pool (as the paper trains, where band-pass has
+// only the priors to go on). 5 rollouts per prompt, batches of 128.
+//
+// Items have a latent difficulty per topic: some are always solved, some never, the rest succeed
+// with sigmoid(skill of the topic - difficulty). The policy's skill on a topic rises with the
+// rollouts it trains on that topic in groups with a learning signal (a flat group's advantage is 0,
+// so GRPO learns nothing from it). Graded difficulty is the latent one seen through noise, and an
+// article's three items share part of theirs, which is what the priors can read.
+import type { Feeder as FeederType } from '../processors/feeder/feeder.js';
+import { Feeder } from '../processors/feeder/feeder.js';
+import type { PoolItem } from '../processors/feeder/row.js';
+import { copiesOf } from '../processors/sampler/selection.js';
+import { type BandPass, type DifficultyConfig, LeaseResponse } from '../schemas/feeder.js';
+import { startServer } from '../server/feeder-api.js';
+import { mix } from '../test/feeder/fixtures.js';
+
+const ROLLOUTS = 5;
+const BATCH = 128;
+const SEED = Number(process.env.DIFFICULTY_BENCH_SEED ?? 44);
+/** Topics and their relative sizes: the α-target (α = 0.5) upsamples the small ones. */
+const TOPICS = { Genetics: 8, Immunology: 5, Ecology: 3, Neuroscience: 2, Virology: 1, Botany: 1 };
+const ALPHA = 0.5;
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const gauss = (rnd: () => number) => Math.sqrt(-2 * Math.log(1 - rnd())) * Math.cos(2 * Math.PI * rnd());
+const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
+
+interface Latent {
+  topic: string;
+  /** 'always' and 'never' items ignore the policy's skill. */
+  kind: 'always' | 'never' | 'sigmoid';
+  difficulty: number;
+}
+
+/** A pool of `n` items over TOPICS, its latent difficulties and the α-target of its topics. */
+function world(n: number, seed: number) {
+  const rnd = mulberry32(seed);
+  const total = Object.values(TOPICS).reduce((a, b) => a + b, 0);
+  const names = Object.keys(TOPICS);
+  const items: PoolItem[] = [];
+  const latent = new Map<string, Latent>();
+  const counts: Record<string, number> = {};
+  for (let i = 0; i < n; i += 3) {
+    // An article of three items of one topic, sharing part of their difficulty.
+    const u = rnd() * total;
+    let upTo = 0;
+    const topic =
+      names.find((t) => {
+        upTo += TOPICS[t as keyof typeof TOPICS];
+        return u < upTo;
+      }) ?? names.at(-1)!;
+    const offset = { Genetics: -0.5, Immunology: 0, Ecology: -1, Neuroscience: 0.5, Virology: 1, Botany: 0 }[
+      topic
+    ]!;
+    const article = offset + gauss(rnd);
+    for (let k = 0; k < 3 && i + k < n; k++) {
+      const id = `d-${String(i + k).padStart(6, '0')}`;
+      const r = rnd();
+      const kind = r < 0.1 ? 'always' : r < 0.2 ? 'never' : 'sigmoid';
+      const difficulty = kind === 'always' ? -6 : kind === 'never' ? 6 : article + gauss(rnd);
+      latent.set(id, { topic, kind, difficulty });
+      counts[topic] = (counts[topic] ?? 0) + 1;
+      // The graded difficulty in [0, 1]: the latent one seen through noise.
+      const grade = Math.min(1, Math.max(0, sigmoid((difficulty + 0.8 * gauss(rnd)) / 1.5)));
+      items.push({
+        id,
+        articleId: `art-${i}`,
+        kind: 'mcq',
+        question: `Question ${i + k}?`,
+        options: ['one', 'two', 'three', 'four'],
+        answer: 'A',
+        topics: [topic],
+        source: 'jats',
+        published: '2021',
+        grade: { quality: 0.8, difficulty: grade, answerability: 0.9, verifiability: 0.9 },
+      });
+    }
+  }
+  const weights = Object.fromEntries(Object.entries(counts).map(([t, c]) => [t, c ** ALPHA]));
+  const sum = Object.values(weights).reduce((a, b) => a + b, 0);
+  const target = Object.fromEntries(Object.entries(weights).map(([t, w]) => [t, w / sum]));
+  // Each topic's expected copies per item so that the selection (as many copies as items) follows
+  // the target: level - 1 + P(draw < threshold).
+  const quotas = Object.fromEntries(
+    Object.entries(counts).map(([t, c]) => {
+      const m = (target[t]! * n) / c;
+      return [
+        t,
+        {
+          share: target[t]!,
+          quota: Math.round(target[t]! * n),
+          upsample: m,
+          level: Math.floor(m) + 1,
+          threshold: m - Math.floor(m),
+          damp: 1,
+        },
+      ];
+    }),
+  );
+  const m = mix(1, { seed, quotas, target, heldOut: { topics: [], publishedFrom: null, sources: [] } });
+  return { items, latent, target, mix: m };
+}
+
+interface Figures {
+  rollouts: number;
+  flatRollouts: number;
+  signalPrompts: number;
+  served: Map<string, number>;
+  topics: Map<string, number>;
+  steps: number;
+}
+
+/** One simulated GRPO run of `epochs` epochs against the feeder at `url`. */
+async function train(
+  url: string,
+  w: ReturnType<typeof world>,
+  epochs: number,
+  seed: number,
+): Promise<Figures> {
+  const rnd = mulberry32(seed);
+  const skill = new Map<string, number>(Object.keys(TOPICS).map((t) => [t, 0]));
+  const f: Figures = {
+    rollouts: 0,
+    flatRollouts: 0,
+    signalPrompts: 0,
+    served: new Map(),
+    topics: new Map(),
+    steps: 0,
+  };
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(`${url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+    return res.json();
+  };
+  let ended = 0;
+  const deadline = Date.now() + 600_000;
+  while (ended < epochs) {
+    if (Date.now() > deadline) throw new Error('the simulated run did not finish in 10 minutes');
+    const r = LeaseResponse.parse(
+      await post('/v1/lease', { run: 'grpo', rank: 0, worldSize: 1, batchSize: BATCH }),
+    );
+    if (r.status === 'epoch-end') {
+      ended++;
+      continue;
+    }
+    if (r.status === 'wait') {
+      await new Promise((resolve) => setTimeout(resolve, r.retryAfterMs));
+      continue;
+    }
+    f.steps++;
+    const trained = new Map<string, number>();
+    const rollouts = r.batch.items.map((item) => {
+      const id = item.extra_info.qa_id;
+      const l = w.latent.get(id)!;
+      const p =
+        l.kind === 'always' ? 1 : l.kind === 'never' ? 0 : sigmoid(skill.get(l.topic)! - l.difficulty);
+      const rewards = Array.from({ length: ROLLOUTS }, () => (rnd() < p ? 1 : 0));
+      const flat = rewards.every((x) => x === rewards[0]);
+      f.rollouts += ROLLOUTS;
+      if (flat) f.flatRollouts += ROLLOUTS;
+      else {
+        f.signalPrompts++;
+        trained.set(l.topic, (trained.get(l.topic) ?? 0) + ROLLOUTS);
+      }
+      f.served.set(id, (f.served.get(id) ?? 0) + 1);
+      f.topics.set(l.topic, (f.topics.get(l.topic) ?? 0) + 1);
+      return { count: ROLLOUTS, rewards };
+    });
+    await post('/v1/ack', { run: 'grpo', batchId: r.batch.id, leaseId: r.leaseId, step: f.steps, rollouts });
+    // The policy learns from the groups with a signal: +1 logit per 5,000 such rollouts of a topic.
+    for (const [t, n] of trained) skill.set(t, skill.get(t)! + n / 5000);
+  }
+  return f;
+}
+
+async function regime(
+  name: string,
+  n: number,
+  epochs: number,
+  difficulty: Partial<DifficultyConfig>,
+): Promise<string[]> {
+  const w = world(n, SEED);
+  const figures: Record<string, Figures> = {};
+  const feeders: FeederType[] = [];
+  for (const [label, band] of [
+    ['plain', null],
+    ['band-pass', difficulty.bandPass ?? null],
+  ] as const) {
+    const feeder = Feeder.open(':memory:', {
+      batchSize: BATCH,
+      leaseMs: 600_000,
+      difficulty: { ...difficulty, bandPass: band } as DifficultyConfig,
+    });
+    feeders.push(feeder);
+    feeder.addItems(w.items);
+    feeder.setMix(w.mix);
+    const server = await startServer(feeder, { host: '127.0.0.1', port: 0, bodyLimit: 4 * 1024 * 1024 });
+    try {
+      figures[label] = await train(server.url, w, epochs, SEED + 1);
+    } finally {
+      await server.close();
+      feeder.close();
+    }
+  }
+  const selected = w.items.filter((it) => copiesOf(w.mix, it) > 0);
+  const line = (label: string, f: Figures) => {
+    const total = [...f.topics.values()].reduce((a, b) => a + b, 0);
+    const tvd =
+      0.5 *
+      Object.entries(w.target).reduce((s, [t, p]) => s + Math.abs((f.topics.get(t) ?? 0) / total - p), 0);
+    const never = selected.filter((it) => !f.served.has(it.id)).length;
+    return {
+      label,
+      flat: f.flatRollouts / f.rollouts,
+      signal: (f.signalPrompts / f.rollouts) * 1000,
+      tvd,
+      never,
+      text: `${label}: ${f.steps} steps, ${(100 * (f.flatRollouts / f.rollouts)).toFixed(1)}% of rollouts in flat groups, ${((f.signalPrompts / f.rollouts) * 1000).toFixed(1)} prompts with a signal per 1,000 rollouts, served-topic TVD to the α-target ${tvd.toFixed(4)}, ${never} of ${selected.length} items never served`,
+    };
+  };
+  const plain = line('plain', figures.plain!);
+  const band = line('band-pass', figures['band-pass']!);
+  return [
+    `${name}: ${n} items, ${epochs} epoch(s), ${ROLLOUTS} rollouts/prompt, batch ${BATCH}, seed ${SEED}, band ${JSON.stringify(difficulty.bandPass)}, priorWeight ${difficulty.priorWeight ?? 0}`,
+    `  ${plain.text}`,
+    `  ${band.text}`,
+    `  band-pass/plain flat share ${(band.flat / plain.flat).toFixed(2)}x, signal ${(band.signal / plain.signal).toFixed(2)}x, TVD difference ${(band.tvd - plain.tvd).toFixed(4)}`,
+  ];
+}
+
+export async function run(): Promise<string[]> {
+  const env = (k: string, d: number) => Number(process.env[`DIFFICULTY_BENCH_${k}`] ?? d);
+  const many: BandPass = {
+    floor: env('FLOOR', 0.2),
+    ceiling: env('CEILING', 0.8),
+    minRollouts: 5,
+    cooldownSteps: env('COOLDOWN', 60),
+    exploreShare: 0.05,
+  };
+  const one: BandPass = { ...many };
+  return [
+    ...(await regime('many epochs over a fixed pool', 640, 18, { bandPass: many, halfLifeSteps: 20 })),
+    ...(await regime('one epoch over a larger pool', 12_800, 1, {
+      bandPass: one,
+      halfLifeSteps: 20,
+      priorWeight: 5,
+    })),
+  ];
+}
