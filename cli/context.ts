@@ -79,15 +79,34 @@ export function topologyWith(topic: string): Topology {
   return topology;
 }
 
-/** Aborts on the first SIGINT or SIGTERM, so a command finishes its current step and stops. */
+/** How long a command may take to stop after SIGINT or SIGTERM before it exits regardless. */
+export const STOP_DEADLINE_MS = 9_000;
+
+/**
+ * Aborts on the first SIGINT or SIGTERM, so a command finishes its current step and stops. Stopping
+ * is bounded whatever a dependency does (an endpoint that ignores a closed connection, a local
+ * generation that runs on): after STOP_DEADLINE_MS, or at a second signal, the process exits 1.
+ * That is safe as a kill -9 is: what was not committed is read again at the next start.
+ */
 export function stopOnSignal(log?: Logger): AbortSignal {
   const stop = new AbortController();
   const onSignal = (signal: string) => {
+    if (stop.signal.aborted) {
+      log?.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
     log?.info({ signal }, 'stopping after the current step');
     stop.abort();
+    setTimeout(() => {
+      log?.error(
+        { signal, afterMs: STOP_DEADLINE_MS },
+        'not stopped in time: exiting (uncommitted work is read again at the next start)',
+      );
+      process.exit(1);
+    }, STOP_DEADLINE_MS).unref();
   };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   return stop.signal;
 }
 
