@@ -21,6 +21,7 @@ export async function insertLlmCalls(a: Analytics, calls: readonly LlmCallRecord
       cached: c.cached ? 1 : 0,
       attempts: c.attempts,
       repair: c.repair ? 1 : 0,
+      reasoning_tokens: c.reasoningTokens ?? 0,
       at: Math.floor(c.at / 1000),
     })),
   });

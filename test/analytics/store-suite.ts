@@ -257,11 +257,17 @@ export function storeSuite(b: Backend): void {
         repair: false,
         at: 1_764_000_000_000,
       });
-      const calls = [call('c1', 'mcq', false), call('c2', 'mcq', true), call('c3', 'classify', false)];
+      const calls = [
+        call('c1', 'mcq', false),
+        call('c2', 'mcq', true),
+        // A reasoning model's call: of its output, the thinking.
+        { ...call('c3', 'classify', false), reasoningTokens: 7 },
+      ];
       await insertLlmCalls(a, calls);
       // A flush retried after a failure sends the same records again.
       await insertLlmCalls(a, calls);
       expect(await count(a, 'SELECT count() AS n FROM llm_calls FINAL')).toBe(3);
+      expect(await count(a, 'SELECT sum(reasoning_tokens) AS n FROM llm_calls FINAL')).toBe(7);
       expect(await spendByStage(a)).toEqual([
         {
           stage: 'classify',
