@@ -192,6 +192,17 @@ export const LeaseResponse = z.discriminatedUnion('status', [
       .describe(
         'the slot (position in the batch as cut) of each item; a redelivery carries only the slots not yet acked',
       ),
+    leftOut: z
+      .array(
+        z.object({
+          slot: z.number().int(),
+          id: z.string().describe('the item planned for the slot'),
+          reason: z.enum(['below-floor', 'above-ceiling', 'explore', 'target']),
+          by: z.string().describe('the item of the same topics served in its place'),
+        }),
+      )
+      .optional()
+      .describe('planned items band-pass or the curriculum target did not serve, and why (absent: none)'),
     batch: RolloutBatch,
   }),
   z.object({

@@ -25,7 +25,7 @@ import {
   type ServerConfig,
 } from '../schemas/feeder.js';
 import { guard } from './auth.js';
-import { instrumentFeeder } from './feeder-metrics.js';
+import { difficultyCounters, instrumentFeeder } from './feeder-metrics.js';
 
 // Thin handlers: each parses its body with the zod schema the OpenAPI document is generated
 // from, calls one Feeder method or the reward, and maps a FeederError to its status. A refused
@@ -266,6 +266,7 @@ export async function startServer(
 ): Promise<{ app: FastifyInstance; url: string; close(): Promise<void> }> {
   const app = buildServer(feeder, config);
   const stopSampling = registry ? instrumentFeeder(app, registry) : () => {};
+  if (registry) difficultyCounters(registry, feeder);
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (e) {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { Histogram, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from 'prom-client';
 
 // Backpressure made visible: what a trainer rank waits for its answers, and how late the feeder's
 // event loop runs, in the process that serves the feeder. A loop held by other work (a step of
@@ -13,6 +13,50 @@ const SAMPLE_EVERY_MS = 20;
 
 export const FEEDER_REQUEST_SECONDS = 'bioalchemy_feeder_request_seconds';
 export const FEEDER_LOOP_DELAY_SECONDS = 'bioalchemy_feeder_event_loop_delay_seconds';
+export const FEEDER_SET_ASIDE = 'bioalchemy_feeder_items_set_aside_total';
+export const FEEDER_FLAT_GROUPS = 'bioalchemy_feeder_flat_groups_total';
+export const FEEDER_ROLLOUTS = 'bioalchemy_feeder_rollouts_total';
+
+/** What the difficulty counters read: per run, totals kept in the feeder's file. */
+export interface DifficultyTotals {
+  difficultyTotals(): { run: string; setAside: number; flat: number; rollouts: number }[];
+}
+
+/**
+ * Band-pass made visible (issue 44): per run, times items were set aside, acked groups whose
+ * rollouts all had one reward, and rollouts acked. Read from the feeder's file at each scrape (one
+ * aggregate over the per-item records, bounded by the pool), so they survive restarts as acks do.
+ */
+export function difficultyCounters(registry: Registry, feeder: DifficultyTotals): void {
+  const counter = (
+    name: string,
+    help: string,
+    pick: (t: ReturnType<DifficultyTotals['difficultyTotals']>[number]) => number,
+  ) => {
+    if (registry.getSingleMetric(name)) registry.removeSingleMetric(name);
+    new Counter({
+      name,
+      help,
+      labelNames: ['run'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const t of feeder.difficultyTotals()) if (pick(t) > 0) this.inc({ run: t.run }, pick(t));
+      },
+    });
+  };
+  counter(
+    FEEDER_SET_ASIDE,
+    'Times band-pass set an item aside (pass rate outside the band), by run',
+    (t) => t.setAside,
+  );
+  counter(
+    FEEDER_FLAT_GROUPS,
+    'Acked rollout groups whose rewards were all equal (no GRPO advantage), by run',
+    (t) => t.flat,
+  );
+  counter(FEEDER_ROLLOUTS, 'Rollouts acked with their rewards or mean and count, by run', (t) => t.rollouts);
+}
 
 /**
  * Registers the feeder's request latency (per route, from the request's arrival to its answer

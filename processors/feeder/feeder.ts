@@ -239,7 +239,8 @@ export class Feeder {
         const { items, slots } = this.itemsJson(batch, acked);
         if (attempt > 1) this.q.addRedelivered.run(slots.length, req.run, batch.epoch);
         const head = JSON.stringify(this.batchHead(batch, deadline, attempt));
-        return `{"status":"leased","leaseId":"${leaseId}","slots":${JSON.stringify(slots)},"batch":${head.slice(0, -1)},"items":${items}}}`;
+        const leftOut = batch.left_out === '[]' ? '' : `,"leftOut":${batch.left_out}`;
+        return `{"status":"leased","leaseId":"${leaseId}","slots":${JSON.stringify(slots)}${leftOut},"batch":${head.slice(0, -1)},"items":${items}}}`;
       }
       if (this.epochIsEmpty(run, epoch)) {
         return JSON.stringify({

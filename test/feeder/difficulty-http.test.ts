@@ -1,7 +1,9 @@
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Feeder } from '../../processors/feeder/feeder.js';
 import { ItemDifficulty, ItemDifficultyPage, LeaseResponse } from '../../schemas/feeder.js';
 import { openApiDocument, startServer } from '../../server/feeder-api.js';
+import { difficultyCounters } from '../../server/feeder-metrics.js';
 import { mix, poolItems } from './fixtures.js';
 
 let server: Awaited<ReturnType<typeof startServer>>;
@@ -107,6 +109,12 @@ describe('difficulty over HTTP', () => {
     expect((await call('GET', '/v1/runs/nope/items')).json.error).toBe('unknown-run');
     expect((await call('GET', '/v1/runs/rec/items/nope')).status).toBe(404);
     expect((await call('GET', '/v1/runs/rec/items?limit=0')).json.error).toBe('bad-limit');
+    const registry = new Registry();
+    difficultyCounters(registry, feeder);
+    const text = await registry.metrics();
+    expect(text).toContain(`bioalchemy_feeder_items_set_aside_total{run="rec"} ${l.batch.items.length}`);
+    expect(text).toContain(`bioalchemy_feeder_flat_groups_total{run="rec"} ${l.batch.items.length}`);
+    expect(text).toContain(`bioalchemy_feeder_rollouts_total{run="rec"} ${5 * l.batch.items.length}`);
     const doc = openApiDocument() as { paths: Record<string, { get: { parameters: { name: string }[] } }> };
     expect(doc.paths['/v1/runs/{run}/items/{id}']!.get.parameters.map((p) => p.name)).toEqual(['run', 'id']);
   });

@@ -34,6 +34,12 @@ const leased = (r: LeaseResponse) => {
 };
 const ids = (r: ReturnType<typeof leased>) => r.batch.items.map((i) => i.extra_info.qa_id);
 
+/** The run's next batch on rank 0 of 1, into the next epoch when this one has ended. */
+function next(feeder: Feeder, run: string) {
+  const r = feeder.lease({ run, rank: 0, worldSize: 1 });
+  return leased(r.status === 'epoch-end' ? feeder.lease({ run, rank: 0, worldSize: 1 }) : r);
+}
+
 describe('observe: what one acked slot says', () => {
   it.each([
     ['rollouts', { count: 3, rewards: [1, 0, 1] }, null, { count: 3, passes: 2, rewardSum: 2, flat: false }],
@@ -190,7 +196,7 @@ describe('choose: what a batch serves of its plan', () => {
 
 /** Leases and acks one batch of `run`, every slot with 5 rollouts of reward `reward(id)`. */
 function step(feeder: Feeder, run: string, reward: (id: string) => number, at: number): string[] {
-  const l = leased(feeder.lease({ run, rank: 0, worldSize: 1 }));
+  const l = next(feeder, run);
   const served = ids(l);
   feeder.ack({
     run,
@@ -222,6 +228,32 @@ describe('band-pass in the feeder', () => {
       served.push(step(feeder, 'bp', (id) => (Number(id.slice(3)) % 2 ? 1 : 0.6), s));
     const afterCut = served.slice(3).flat();
     expect(afterCut.filter((id) => solved.has(id))).toEqual([]);
+    // The lease says which planned items it left out, why, and what of the same topics stood in.
+    const topics = new Map(poolItems(400).map((it) => [it.id, JSON.stringify(it.topics)]));
+    // Odd items are always solved, even ones are in the band: once the plan comes round to items
+    // observed before, a lease leaves odd ones out for even ones of the same topics, and says so.
+    const parity = (id: string) => (Number(id.slice(3)) % 2 ? 1 : 0.6);
+    let withLeftOut: NonNullable<ReturnType<typeof leased>['leftOut']> = [];
+    const retested = new Set<string>();
+    for (let s = 11; s < 150; s++) {
+      const l = next(feeder, 'bp');
+      if (withLeftOut.length === 0) withLeftOut = l.leftOut ?? [];
+      for (const id of ids(l)) if (solved.has(id)) retested.add(id);
+      feeder.ack({
+        run: 'bp',
+        batchId: l.batch.id,
+        leaseId: l.leaseId,
+        step: s,
+        rollouts: ids(l).map((id) => ({ count: 5, rewards: Array(5).fill(parity(id)) })),
+      });
+    }
+    expect(withLeftOut.length).toBeGreaterThan(0);
+    // Set aside is not forever: after their cool-down, items solved at step 1 were served again.
+    expect(retested.size).toBeGreaterThan(0);
+    for (const o of withLeftOut) {
+      expect(['below-floor', 'above-ceiling']).toContain(o.reason);
+      expect(topics.get(o.by)).toBe(topics.get(o.id));
+    }
     feeder.close();
   });
 
