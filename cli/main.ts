@@ -3,6 +3,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { consumeCommand } from './commands/consume.js';
 import { dashboardCommand } from './commands/dashboard.js';
 import { decontaminateCommand } from './commands/decontaminate.js';
+import { dlqCommand } from './commands/dlq.js';
 import { evalCommand } from './commands/eval.js';
 import { exportCommand } from './commands/export.js';
 import { ingestCommand } from './commands/ingest.js';
@@ -81,6 +82,7 @@ Examples:
     dashboardCommand(),
     statusCommand(),
     resetCommand(),
+    dlqCommand(),
   ]) {
     root.addCommand(command);
   }
