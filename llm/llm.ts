@@ -99,6 +99,9 @@ export class Llm {
    * cut-off reply.
    */
   private readonly thinkingBudgets = new Map<string, number>();
+  /** By endpoint and model: the context a server's overflow 400 named, where none is declared. */
+  private readonly serverContexts = new Map<string, number>();
+  private readonly contextsLogged = new Set<string>();
   /** Requests sent and not yet answered, by request key. */
   private readonly sending = new Map<string, Promise<{ reply: LlmJournalReply; attempts: number }>>();
   /** Aborted by stop(): every call waiting or in flight gives up with LlmStoppedError. */
@@ -222,18 +225,47 @@ export class Llm {
   ): Promise<Answered> {
     const { stage } = request;
     const wanted = request.params?.maxTokens ?? target.maxTokens;
-    const room =
-      target.contextTokens === undefined ? undefined : target.contextTokens - promptTokens(messages);
-    if (room !== undefined && room < Math.min(wanted, MIN_REPLY_TOKENS))
+    const prompt = promptTokens(messages);
+    const served = `${target.endpoint.name}\u0000${target.model}`;
+    // Declared, or as the server said in an overflow it answered before.
+    let context = target.contextTokens ?? this.serverContexts.get(served);
+    const least = Math.min(wanted, MIN_REPLY_TOKENS);
+    if (context !== undefined && context - prompt < least)
       throw new LlmContextError(
         stage,
-        `the prompt is about ${target.contextTokens! - room} tokens, leaving ${Math.max(0, room)} of the ${target.contextTokens}-token context (contextTokens) for a reply that needs at least ${Math.min(wanted, MIN_REPLY_TOKENS)}`,
+        `the prompt is about ${prompt} tokens, leaving ${Math.max(0, context - prompt)} of the ${context}-token context (${target.contextTokens ? 'contextTokens' : 'as the server said'}) for a reply that needs at least ${least}`,
       );
-    const cap = Math.min(Math.max(target.maxTokensCap, wanted), room ?? Number.POSITIVE_INFINITY);
+    let cap = Math.min(
+      Math.max(target.maxTokensCap, wanted),
+      context === undefined ? Infinity : context - prompt,
+    );
     const learned = `${stage}\u0000${target.model}`;
     let budget = Math.min(Math.max(wanted, this.thinkingBudgets.get(learned) ?? 0), cap);
     for (;;) {
-      const answered = await this.request(target, request, messages, schema, repair, budget);
+      let answered: Answered;
+      try {
+        answered = await this.request(target, request, messages, schema, repair, budget);
+      } catch (e) {
+        // Undeclared, the server's overflow names its context ("This model's maximum context length
+        // is 2048 tokens"): the budget is fitted to it and the request sent again, once; what still
+        // does not fit is the dead letter, in the server's words.
+        const said =
+          e instanceof LlmContextError && context === undefined ? serverContext(e.message) : undefined;
+        if (said === undefined) throw e;
+        this.serverContexts.set(served, said);
+        if (!this.contextsLogged.has(served)) {
+          this.contextsLogged.add(served);
+          this.log.warn(
+            { endpoint: target.endpoint.name, model: target.model, contextTokens: said },
+            `LLM endpoint's context is ${said} tokens (its 400 said so): budgets fitted to it; declare llm.contextTokens to skip the refused request`,
+          );
+        }
+        if (said - prompt < least) throw e;
+        context = said;
+        cap = Math.min(cap, said - prompt);
+        budget = Math.min(budget, cap);
+        continue;
+      }
       spent.push(answered);
       if (!cutOffThinking(answered.reply)) {
         if (budget > wanted)
@@ -243,11 +275,8 @@ export class Llm {
       this.count(stage, target, 'thinking-cut-off');
       if (budget >= cap) {
         const why = `the reply was cut off at ${budget} tokens while the model was still thinking`;
-        if (room !== undefined && cap === room)
-          throw new LlmContextError(
-            stage,
-            `${why}: the ${target.contextTokens}-token context (contextTokens) leaves no more`,
-          );
+        if (context !== undefined && cap === context - prompt)
+          throw new LlmContextError(stage, `${why}: the ${context}-token context leaves no more`);
         throw new LlmReplyError(
           stage,
           answered.reply.content,
@@ -450,6 +479,12 @@ export class Llm {
   ): void {
     this.metrics.calls.inc({ stage, model: target.model, outcome });
   }
+}
+
+/** The context a server's overflow message names (vLLM's and OpenAI's wording), if it does. */
+export function serverContext(message: string): number | undefined {
+  const n = Number(/maximum context length is (\d+)/i.exec(message)?.[1]);
+  return n > 0 ? n : undefined;
 }
 
 /** The least budget worth a request: a stage's reply is a few hundred tokens of JSON. */

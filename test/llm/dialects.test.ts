@@ -227,11 +227,30 @@ describe('context', () => {
     expect(x.server.stats().requests).toBe(1);
   });
 
-  it("undeclared, the server's overflow is an LlmContextError quoting it, from a top-level (older vLLM) error body", async () => {
-    const { rig: x } = await speaking('context-2048', { maxTokens: 4096 });
-    const error = await x.llm.complete(mcq(1)).catch((e: unknown) => e);
+  it("undeclared, the server's overflow (a top-level, older vLLM error body) names the context: budgets are fitted to it from then on, logged once", async () => {
+    const { rig: x, sent } = await speaking('context-2048', { maxTokens: 4096 });
+    const reply = await x.llm.complete(mcq(1));
+    expect(Mcq.parse(reply.value)).toEqual(reply.value);
+    await x.llm.complete(mcq(2));
+    expect(x.server.stats().refusedByDialect).toEqual({ '400': 1 });
+    expect(sent.map((s) => s.max_completion_tokens)).toEqual(
+      [1, 2].map((i) => 2048 - promptTokens(mcq(i).messages)),
+    );
+    expect(warnings(x).filter((m) => /context is 2048 tokens/.test(m))).toHaveLength(1);
+  });
+
+  it("undeclared, an input that cannot fit is an LlmContextError in the server's words", async () => {
+    const { rig: x } = await speaking('context-2048');
+    const long = { ...mcq(1), messages: [{ role: 'user' as const, content: 'word '.repeat(2000) }] };
+    const error = await x.llm.complete(long).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LlmContextError);
     expect((error as Error).message).toMatch(/This model's maximum context length is 2048 tokens/);
     expect((error as Error).message).not.toMatch(/no body/);
+    // Known now: the next one is refused unsent.
+    const again = await x.llm
+      .complete({ ...long, messages: [{ role: 'user', content: 'word '.repeat(2001) }] })
+      .catch((e: unknown) => e);
+    expect(again).toBeInstanceOf(LlmContextError);
+    expect(x.server.stats().requests).toBe(1);
   });
 });
