@@ -50,6 +50,36 @@ class Batch:
         return [s for s in self.slots if s not in self.acked]
 
 
+def _rollouts(value: Any, where: str) -> Optional[dict]:
+    """One slot's rollouts as the feeder takes them: a sequence of rewards (one per rollout), or
+    {"mean", "count"}; None for a slot not rolled out. Non-finite rewards, and a count that is not
+    the number of rewards, raise ValueError before anything is sent (the feeder refuses them too)."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        out = {"count": int(value["count"])}
+        if "rewards" in value and value["rewards"] is not None:
+            out["rewards"] = [_finite(r, f"{where}.rewards[{i}]") for i, r in enumerate(value["rewards"])]
+            if len(out["rewards"]) != out["count"]:
+                raise ValueError(f"{where}: count is {out['count']} but {len(out['rewards'])} rewards were given")
+        if "mean" in value and value["mean"] is not None:
+            out["mean"] = _finite(value["mean"], f"{where}.mean")
+        if "rewards" not in out and "mean" not in out:
+            raise ValueError(f"{where}: give the rollouts' rewards or their mean with the count")
+        return out
+    rewards = [_finite(r, f"{where}[{i}]") for i, r in enumerate(value)]
+    if not rewards:
+        return None
+    return {"count": len(rewards), "rewards": rewards}
+
+
+def _finite(value: Any, where: str) -> float:
+    r = float(value)
+    if not math.isfinite(r):
+        raise ValueError(f"{where} is {value!r}: a reward is a finite number")
+    return r
+
+
 def _reward(value: Any, where: str) -> Optional[float]:
     """A reward as JSON can carry it: a finite number or None (JSON has no NaN or Infinity)."""
     if value is None:
@@ -134,14 +164,18 @@ class FeederClient:
 
     def ack(self, batch: Batch, rewards: Union[None, Sequence[Optional[float]], Mapping[int, Optional[float]]] = None,
             response_lengths: Optional[Sequence[Optional[int]]] = None, step: Optional[int] = None,
-            slots: Optional[Sequence[int]] = None) -> dict:
+            slots: Optional[Sequence[int]] = None, rollouts: Optional[Sequence[Any]] = None) -> dict:
         """Acks slots of a batch; the rest stay leased. Which slots:
         - `rewards` a mapping {slot: reward}: those slots;
         - `slots` given: those slots, `rewards` / `response_lengths` (if any) parallel to them;
         - `rewards` a sequence without `slots`: one per item of `batch.items`, so `batch.slots`;
         - nothing: every slot not yet acked.
         A reward is any finite number (None: acked without one); NaN or infinity raise ValueError
-        before anything is sent. Returns {acked, items, rewards, remaining}."""
+        before anything is sent. `rollouts`, parallel to the slots acked: each slot's rollout rewards
+        (a sequence) or {"mean", "count"}, None for none; the feeder's per-item pass rate (and
+        band-pass) follows them, and a slot's reward, when not given, is their mean. `step`: the
+        trainer's optimizer step, which band-pass counts cool-downs in. Returns {acked, items,
+        rewards, remaining}."""
         if isinstance(rewards, Mapping):
             if slots is not None:
                 raise ValueError("give slots either as the rewards' keys or as slots=, not both")
@@ -157,6 +191,8 @@ class FeederClient:
             body["slots"] = [int(s) for s in slots]
         if rewards is not None:
             body["rewards"] = [_reward(r, f"rewards[{i}]") for i, r in enumerate(rewards)]
+        if rollouts is not None:
+            body["rollouts"] = [_rollouts(r, f"rollouts[{i}]") for i, r in enumerate(rollouts)]
         if response_lengths is not None:
             body["responseLengths"] = [None if n is None else int(n) for n in response_lengths]
         if step is not None:
@@ -184,6 +220,23 @@ class FeederClient:
         return self._call("GET", f"/v1/runs/{urllib.parse.quote(self.run, safe='')}")
 
     status = run_status
+
+    def item(self, qa_id: str) -> dict:
+        """GET /v1/runs/{run}/items/{id}: one item's difficulty record in this run (rollouts,
+        passes, weighted pass rate, prior, set aside until which step)."""
+        run = urllib.parse.quote(self.run, safe="")
+        return self._call("GET", f"/v1/runs/{run}/items/{urllib.parse.quote(qa_id, safe='')}")
+
+    def items(self) -> Iterator[dict]:
+        """Every item record of this run (GET /v1/runs/{run}/items, page by page)."""
+        run = urllib.parse.quote(self.run, safe="")
+        after = ""
+        while True:
+            page = self._call("GET", f"/v1/runs/{run}/items?limit=1000&after={urllib.parse.quote(after, safe='')}")
+            yield from page["items"]
+            if page["next"] is None:
+                return
+            after = page["next"]
 
     def reward(self, items: list) -> list:
         """Scores outputs on the feeder (POST /v1/reward); score() does the same locally."""

@@ -126,10 +126,14 @@ class FeederFeed:
         for batch_id, slots in per_batch.items():
             batch = self.held[batch_id]
             order = sorted(slots)
-            rewards = [_mean([s.score for s in slots[k] if s.score is not None]) for k in order]
+            scored = [[s.score for s in slots[k] if s.score is not None] for k in order]
+            rewards = [_mean(xs) for xs in scored]
             lengths = [_mean([s.length for s in slots[k] if s.length is not None]) for k in order]
+            # Each completion's score (the item's rollouts): the feeder's per-item pass rate, which
+            # band-pass reads, and which flat groups it counts; the step its cool-downs count in.
             self.client.ack(batch, slots=order, rewards=rewards,
-                            response_lengths=[None if x is None else round(x) for x in lengths], step=step)
+                            response_lengths=[None if x is None else round(x) for x in lengths], step=step,
+                            rollouts=[xs or None for xs in scored])
             self.acked_items += len(order)
             self.acked_rewards.setdefault(batch.epoch, []).extend(r for r in rewards if r is not None)
             if not batch.pending:

@@ -149,7 +149,11 @@ class Tally:
                       index=0, attempt=1, mix_version=0, lease_id=feeder["lease_id"], lease_deadline="",
                       items=[], slots=[])
         try:
-            client.ack(batch, slots=[int(feeder["slot"])], rewards=[sum(got) / len(got)])
+            # Every rollout's score: the feeder's pass rate of the item (band-pass) follows them. The
+            # step is the feeder's count of the run's batches (verl cuts one a step), unless given.
+            step = feeder.get("step")
+            client.ack(batch, slots=[int(feeder["slot"])], rewards=[sum(got) / len(got)], rollouts=[list(got)],
+                       step=None if step is None else int(step))
         except FeederError as e:
             if e.status != 409:
                 raise

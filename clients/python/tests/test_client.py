@@ -1,6 +1,9 @@
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bioalchemy_client import BatchDataset, FeederClient, FeederError
+from bioalchemy_client.client import _rollouts
 
 
 def test_lease_extend_ack_and_status(feeder):
@@ -117,3 +120,53 @@ def test_bad_acks_are_refused_with_a_reason_code(feeder):
         c.ack(b, slots=[0, 1])
     assert (e.value.status, e.value.code) == (409, "slot-already-acked")
     assert c.ack(b)["items"] == 15
+
+
+# -- difficulty (issue 44): rollouts in acks, the per-item record, band-pass ---------------------
+
+_finite = st.floats(min_value=-10, max_value=10, allow_nan=False, allow_infinity=False)
+
+
+@given(st.lists(_finite, min_size=1, max_size=16))
+def test_rollouts_of_rewards_carry_their_count(rewards):
+    assert _rollouts(rewards, "r") == {"count": len(rewards), "rewards": rewards}
+
+
+@given(st.lists(_finite, max_size=8), st.sampled_from([float("nan"), float("inf"), float("-inf")]), st.data())
+def test_a_rollout_reward_that_is_not_finite_is_refused_before_sending(rewards, bad, data):
+    at = data.draw(st.integers(min_value=0, max_value=len(rewards)))
+    with pytest.raises(ValueError, match="finite"):
+        _rollouts(rewards[:at] + [bad] + rewards[at:], "r")
+
+
+def test_acks_with_rollouts_make_a_per_item_record_and_bad_ones_are_refused(feeder):
+    c = FeederClient(feeder.url, run="rollouts")
+    b = c.lease()
+    n = len(b.items)
+    with pytest.raises(ValueError, match="count is 3"):
+        c.ack(b, rollouts=[{"count": 3, "rewards": [1, 0]}] * n)
+    with pytest.raises(FeederError) as e:
+        c._call("POST", "/v1/ack", {**c._ref(b), "rollouts": [{"count": 3, "rewards": [1, 0]}] * n})
+    assert (e.value.status, e.value.code) == (400, "rollout-count-mismatch")
+    assert list(c.items()) == []
+    res = c.ack(b, rollouts=[[1.0, 0.0, 1.0, 1.0]] + [{"mean": 0.0, "count": 4}] * (n - 1), step=7)
+    assert res["rewards"] == n
+    first = c.item(b.items[0]["extra_info"]["qa_id"])
+    assert (first["rollouts"], first["passes"], first["passRate"], first["step"]) == (4, 3, 0.75, 7)
+    assert {r["id"]: r["flatGroups"] for r in c.items()}[b.items[1]["extra_info"]["qa_id"]] == 1
+
+
+def test_difficulty_state_after_kill_9_equals_the_state_before(feeder_factory):
+    band = '{"floor":0.2,"ceiling":0.8,"minRollouts":4,"cooldownSteps":5,"exploreShare":0}'
+    f = feeder_factory(items=200, lease_ms=60000, batch_size=16, band_pass=band)
+    c = FeederClient(f.url, run="killed")
+    for step in range(1, 9):
+        b = c.lease()
+        if b is None:
+            b = c.lease()
+        c.ack(b, rollouts=[[float((step + i) % 3 == 0)] * 4 for i in range(len(b.items))], step=step)
+    before = list(c.items())
+    assert any(r["aside"] for r in before) and len(before) > 50
+    f.kill()
+    f.start()
+    assert list(FeederClient(f.url, run="killed").items()) == before

@@ -55,6 +55,9 @@ def test_example_trains_two_epochs_acking_every_item_once_with_a_reward(feeder_u
     assert summary["steps"] == summary["acked"]
     assert summary["released"] == 0
     assert sorted(summary["mean_reward_by_epoch"]) == ["0", "1"]
+    # Each completion's score went with the ack (two generations a prompt): the items' records.
+    records = list(FeederClient(feeder_url, run=run).items())
+    assert sum(r["rollouts"] for r in records) == 2 * summary["acked"]
     report = os.environ.get("BIOALCHEMY_TRAINER_REPORT")
     if report:  # for the vitest wrapper, which checks the rewards in ClickHouse
         with open(report, "a") as f:

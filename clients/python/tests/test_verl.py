@@ -79,6 +79,10 @@ def test_verl_loaders_lease_and_the_reward_acks_each_item_with_its_mean(feeder_u
     assert epochs[1]["acked"] == epochs[1]["rewarded"] == read - planned
     assert epochs[0]["redelivered"] == epochs[1]["redelivered"] == 0
     assert status["ackedItems"] == read
+    # Each rollout's score went with the ack: every item's record holds its rollouts, half passed.
+    records = list(FeederClient(feeder_url, run=run).items())
+    assert sum(r["rollouts"] for r in records) == ROLLOUTS * read
+    assert all(r["passes"] * 2 == r["rollouts"] for r in records)
 
 
 def test_feeder_settings_come_from_the_environment_when_the_config_has_none(feeder_url, monkeypatch):
