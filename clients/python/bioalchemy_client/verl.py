@@ -149,11 +149,10 @@ class Tally:
                       index=0, attempt=1, mix_version=0, lease_id=feeder["lease_id"], lease_deadline="",
                       items=[], slots=[])
         try:
-            # Every rollout's score: the feeder's pass rate of the item (band-pass) follows them. The
-            # step is the feeder's count of the run's batches (verl cuts one a step), unless given.
-            step = feeder.get("step")
-            client.ack(batch, slots=[int(feeder["slot"])], rewards=[sum(got) / len(got)], rollouts=[list(got)],
-                       step=None if step is None else int(step))
+            # Every rollout's score: the feeder's pass rate of the item (band-pass) follows them. No
+            # step: compute_score is not told verl's, and the feeder then counts the run's batches
+            # (verl takes one a step), which is what band-pass's cool-downs need.
+            client.ack(batch, slots=[int(feeder["slot"])], rewards=[sum(got) / len(got)], rollouts=[list(got)])
         except FeederError as e:
             if e.status != 409:
                 raise
