@@ -7,6 +7,7 @@ import { dlqCommand } from './commands/dlq.js';
 import { evalCommand } from './commands/eval.js';
 import { exportCommand } from './commands/export.js';
 import { ingestCommand } from './commands/ingest.js';
+import { llmCommand } from './commands/llm.js';
 import { mixCommand } from './commands/mix.js';
 import { modelCommand } from './commands/model.js';
 import { pollCommand } from './commands/poll.js';
@@ -83,6 +84,7 @@ Examples:
     statusCommand(),
     resetCommand(),
     dlqCommand(),
+    llmCommand(),
   ]) {
     root.addCommand(command);
   }

@@ -1,0 +1,188 @@
+import { pino } from 'pino';
+import type { z } from 'zod';
+import type { LlmConfig, LlmMessage, LlmStage } from '../schemas/llm.js';
+import type { GradeAccept } from '../schemas/qa.js';
+import type { Taxonomy } from '../schemas/taxonomy.js';
+import { LlmReplyError } from './errors.js';
+import type { EndpointFault } from './flow/faults.js';
+import { Llm } from './llm.js';
+import { CLASSIFY_PROMPT, classifyMessages, classifyReply } from './prompts/classify.js';
+import { FREEFORM_PROMPT, FreeformReply, freeformMessages } from './prompts/freeform.js';
+import { FREEFORM_GRADE_PROMPT, freeformGradeMessages } from './prompts/freeform-grade.js';
+import { JudgeReply } from './prompts/judge.js';
+import { MCQ_PROMPT, McqReply, mcqMessages } from './prompts/mcq.js';
+import { MCQ_QUALITY_PROMPT, mcqQualityMessages } from './prompts/mcq-quality.js';
+import { RELEVANCE_PROMPT, RelevanceReply, relevanceMessages } from './prompts/relevance.js';
+
+/** What one stage's request shape met at its endpoint. */
+export interface StageCheck {
+  stage: LlmStage;
+  model: string;
+  ok: boolean;
+  /** One line per thing learned: auth, model, structured output, thinking, parameters, context. */
+  findings: string[];
+  /** For a stage that cannot run: the config key to fix and how, with the server's words. */
+  fault?: { configKey: string; fix: string; message: string; status: number | undefined };
+  seconds: number;
+}
+
+const TITLE = 'ATP synthase couples proton flow to ATP synthesis';
+const PASSAGE =
+  'Mitochondrial ATP synthase uses the proton gradient across the inner membrane to make ATP. ' +
+  'Protons flowing through the Fo subunit turn its c-ring, and the rotation of the central stalk ' +
+  'drives conformational changes in the F1 subunit that bind ADP and phosphate and release ATP. ' +
+  'About three ATP are made per full rotation of the c-ring.';
+const QUESTION = {
+  question: 'What does the rotation of the central stalk of ATP synthase drive in the F1 subunit?',
+  options: [
+    'Conformational changes that make ATP',
+    'Proton pumping out of the matrix',
+    'Electron transfer to oxygen',
+    'Import of ADP into the matrix',
+  ],
+  answer: 'A',
+};
+
+/** Each stage's request as the pipeline sends it: its prompt, its reply schema, on a sample passage. */
+function requests(taxonomy: Taxonomy, accept: GradeAccept) {
+  const r = (stage: LlmStage, schema: z.ZodType, promptVersion: string, messages: LlmMessage[]) => ({
+    stage,
+    schema,
+    promptVersion: `${promptVersion}+check`,
+    messages,
+  });
+  return [
+    r('relevance', RelevanceReply, RELEVANCE_PROMPT, relevanceMessages(TITLE, PASSAGE)),
+    r('mcq', McqReply, MCQ_PROMPT, mcqMessages(TITLE, PASSAGE)),
+    r('mcq-quality', JudgeReply, MCQ_QUALITY_PROMPT, mcqQualityMessages(PASSAGE, accept, QUESTION)),
+    r('freeform', FreeformReply, FREEFORM_PROMPT, freeformMessages(TITLE, PASSAGE)),
+    r(
+      'freeform-grade',
+      JudgeReply,
+      FREEFORM_GRADE_PROMPT,
+      freeformGradeMessages(PASSAGE, accept, { question: QUESTION.question, answer: 'ATP synthesis' }),
+    ),
+    r(
+      'classify',
+      classifyReply(taxonomy),
+      CLASSIFY_PROMPT,
+      classifyMessages(taxonomy, { question: QUESTION.question, answer: 'ATP synthesis' }),
+    ),
+  ];
+}
+
+/**
+ * Sends each stage's request shape once (a fresh layer per stage, no journal: nothing is reused)
+ * and says what the endpoint made of it. A stage whose endpoint faults (auth, model, a request
+ * refused) is not waited on: the fault is its answer.
+ */
+export async function checkStages(
+  config: LlmConfig,
+  opts: {
+    taxonomy: Taxonomy;
+    accept: GradeAccept;
+    env?: NodeJS.ProcessEnv;
+    stages?: readonly LlmStage[];
+    /** Longest wait for one stage's answer. */
+    deadlineMs?: number;
+  },
+): Promise<StageCheck[]> {
+  const checks: StageCheck[] = [];
+  for (const request of requests(opts.taxonomy, opts.accept)) {
+    if (opts.stages?.length && !opts.stages.includes(request.stage)) continue;
+    checks.push(await checkStage(config, request, opts));
+  }
+  return checks;
+}
+
+async function checkStage(
+  config: LlmConfig,
+  request: ReturnType<typeof requests>[number],
+  opts: { env?: NodeJS.ProcessEnv; deadlineMs?: number },
+): Promise<StageCheck> {
+  const started = performance.now();
+  const warnings: string[] = [];
+  const log = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line).msg) });
+  let reasoningTokens = 0;
+  let onFault: (f: EndpointFault) => void = () => {};
+  const faulted = new Promise<EndpointFault>((resolve) => {
+    onFault = resolve;
+  });
+  const llm = new Llm(config, {
+    log,
+    ...(opts.env ? { env: opts.env } : {}),
+    onFault: (f) => f && onFault(f),
+    onCall: (c) => {
+      reasoningTokens += (c as { reasoningTokens?: number }).reasoningTokens ?? 0;
+    },
+  });
+  const model = config.stages[request.stage]?.model ?? config.model;
+  const done = (ok: boolean, findings: string[], fault?: StageCheck['fault']): StageCheck => ({
+    stage: request.stage,
+    model,
+    ok,
+    findings,
+    ...(fault ? { fault } : {}),
+    seconds: (performance.now() - started) / 1000,
+  });
+  const refused = () => {
+    const learned = warnings.filter((w) => /refused a parameter/i.test(w));
+    return `parameters refused: ${learned.length ? learned.map((w) => w.replace(/^.*?: /, '')).join('; ') : 'none'}`;
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const deadlineMs = opts.deadlineMs ?? config.timeoutMs * 2;
+  try {
+    const outcome = await Promise.race([
+      llm.complete(request).then(
+        (reply) => ({ kind: 'reply' as const, reply }),
+        (error: unknown) => ({ kind: 'error' as const, error }),
+      ),
+      faulted.then((fault) => ({ kind: 'fault' as const, fault })),
+      new Promise<{ kind: 'timeout' }>((resolve) => {
+        timer = setTimeout(() => resolve({ kind: 'timeout' }), deadlineMs);
+      }),
+    ]);
+    if (outcome.kind === 'fault') {
+      const f = outcome.fault;
+      return done(false, [`cannot run: fix ${f.configKey}: ${f.fix}`], {
+        configKey: f.configKey,
+        fix: f.fix,
+        message: f.message,
+        status: f.status,
+      });
+    }
+    if (outcome.kind === 'timeout')
+      return done(false, [
+        `no answer within ${(deadlineMs / 1000).toFixed(0)} s: the endpoint is down or too slow (llm.baseUrl, llm.timeoutMs)`,
+      ]);
+    if (outcome.kind === 'error') {
+      const e = outcome.error as Error;
+      if (e instanceof LlmReplyError)
+        return done(false, [
+          'auth and model accepted',
+          `structured output: replies do not match the schema even after a repair: ${e.reason}`,
+          refused(),
+        ]);
+      const fix =
+        "the endpoint refuses this stage's request (its prompt, parameters and response_format json_schema): point llm.baseUrl at a server that takes it, or change the parameters it names";
+      return done(false, [`cannot run: fix llm.baseUrl: ${fix}`, refused()], {
+        configKey: 'llm.baseUrl',
+        fix,
+        message: e.message,
+        status: (e as { status?: number }).status,
+      });
+    }
+    const { reply } = outcome;
+    return done(true, [
+      `auth and model accepted (${reply.model})`,
+      'structured output (json_schema) accepted: the reply matches the schema',
+      `thinking: ${reasoningTokens > 0 ? `seen (${reasoningTokens} reasoning tokens)` : 'none seen'}`,
+      refused(),
+      `context: a prompt of ${reply.usage.inputTokens} tokens and a reply of ${reply.usage.outputTokens} fit`,
+    ]);
+  } finally {
+    clearTimeout(timer);
+    llm.stop();
+    await llm.close();
+  }
+}

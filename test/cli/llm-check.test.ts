@@ -1,0 +1,98 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN } from '../e2e/helpers.js';
+import { pipelineResponder } from '../llm-server/pipeline-responder.js';
+import { type LlmServer, start } from '../llm-server/server.js';
+
+const STAGES = ['relevance', 'mcq', 'mcq-quality', 'freeform', 'freeform-grade', 'classify'];
+
+/** `llm check` in a child (async: the test server answers from this process). */
+function check(url: string, llm: Record<string, unknown>, key = 'right-key') {
+  const dir = mkdtempSync(join(tmpdir(), 'llm-check-'));
+  const config = join(dir, 'config.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      log: `file:${join(dir, 'log')}`,
+      llm: {
+        baseUrl: url,
+        apiKeyEnv: 'CHECK_KEY',
+        model: 'test-model',
+        retry: { baseDelayMs: 5, maxDelayMs: 20 },
+        ...llm,
+      },
+    }),
+  );
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, 'llm', 'check', '--config', config], {
+      env: { ...process.env, CHECK_KEY: key, BIOALCHEMY_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c;
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c;
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('bioalchemy llm check', () => {
+  let server: LlmServer;
+  beforeAll(async () => {
+    server = await start({ responder: pipelineResponder, models: ['test-model'], apiKey: 'right-key' });
+  });
+  afterAll(() => server?.stop());
+
+  it('sends each stage once and says what the endpoint accepts', async () => {
+    server.resetStats();
+    const r = await check(server.url, {});
+    expect(r.code, r.stderr).toBe(0);
+    for (const stage of STAGES)
+      expect(r.stdout).toMatch(new RegExp(`^  ${stage} +ok +model test-model`, 'm'));
+    expect(r.stdout.match(/structured output \(json_schema\) accepted/g)).toHaveLength(STAGES.length);
+    expect(r.stdout).toMatch(/context: a prompt of \d+ tokens/);
+    expect(server.stats().requests).toBe(STAGES.length);
+  }, 120_000);
+
+  it.each([
+    [
+      'a stage with an unknown model',
+      { stages: { classify: { model: 'nope' } } },
+      'right-key',
+      /^bioalchemy: 1 stage\(s\) cannot run: classify \(fix llm\.stages\.classify\.model\)$/m,
+      /The model `nope` does not exist/,
+    ],
+    [
+      'a wrong key',
+      {},
+      'wrong-key',
+      /^bioalchemy: 6 stage\(s\) cannot run: relevance \(fix llm\.apiKeyEnv\)/m,
+      /the server said \(401\): Incorrect API key/,
+    ],
+    [
+      'a mistyped model',
+      { model: 'test-modl' },
+      'right-key',
+      /^bioalchemy: 6 stage\(s\) cannot run: relevance \(fix llm\.model\)/m,
+      /the server said \(404\): The model `test-modl` does not exist/,
+    ],
+  ])(
+    '%s: names the failing stage and the key to fix, exit 1',
+    async (_, llm, key, line, said) => {
+      const r = await check(server.url, llm, key);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(line);
+      expect(r.stdout).toMatch(said);
+      expect(r.stdout).toMatch(/FAIL/);
+    },
+    120_000,
+  );
+});
