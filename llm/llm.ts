@@ -94,8 +94,9 @@ export class Llm {
   private readonly budget: Budget;
   private readonly targets: Targets;
   /**
-   * By stage and model: the budget a reply cut off while thinking last needed, where the next
-   * request of the stage starts, so that only the first few calls to a thinking model pay for a
+   * By endpoint and model: the budget a reply cut off while thinking last needed, where the next
+   * request to the model starts (how long a model thinks is the model's more than the stage's), so
+   * that only the first calls to a thinking model pay for a
    * cut-off reply.
    */
   private readonly thinkingBudgets = new Map<string, number>();
@@ -210,7 +211,8 @@ export class Llm {
 
   /**
    * One reply to `messages` with the budget it needs: a reply cut off while the model was still
-   * thinking is asked again with four times the budget, up to maxTokensCap and what the context
+   * thinking is asked again with eight times the budget (a budget is a bound, not a price: too much
+   * costs nothing, too little a wasted reply), up to maxTokensCap and what the context
    * leaves; one still thinking there is no reply (no repair: a repair would think as long). The
    * budget is fitted to a declared context first; a prompt that leaves too little is refused unsent.
    * Every request made is added to `spent`.
@@ -239,7 +241,7 @@ export class Llm {
       Math.max(target.maxTokensCap, wanted),
       context === undefined ? Infinity : context - prompt,
     );
-    const learned = `${stage}\u0000${target.model}`;
+    const learned = served;
     let budget = Math.min(Math.max(wanted, this.thinkingBudgets.get(learned) ?? 0), cap);
     for (;;) {
       let answered: Answered;
@@ -284,7 +286,7 @@ export class Llm {
           answered.callId,
         );
       }
-      budget = Math.min(budget * 4, cap);
+      budget = Math.min(budget * 8, cap);
     }
   }
 

@@ -100,6 +100,8 @@ describe('the pipeline against the LLM servers users run', () => {
   for (const [mode, dialect, llm] of [
     ['vLLM reasoning_content, 1,500 tokens of thinking', 'vllm-reasoning', {}],
     ['vLLM reasoning, 6,000 tokens of thinking', 'vllm-reasoning-long', {}],
+    // The other design: a default budget large enough for most thinking (BENCHMARKS.md compares).
+    ['vLLM reasoning, 6,000 tokens of thinking, maxTokens 8192', 'vllm-reasoning-long', { maxTokens: 8192 }],
     ['inline <think>', 'inline-think', {}],
     ['an OpenAI reasoning model', 'openai-reasoning', {}],
     ['llama-cpp-python', 'llama-cpp-python', {}],

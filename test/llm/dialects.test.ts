@@ -42,7 +42,7 @@ describe('reasoning models', () => {
     const { rig: x } = await speaking('vllm-reasoning');
     const first = await x.llm.complete(mcq(1));
     expect(Mcq.parse(first.value)).toEqual(first.value);
-    // 1,200 to 1,800 tokens of thinking: cut off at 1,024, answered at 4,096.
+    // 1,200 to 1,800 tokens of thinking: cut off at 1,024, answered at 8,192.
     expect(x.records.map((c) => [c.repair, c.outputTokens >= 1024])).toEqual([
       [false, true],
       [false, true],
@@ -63,7 +63,7 @@ describe('reasoning models', () => {
     const { rig: x, sent } = await speaking('vllm-reasoning-long');
     const reply = await x.llm.complete(mcq(1));
     expect(Mcq.parse(reply.value)).toEqual(reply.value);
-    expect(sent.map((s) => s.max_completion_tokens)).toEqual([1024, 4096, 16384]);
+    expect(sent.map((s) => s.max_completion_tokens)).toEqual([1024, 8192]);
     expect(x.records.at(-1)!.reasoningTokens).toBeGreaterThan(4000);
   });
 
@@ -78,12 +78,13 @@ describe('reasoning models', () => {
   it('inline <think> cut off (the tag never closed) is asked again with more, not repaired', async () => {
     const { rig: x, sent } = await speaking('inline-think');
     await x.llm.complete(mcq(1));
-    expect(sent.map((s) => s.max_completion_tokens)).toEqual([1024, 4096]);
+    expect(sent.map((s) => s.max_completion_tokens)).toEqual([1024, 8192]);
     expect(sent.every((s) => s.messages.length === 2)).toBe(true);
   });
 
   it('one still thinking at maxTokensCap is no reply, without a repair paid', async () => {
     const { rig: x, sent } = await speaking('vllm-reasoning-long', { maxTokensCap: 4096 });
+    // 1,024, then the cap.
     const error = await x.llm.complete(mcq(1)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LlmReplyError);
     expect((error as LlmReplyError).reason).toMatch(
