@@ -38,8 +38,8 @@ CREATE TABLE IF NOT EXISTS difficulty (
   run TEXT NOT NULL, id TEXT NOT NULL, rollouts INTEGER NOT NULL, passes REAL NOT NULL, reward_sum REAL NOT NULL,
   acks INTEGER NOT NULL, ew_pass REAL NOT NULL, ew_n REAL NOT NULL, ew_step INTEGER NOT NULL, step INTEGER NOT NULL,
   flat INTEGER NOT NULL, set_aside INTEGER NOT NULL, aside_until INTEGER, aside_reason TEXT,
-  PRIMARY KEY (run, id));
-CREATE TABLE IF NOT EXISTS difficulty_groups (run TEXT NOT NULL, key TEXT NOT NULL, passes REAL NOT NULL, rollouts INTEGER NOT NULL, PRIMARY KEY (run, key));
+  PRIMARY KEY (run, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS difficulty_groups (run TEXT NOT NULL, key TEXT NOT NULL, passes REAL NOT NULL, rollouts INTEGER NOT NULL, PRIMARY KEY (run, key)) WITHOUT ROWID;
 `;
 
 export function difficultyStatements(db: Database.Database) {

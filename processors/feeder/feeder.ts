@@ -91,6 +91,8 @@ export class Feeder {
   private readonly d: DifficultyStatements;
   /** Each selection's items grouped by their topics (band-pass replaces an item within its group). */
   private peerIndex: { of: unknown; key: Map<string, string>; peers: Map<string, string[]> } | null = null;
+  /** Items' topics, article and grade (difficulty.ts ItemMeta): one entry per pool item at most. */
+  private readonly metas = new Map<string, ItemMeta>();
   /** Each run's next epoch, planned ahead (or being planned) for the selection it was made of. */
   private readonly ahead = new Map<string, AheadPlan>();
   /** Runs a request touched since the last background slice, and that slice. */
@@ -137,6 +139,7 @@ export class Feeder {
   addItems(items: readonly PoolItem[]): void {
     this.db.transaction(() => {
       for (const it of items) {
+        this.metas.delete(it.id);
         this.q.putItem.run(
           it.id,
           it.articleId,
@@ -342,9 +345,12 @@ export class Feeder {
       // One row per (run, item, step): copies of one item in one ack share their mean.
       const step = req.step ?? batch.seq;
       this.q.setRunStep.run(step, req.run);
+      // The groups' sums (the priors') once per key per ack: a batch's slots share their topics.
+      const groups = new Map<string, { passes: number; rollouts: number }>();
       observations.forEach((o, i) => {
-        if (o) this.observeItem(req.run, slots[target[i]!]![0], o, step);
+        if (o) this.observeItem(req.run, slots[target[i]!]![0], o, step, groups);
       });
+      for (const [key, g] of groups) this.d.addGroup.run(req.run, key, g.passes, g.rollouts);
       const byItem = new Map<string, { rs: number[]; rollouts: number; passes: number; flat: number }>();
       rewards.forEach((r, i) => {
         if (r === null) return;
@@ -651,11 +657,17 @@ export class Feeder {
     };
   }
 
+  /** An item's topics, article and grade, read from the file once (the cache holds the pool). */
   private metaOf(id: string): ItemMeta | null {
+    const held = this.metas.get(id);
+    if (held) return held;
     const m = this.d.itemMeta.get(id) as
       | { topics: string; article_id: string; grade: number | null }
       | undefined;
-    return m ? { topics: JSON.parse(m.topics) as string[], articleId: m.article_id, grade: m.grade } : null;
+    if (!m) return null;
+    const meta = { topics: JSON.parse(m.topics) as string[], articleId: m.article_id, grade: m.grade };
+    this.metas.set(id, meta);
+    return meta;
   }
 
   private priorOf(run: string, meta: ItemMeta): number {
@@ -670,7 +682,13 @@ export class Feeder {
    * run's band-pass decision: set aside until `cooldownSteps` after this step, or live. Runs inside
    * the ack's transaction.
    */
-  private observeItem(run: string, id: string, obs: Observation, step: number): void {
+  private observeItem(
+    run: string,
+    id: string,
+    obs: Observation,
+    step: number,
+    groups: Map<string, { passes: number; rollouts: number }>,
+  ): void {
     const cfg = this.config.difficulty;
     const before = (this.d.get.get(run, id) as DifficultyRow | undefined) ?? emptyRow(run, id);
     const row = updated(before, obs, step, cfg.halfLifeSteps);
@@ -691,8 +709,12 @@ export class Feeder {
     this.d.put.run(row);
     if (meta) {
       const keys = groupKeys(meta);
-      for (const key of [...keys.topics, ...keys.grades, keys.article])
-        this.d.addGroup.run(run, key, obs.passes, obs.count);
+      for (const key of [...keys.topics, ...keys.grades, keys.article]) {
+        const g = groups.get(key) ?? { passes: 0, rollouts: 0 };
+        g.passes += obs.passes;
+        g.rollouts += obs.count;
+        groups.set(key, g);
+      }
     }
   }
 
