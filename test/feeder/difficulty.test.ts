@@ -317,6 +317,131 @@ describe('band-pass in the feeder', () => {
   });
 });
 
+describe('choose: tables', () => {
+  const peers = (id: string) => ['a', 'b', 'c', 'd'].filter(() => id.length > 0);
+  const viewOf =
+    (v: Record<string, Partial<ItemView>>) =>
+    (id: string): ItemView => ({ rollouts: 5, rate: 0.5, aside: null, ...v[id] });
+
+  it('with a target, a slot serves the peer nearest it (the planned item on a tie)', () => {
+    const view = viewOf({ a: { rate: 0.9 }, b: { rate: 0.52 }, c: { rate: 0.1 }, d: { rate: 0.3 } });
+    const r = choose({
+      batchId: 'x',
+      planned: [{ id: 'a', copy: 0 }],
+      band: null,
+      target: 0.5,
+      targetProbe: 3,
+      view,
+      peers,
+    });
+    expect(r.slots).toEqual([{ id: 'b', copy: 0 }]);
+    expect(r.leftOut).toEqual([{ slot: 0, id: 'a', reason: 'target', by: 'b' }]);
+    const tie = choose({
+      batchId: 'x',
+      planned: [{ id: 'b', copy: 1 }],
+      band: null,
+      target: 0.52,
+      targetProbe: 3,
+      view,
+      peers,
+    });
+    expect(tie.slots).toEqual([{ id: 'b', copy: 1 }]);
+  });
+
+  it('fills the explore share with unobserved peers, from the end of the batch', () => {
+    const view = viewOf({ c: { rollouts: 0 }, d: { rollouts: 0 } });
+    const band = { ...BAND, exploreShare: 0.5 };
+    const r = choose({
+      batchId: 'x',
+      planned: [
+        { id: 'a', copy: 0 },
+        { id: 'b', copy: 0 },
+      ],
+      band,
+      target: null,
+      targetProbe: 4,
+      view,
+      peers,
+    });
+    expect(r.leftOut.map((l) => [l.slot, l.reason])).toEqual([[1, 'explore']]);
+    expect(['c', 'd']).toContain(r.slots[1]!.id);
+    expect(r.slots[0]!.id).toBe('a');
+  });
+
+  it('serves a set-aside item only when no peer is live, and a live peer twice before that', () => {
+    const allAside = viewOf({
+      a: { aside: 'above-ceiling' },
+      b: { aside: 'below-floor' },
+      c: { aside: 'above-ceiling' },
+      d: { aside: 'below-floor' },
+    });
+    const kept = choose({
+      batchId: 'x',
+      planned: [{ id: 'a', copy: 0 }],
+      band: BAND,
+      target: null,
+      targetProbe: 4,
+      view: allAside,
+      peers,
+    });
+    expect(kept).toEqual({ slots: [{ id: 'a', copy: 0 }], leftOut: [] });
+    const oneLive = viewOf({
+      a: { aside: 'above-ceiling' },
+      b: { aside: 'above-ceiling' },
+      c: { aside: 'below-floor' },
+    });
+    const twice = choose({
+      batchId: 'x',
+      planned: [
+        { id: 'd', copy: 0 },
+        { id: 'a', copy: 0 },
+      ],
+      band: BAND,
+      target: null,
+      targetProbe: 4,
+      view: oneLive,
+      peers,
+    });
+    expect(twice.slots.map((s) => s.id)).toEqual(['d', 'd']);
+  });
+});
+
+describe("band-pass keeps each batch to the plain plan's topics", () => {
+  it('batch by batch, the served topics of a band-pass run are those of the same run fed plain', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 1000 }), (seed) => {
+        const plain = feederWith(300);
+        const band = feederWith(300, { bandPass: { ...BAND, exploreShare: 0.25 } });
+        const topics = new Map(poolItems(300).map((it) => [it.id, JSON.stringify([...it.topics].sort())]));
+        const reward = (id: string) =>
+          (Number(id.slice(3)) * 7 + seed) % 5 === 0 ? 0.4 : (Number(id.slice(3)) + seed) % 2;
+        const count = (xs: string[]) => [...xs.map((id) => topics.get(id))].sort();
+        let replaced = 0;
+        for (let s = 1; s <= 40; s++) {
+          const p = next(plain, 'same');
+          const b = next(band, 'same');
+          expect(b.batch.id).toBe(p.batch.id);
+          expect(count(ids(b))).toEqual(count(ids(p)));
+          replaced += b.leftOut?.length ?? 0;
+          for (const [f, l] of [[plain, p] as const, [band, b] as const]) {
+            f.ack({
+              run: 'same',
+              batchId: l.batch.id,
+              leaseId: l.leaseId,
+              step: s,
+              rollouts: ids(l).map((id) => ({ count: 5, mean: reward(id) })),
+            });
+          }
+        }
+        expect(replaced).toBeGreaterThan(0);
+        plain.close();
+        band.close();
+      }),
+      { numRuns: 5 },
+    );
+  });
+});
+
 describe('config', () => {
   it('refuses a band whose floor is not below its ceiling, naming the path', () => {
     const r = Config.safeParse({ feeder: { difficulty: { bandPass: { floor: 0.8, ceiling: 0.8 } } } });
