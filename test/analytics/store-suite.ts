@@ -302,6 +302,20 @@ export function storeSuite(b: Backend): void {
       expect(await count(a, 'SELECT count() AS n FROM rewards FINAL')).toBe(4);
     });
 
+    it("recordRewards keeps what an ack said of the rollouts (issue 44's dashboard figures)", async () => {
+      const acks = [
+        { qaId: 'q1', run: 'difficulty', step: 1, reward: 0.6, rollouts: 5, passes: 3, flatGroups: 0 },
+        { qaId: 'q2', run: 'difficulty', step: 1, reward: 1, rollouts: 10, passes: 10, flatGroups: 2 },
+        { qaId: 'q3', run: 'difficulty', step: 1, reward: 0.5 },
+      ];
+      await recordRewards(a, acks);
+      await recordRewards(a, acks);
+      const where = "FROM rewards FINAL WHERE run = 'difficulty'";
+      expect(await count(a, `SELECT sum(rollouts) AS n ${where}`)).toBe(15);
+      expect(await count(a, `SELECT toUInt64(sum(passes)) AS n ${where}`)).toBe(13);
+      expect(await count(a, `SELECT sum(flat_groups) AS n ${where}`)).toBe(2);
+    });
+
     onlyWhen(b.queryParams)(
       'rewardsByTopic: mean reward and count per category, replays not counted',
       async () => {
