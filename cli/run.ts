@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { type Analytics, openClickHouse } from '../analytics/clickhouse.js';
+import { preflightAtStart } from '../llm/check.js';
 import { type EndpointFault, type Llm, LlmCallLog, LogJournal } from '../llm/index.js';
 import { ingestProcessor } from '../processors/ingest.js';
 import {
@@ -137,6 +138,21 @@ export async function run(opts: RunOptions): Promise<void> {
       if (signal.aborted) stopping.stop();
       else signal.addEventListener('abort', () => stopping.stop(), { once: true });
       tally.requests = llm.requests;
+      // Said at start, unpaid: a key refused, a stage's model not served (GET /models). The calls
+      // themselves decide whether the stage pauses; this only says it before the first one.
+      void preflightAtStart(config.llm).then((found) => {
+        // One line per fix, naming the stages it stops.
+        const byFix = new Map<string, typeof found>();
+        for (const f of found) byFix.set(f.fix, [...(byFix.get(f.fix) ?? []), f]);
+        for (const [fix, all] of byFix) {
+          const stages = all.flatMap((f) => f.stage ?? []);
+          const { configKey, message } = all[0]!;
+          log.error(
+            { stages, configKey },
+            `LLM ${stages.length ? `stage(s) ${stages.join(', ')}` : 'endpoint'} cannot run: fix ${configKey}: ${fix}. The server said: ${message}`,
+          );
+        }
+      });
       flushCalls = setInterval(
         () => void calls.flush().catch((err) => log.warn({ err }, 'llm calls not recorded yet')),
         // Under the idle check's quiet second: a run --until-idle sinks its last calls before it stops.

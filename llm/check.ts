@@ -186,3 +186,77 @@ async function checkStage(
     await llm.close();
   }
 }
+
+/**
+ * What `run` says at start, free of charge: the endpoint's model list (GET /models, no tokens),
+ * read for the two mistakes it can show, a key refused and a stage's model not served. Anything
+ * inconclusive (no such route, a timeout) says nothing: the calls themselves decide (faults.ts).
+ */
+export async function preflightAtStart(
+  config: LlmConfig,
+  env: NodeJS.ProcessEnv = process.env,
+  timeoutMs = 5_000,
+): Promise<{ stage: LlmStage | null; configKey: string; fix: string; message: string }[]> {
+  const provider = config.provider ?? (config.baseUrl ? 'openai' : 'local');
+  if (provider !== 'openai') return [];
+  const base = (config.baseUrl ?? 'https://api.openai.com/v1').replace(/\/$/, '');
+  const key = env[config.apiKeyEnv] ?? '';
+  let res: Response;
+  try {
+    res = await fetch(`${base}/models`, {
+      headers: { authorization: `Bearer ${key}` },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  } catch {
+    return [];
+  }
+  const text = await res.text().catch(() => '');
+  const secretless = key.length >= 4 ? text.split(key).join('[redacted]') : text;
+  if (res.status === 401 || res.status === 403) {
+    let message = secretless.slice(0, 300);
+    try {
+      const body = JSON.parse(secretless) as { error?: { message?: string } | string; message?: string };
+      message =
+        (typeof body.error === 'string' ? body.error : body.error?.message) ?? body.message ?? message;
+    } catch {}
+    return [
+      {
+        stage: null,
+        configKey: 'llm.apiKeyEnv',
+        fix: `the endpoint refuses the API key: set ${config.apiKeyEnv} (the variable llm.apiKeyEnv names) to a key ${base} accepts`,
+        message: `${res.status} ${message}`,
+      },
+    ];
+  }
+  if (!res.ok) return [];
+  let served: string[];
+  try {
+    served = ((JSON.parse(text) as { data?: { id?: unknown }[] }).data ?? [])
+      .map((m) => m.id)
+      .filter((id): id is string => typeof id === 'string');
+  } catch {
+    return [];
+  }
+  if (served.length === 0) return [];
+  const found: { stage: LlmStage; configKey: string; fix: string; message: string }[] = [];
+  for (const stage of [
+    'relevance',
+    'mcq',
+    'mcq-quality',
+    'freeform',
+    'freeform-grade',
+    'classify',
+  ] as const) {
+    const own = config.stages[stage]?.model;
+    const model = own ?? config.model;
+    if (served.includes(model)) continue;
+    const configKey = own ? `llm.stages.${stage}.model` : 'llm.model';
+    found.push({
+      stage,
+      configKey,
+      fix: `the endpoint serves no model "${model}": set ${configKey} to one it serves (${served.slice(0, 5).join(', ')}${served.length > 5 ? ', ...' : ''})`,
+      message: `GET ${base}/models does not list "${model}"`,
+    });
+  }
+  return found;
+}

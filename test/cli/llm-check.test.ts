@@ -3,6 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { preflightAtStart } from '../../llm/check.js';
+import { LlmConfig } from '../../schemas/llm.js';
 import { BIN } from '../e2e/helpers.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
@@ -95,4 +97,17 @@ describe('bioalchemy llm check', () => {
     },
     120_000,
   );
+
+  it("run's free check at start (GET /models): a refused key, a stage's model not served; nothing when all is well", async () => {
+    const config = (llm: Record<string, unknown>) =>
+      LlmConfig.parse({ baseUrl: server.url, apiKeyEnv: 'CHECK_KEY', model: 'test-model', ...llm });
+    expect(await preflightAtStart(config({}), { CHECK_KEY: 'right-key' })).toEqual([]);
+    const key = await preflightAtStart(config({}), { CHECK_KEY: 'wrong-key' });
+    expect(key.map((f) => [f.stage, f.configKey])).toEqual([[null, 'llm.apiKeyEnv']]);
+    expect(key[0]!.message).toMatch(/^401 Incorrect API key/);
+    const model = await preflightAtStart(config({ stages: { classify: { model: 'nope' } } }), {
+      CHECK_KEY: 'right-key',
+    });
+    expect(model.map((f) => [f.stage, f.configKey])).toEqual([['classify', 'llm.stages.classify.model']]);
+  });
 });

@@ -233,6 +233,16 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
     json(res, 200, { ok: true });
   };
 
+  // The models served, as OpenAI lists them (only when `models` is set: otherwise any name is served).
+  const models = async (req: IncomingMessage, res: ServerResponse) => {
+    if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`)
+      return json(res, 401, { error: { message: 'Incorrect API key provided.', code: 'invalid_api_key' } });
+    json(res, 200, {
+      object: 'list',
+      data: (options.models ?? []).map((id) => ({ id, object: 'model', owned_by: 'test' })),
+    });
+  };
+
   const server = createServer((req, res) => {
     const route =
       req.method === 'POST' && req.url === '/v1/chat/completions'
@@ -241,7 +251,9 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
           ? control
           : req.method === 'GET' && req.url === '/stats'
             ? async () => json(res, 200, stats)
-            : async () => json(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
+            : req.method === 'GET' && req.url === '/v1/models' && options.models
+              ? async () => models(req, res)
+              : async () => json(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
     route(req, res).catch((e: Error) => {
       if (!res.headersSent && !res.destroyed) json(res, 400, { error: { message: e.message } });
     });
