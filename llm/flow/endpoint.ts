@@ -6,6 +6,7 @@ import {
   type EndpointFault,
   FaultWatch,
   faultOf,
+  REPEATS_FOR_REFUSAL,
   type RequestIdentity,
   refusalStatus,
   statusOf,
@@ -165,7 +166,7 @@ export class Endpoint {
         this.watch.other();
         return 'transient';
       }
-      if (!this.watch.repeated(e, key)) return 'transient';
+      if (!this.watch.repeated(e, key, REPEATS_FOR_REFUSAL)) return 'transient';
       this.suspect(e, identity, probe);
       return 'endpoint';
     }

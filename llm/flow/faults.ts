@@ -12,7 +12,7 @@ import { TransientError } from '../errors.js';
  * | 400/413/422 saying the context or prompt is too long         | record     | dead letter with the server's message          | -                          |
  * | any other 4xx (a parameter, a schema, a content rule)        | suspect    | waits: another input answered -> record; the   | by what the message names  |
  * |                                                              |            | same message for 3 distinct inputs -> endpoint |                            |
- * | 500/501, the same message for 3 distinct inputs, no success  | endpoint   | a refusal of the request shape, not an outage  | llm.baseUrl (see llm check)|
+ * | 500/501, the same message for 5 distinct inputs, no success  | endpoint   | a refusal of the request shape, not an outage  | llm.baseUrl (see llm check)|
  * | 429, 408, 409, 502-504, other 5xx, timeouts, connections     | transient  | retried; the circuit pauses a down endpoint    | -                          |
  * | anything thrown that is no HTTP answer (a bug, a bad reply)  | record     | dead letter                                    | -                          |
  *
@@ -47,6 +47,11 @@ export interface RequestIdentity {
 
 /** How many distinct inputs must fail the same way, with no success between, to make it the endpoint's. */
 export const REPEATS_FOR_ENDPOINT = 3;
+/**
+ * The same for a 500: more, as a flaky server's 500s are common and look alike ("internal error");
+ * five in a row from five inputs, with nothing answered between, is a refusal, not bad luck.
+ */
+export const REPEATS_FOR_REFUSAL = 5;
 
 const CONTEXT_TOO_LONG =
   /context.?(length|window|size)|maximum context|n_ctx|too many tokens|prompt is too long|too long|exceeds? the (max|limit)|input.{0,20}too large/i;
@@ -152,14 +157,14 @@ export class FaultWatch {
    * Counts a failure; says whether the same failure has now come from REPEATS_FOR_ENDPOINT
    * distinct inputs with no success and no other failure between.
    */
-  repeated(e: unknown, key: string): boolean {
+  repeated(e: unknown, key: string, needed = REPEATS_FOR_ENDPOINT): boolean {
     const signature = signatureOf(e);
     if (signature !== this.signature) {
       this.signature = signature;
       this.keys.clear();
     }
     this.keys.add(key);
-    if (this.keys.size < REPEATS_FOR_ENDPOINT) return false;
+    if (this.keys.size < needed) return false;
     for (const tell of this.waiting.splice(0)) tell('endpoint');
     return true;
   }

@@ -2,7 +2,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TransientError } from '../../llm/errors.js';
 import { Endpoint } from '../../llm/flow/endpoint.js';
-import { type EndpointFault, faultOf, REPEATS_FOR_ENDPOINT, whoseAlone } from '../../llm/flow/faults.js';
+import {
+  type EndpointFault,
+  faultOf,
+  REPEATS_FOR_ENDPOINT,
+  REPEATS_FOR_REFUSAL,
+  whoseAlone,
+} from '../../llm/flow/faults.js';
 import { Throttle } from '../../llm/flow/throttle.js';
 import { FastClock } from './helpers.js';
 
@@ -109,7 +115,7 @@ describe('an endpoint fault never fails a call; a record fault never stops the s
     await fc.assert(
       fc.asyncProperty(
         endpointFaults,
-        fc.integer({ min: REPEATS_FOR_ENDPOINT, max: 12 }),
+        fc.integer({ min: REPEATS_FOR_REFUSAL, max: 12 }),
         async (fault, n) => {
           const { e, faults, stage, clock } = endpoint();
           let fixed = false;
