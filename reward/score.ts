@@ -185,6 +185,27 @@ function restatesOption(grader: Grader, tokens: Token[]): boolean {
 /** At most this many sentences after the answer are passed over as remarks or elaborations. */
 const MAX_AFTER_ANSWER = 5;
 
+/** A line with anything to read: sentencesOf gives it at least one sentence. */
+const HAS_CONTENT = /[A-Za-z0-9\u0001]/;
+
+/**
+ * finalLine: what follows the label on the last line, when that line (remarks after it aside)
+ * opens with an answer label and no line before it does; else null. Only the last lines are cut
+ * into tokens, and none when no line has a label: most outputs are decided by the next places.
+ */
+function finalAnswerLine(text: string, grader: Grader): Token[][] | null {
+  const lines = text.split('\n');
+  if (!lines.some((l) => ANSWER_LABEL.test(l))) return null;
+  const content = lines.flatMap((l, k) => (HAS_CONTENT.test(l) ? [k] : []));
+  let at = content.length - 1;
+  while (at > 0 && sentencesOf(lines[content[at]!]!).every((s) => endsAnswer(grader, s))) at--;
+  if (at < 0) return null;
+  const last = content[at]!;
+  const labelled = lines.slice(0, last + 1).filter((l) => ANSWER_LABEL.test(l)).length;
+  if (labelled !== 1 || !ANSWER_LABEL.test(lines[last]!)) return null;
+  return sentencesOf(lines[last]!.replace(ANSWER_LABEL, '')).slice(0, 1);
+}
+
 function* placesOf(text: string, grader: Grader): Generator<Place> {
   const boxes = boxed(text);
   if (boxes.length > 0) {
@@ -199,13 +220,8 @@ function* placesOf(text: string, grader: Grader): Generator<Place> {
     return;
   }
   // finalLine: the last line (after remarks) opens with an answer label and no other line does.
-  const lines = text.split('\n').filter((l) => sentencesOf(l).length > 0);
-  while (lines.length > 1 && sentencesOf(lines.at(-1)!).every((s) => endsAnswer(grader, s))) lines.pop();
-  const labelled = lines.filter((l) => ANSWER_LABEL.test(l));
-  if (labelled.length === 1 && labelled[0] === lines.at(-1)) {
-    const line = sentencesOf(labelled[0]!.replace(ANSWER_LABEL, '')).slice(0, 1);
-    yield { where: 'final answer line', sentences: line, decisive: false };
-  }
+  const line = finalAnswerLine(text, grader);
+  if (line !== null) yield { where: 'final answer line', sentences: line, decisive: false };
   const phrases = [...text.matchAll(ANSWER_PHRASE)].flatMap((m) => sentencesOf(m[1]!).slice(0, 1));
   if (phrases.length > 0) yield { where: 'answer phrase', sentences: phrases, decisive: false };
   const sentences = sentencesOf(text).filter((s) => !isQuestion(s));

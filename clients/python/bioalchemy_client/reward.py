@@ -133,6 +133,30 @@ def _restates_option(grader: _Grader, tokens: List[Token]) -> bool:
 _MAX_AFTER_ANSWER = 5
 
 
+# A line with anything to read: sentences_of gives it at least one sentence.
+_HAS_CONTENT = re.compile("[A-Za-z0-9\u0001]", _A)
+
+
+def _final_answer_line(text: str, grader: _Grader) -> Optional[List[List[Token]]]:
+    """final_line: what follows the label on the last line, when that line (remarks after it aside) opens with
+    an answer label and no line before it does; else None. Only the last lines are cut into tokens, and none
+    when no line has a label: most outputs are decided by the next places."""
+    lines = text.split("\n")
+    if not any(_ANSWER_LABEL.search(line) for line in lines):
+        return None
+    content = [k for k, line in enumerate(lines) if _HAS_CONTENT.search(line)]
+    at = len(content) - 1
+    while at > 0 and all(_ends_answer(grader, s) for s in sentences_of(lines[content[at]])):
+        at -= 1
+    if at < 0:
+        return None
+    last = content[at]
+    labelled = sum(1 for line in lines[:last + 1] if _ANSWER_LABEL.search(line))
+    if labelled != 1 or not _ANSWER_LABEL.search(lines[last]):
+        return None
+    return sentences_of(_ANSWER_LABEL.sub("", lines[last], count=1))[:1]
+
+
 def _places_of(text: str, grader: _Grader) -> Iterator[_Place]:
     boxes = boxed(text)
     if boxes:
@@ -144,12 +168,8 @@ def _places_of(text: str, grader: _Grader) -> Iterator[_Place]:
             yield _Place("boxed answer", [s for sentences in each for s in sentences], True)
         return
     # final_line: the last line (after remarks) opens with an answer label and no other line does.
-    lines = [line for line in text.split("\n") if sentences_of(line)]
-    while len(lines) > 1 and all(_ends_answer(grader, s) for s in sentences_of(lines[-1])):
-        lines.pop()
-    labelled = [line for line in lines if _ANSWER_LABEL.search(line)]
-    if len(labelled) == 1 and labelled[0] == lines[-1]:
-        line = sentences_of(_ANSWER_LABEL.sub("", labelled[0], count=1))[:1]
+    line = _final_answer_line(text, grader)
+    if line is not None:
         yield _Place("final answer line", line, False)
     phrases = [s for m in _ANSWER_PHRASE.finditer(text) for s in sentences_of(m.group(1))[:1]]
     if phrases:
