@@ -336,6 +336,13 @@ export const RunStatus = z.object({
     redelivered: z.number().int().describe('leases that were second or later attempts'),
   }),
   ackedItems: z.number().int().describe('items acked over the whole run'),
+  difficulty: z
+    .object({
+      rollouts: z.number().int().describe('rollouts acked (a slot with a mean reward only is one)'),
+      flatGroups: z.number().int().describe('acked groups whose rollouts all had the same reward'),
+      setAside: z.number().int().describe('times band-pass set an item aside'),
+    })
+    .describe("what the run's acks said of its items' difficulty (issue 44)"),
   ranks: z.array(RankStatus),
   epochs: z.array(EpochStatus).describe('each epoch the run planned, oldest first'),
 });

@@ -113,6 +113,10 @@ export interface Snapshot {
       acked: number;
       redelivered: number;
       ackedItems: number;
+      /** Rollouts acked, flat groups among them, times band-pass set an item aside. */
+      rollouts: number;
+      flatGroups: number;
+      setAside: number;
     }[];
     t: number[];
     rewardByTopic: Series[];
@@ -372,7 +376,7 @@ export class DashboardData {
     if (feeder) {
       for (const run of feeder.runNames()) {
         const s = feeder.runStatus(run);
-        runs.push({ run, ...s.batches, ackedItems: s.ackedItems });
+        runs.push({ run, ...s.batches, ackedItems: s.ackedItems, ...s.difficulty });
         for (const r of s.ranks) ranks.push({ run, rank: r.rank, leased: r.leased, acked: r.acked });
       }
     }

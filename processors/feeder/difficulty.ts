@@ -62,9 +62,6 @@ export function difficultyStatements(db: Database.Database) {
     itemMeta: p(
       `SELECT topics, article_id, json_extract(body, '$.grade.difficulty') AS grade FROM items WHERE id = ?`,
     ),
-    totals: p(
-      'SELECT run, sum(set_aside) AS setAside, sum(flat) AS flat, sum(rollouts) AS rollouts FROM difficulty GROUP BY run',
-    ),
   };
 }
 export type DifficultyStatements = ReturnType<typeof difficultyStatements>;

@@ -347,10 +347,16 @@ export class Feeder {
       this.q.setRunStep.run(step, req.run);
       // The groups' sums (the priors') once per key per ack: a batch's slots share their topics.
       const groups = new Map<string, { passes: number; rollouts: number }>();
+      let [rollouts, flat, aside] = [0, 0, 0];
       observations.forEach((o, i) => {
-        if (o) this.observeItem(req.run, slots[target[i]!]![0], o, step, groups);
+        if (!o) return;
+        if (this.observeItem(req.run, slots[target[i]!]![0], o, step, groups)) aside++;
+        rollouts += o.count;
+        if (o.flat) flat++;
       });
       for (const [key, g] of groups) this.d.addGroup.run(req.run, key, g.passes, g.rollouts);
+      // The run's totals, kept as counters so /metrics and the dashboard read one row per run.
+      if (rollouts) this.q.addDifficulty.run(rollouts, flat, aside, req.run);
       const byItem = new Map<string, { rs: number[]; rollouts: number; passes: number; flat: number }>();
       rewards.forEach((r, i) => {
         if (r === null) return;
@@ -450,6 +456,7 @@ export class Feeder {
         redelivered: counts.redelivered ?? 0,
       },
       ackedItems: run.acked_items,
+      difficulty: { rollouts: run.rollouts, flatGroups: run.flat_groups, setAside: run.set_aside },
       ranks,
       epochs,
     };
@@ -630,7 +637,12 @@ export class Feeder {
 
   /** Per run: times items were set aside, flat groups acked, rollouts acked (for /metrics). */
   difficultyTotals(): { run: string; setAside: number; flat: number; rollouts: number }[] {
-    return this.d.totals.all() as { run: string; setAside: number; flat: number; rollouts: number }[];
+    return this.q.difficultyTotals.all() as {
+      run: string;
+      setAside: number;
+      flat: number;
+      rollouts: number;
+    }[];
   }
 
   private describe(row: DifficultyRow, runStep: number): ItemDifficulty {
@@ -688,7 +700,7 @@ export class Feeder {
     obs: Observation,
     step: number,
     groups: Map<string, { passes: number; rollouts: number }>,
-  ): void {
+  ): boolean {
     const cfg = this.config.difficulty;
     const before = (this.d.get.get(run, id) as DifficultyRow | undefined) ?? emptyRow(run, id);
     const row = updated(before, obs, step, cfg.halfLifeSteps);
@@ -716,6 +728,7 @@ export class Feeder {
         groups.set(key, g);
       }
     }
+    return row.aside_until !== null;
   }
 
   /** The selection's items grouped by their exact topic set, made once per selection. */

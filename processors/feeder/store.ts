@@ -32,6 +32,10 @@ export interface RunRow {
   acked_items: number;
   /** The latest trainer step acked: what a set-aside item's cool-down is counted against. */
   step: number;
+  /** Rollouts acked, flat groups among them, times band-pass set an item aside (issue 44). */
+  rollouts: number;
+  flat_groups: number;
+  set_aside: number;
 }
 
 /** A batch's slots as stored: item id, copy, index in the epoch. */
@@ -103,6 +107,8 @@ function migrate(db: Database.Database): void {
   if (!columns('batches').has('acked_slots'))
     db.exec("ALTER TABLE batches ADD COLUMN acked_slots TEXT NOT NULL DEFAULT '[]'");
   if (!columns('runs').has('step')) db.exec('ALTER TABLE runs ADD COLUMN step INTEGER NOT NULL DEFAULT 0');
+  for (const c of ['rollouts', 'flat_groups', 'set_aside'])
+    if (!columns('runs').has(c)) db.exec(`ALTER TABLE runs ADD COLUMN ${c} INTEGER NOT NULL DEFAULT 0`);
   if (!columns('batches').has('left_out'))
     db.exec("ALTER TABLE batches ADD COLUMN left_out TEXT NOT NULL DEFAULT '[]'");
   if (!columns('items').has('row')) db.exec('ALTER TABLE items ADD COLUMN row TEXT');
@@ -199,6 +205,12 @@ export function statements(db: Database.Database) {
       'INSERT INTO batches (id, run, epoch, idx, rank, seq, mix_version, slots, left_out) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ),
     setRunStep: p('UPDATE runs SET step = max(step, ?) WHERE run = ?'),
+    addDifficulty: p(
+      'UPDATE runs SET rollouts = rollouts + ?, flat_groups = flat_groups + ?, set_aside = set_aside + ? WHERE run = ?',
+    ),
+    difficultyTotals: p(
+      'SELECT run, set_aside AS setAside, flat_groups AS flat, rollouts FROM runs ORDER BY run',
+    ),
     getBatch: p('SELECT * FROM batches WHERE id = ?'),
     batchesOfEpoch: p('SELECT slots FROM batches WHERE run = ? AND epoch = ? ORDER BY idx'),
     // What was delivered before (released, or its lease expired), of any epoch up to the rank's,

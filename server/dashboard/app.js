@@ -343,6 +343,13 @@ function draw(s) {
       ['feeder event-loop delay', answers.loopDelay],
     ].map(([name, q]) => [name, ms(q.p50Ms), ms(q.p99Ms), fmt(q.count)]),
   );
+  // Feeding by difficulty: rollouts in groups whose rewards all agreed taught nothing; band-pass
+  // sets such items aside (README, feeding by difficulty).
+  table(
+    'feeder-difficulty',
+    ['run', 'rollouts acked', 'flat groups', 'times set aside'],
+    s.feeder.runs.map((r) => [r.run, fmt(r.rollouts), fmt(r.flatGroups), fmt(r.setAside)]),
+  );
   timeSeries('chart-rewards', s.feeder.t, s.feeder.rewardByTopic, { max: 1, connectNulls: true });
 
   const t = Object.entries(s.timings)

@@ -157,6 +157,8 @@ describe('the dashboard in Chromium, against a running pipeline', () => {
         leaseId: lease.leaseId,
         step: 1,
         rewards: lease.batch!.items.map((_, i) => i % 2),
+        // Two rollouts a slot, both with the slot's reward: every group is flat (issue 44's table).
+        rollouts: lease.batch!.items.map((_, i) => ({ count: 2, rewards: [i % 2, i % 2] })),
       }),
     });
     expect(ack.status, await ack.clone().text()).toBe(200);
@@ -239,6 +241,11 @@ describe('the dashboard in Chromium, against a running pipeline', () => {
     expect(numbersIn(feeder.series.find((s) => s.name === 'acked')!.data)).toEqual([1]);
     const rewards = await seriesOf(page, 'chart-rewards');
     expect(numbersIn(rewards.series.flatMap((s) => s.data)).length).toBeGreaterThan(0);
+    const n = lease.batch!.items.length;
+    const difficulty = await page.$$eval('#feeder-difficulty tr', (rows) =>
+      rows.map((r) => [...r.querySelectorAll('td')].map((c) => c.textContent)),
+    );
+    expect(difficulty).toContainEqual(['grpo-test', String(2 * n), String(n), '0']);
     await page.screenshot({ path: join(SCREENSHOTS, 'dashboard.png'), fullPage: true });
 
     // A record produced while the page is open: a new source appears, the totals move, no reload.
