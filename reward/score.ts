@@ -186,6 +186,7 @@ function restatesOption(grader: Grader, tokens: Token[]): boolean {
 const MAX_AFTER_ANSWER = 5;
 
 /** A line with anything to read: sentencesOf gives it at least one sentence. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: \u0001 opens the anchor's mark of an accepted form
 const HAS_CONTENT = /[A-Za-z0-9\u0001]/;
 
 /**
