@@ -19,7 +19,10 @@ export function runCommand(): Command {
           .env('BIOALCHEMY_METRICS_PORT')
           .argParser(wholeNumber),
       )
-      .option('--until-idle', 'stop once every processor has read its input to the end, and print a summary')
+      .option(
+        '--until-idle',
+        'stop once every processor has read its input to the end, and print a summary; exit 1 at once, nothing spent, when the LLM endpoint refuses every request (the key to fix is named)',
+      )
       .option(
         '--max-articles <n>',
         'extract takes at most n articles in this run; the rest stay queued',
