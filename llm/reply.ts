@@ -27,14 +27,16 @@ export function splitThinking(content: string): { thinking: string; answer: stri
 }
 
 /**
- * The reply stopped at its budget before any answer: everything it wrote was thinking (content
- * null beside reasoning_content, an unfinished `<think>`, or hidden reasoning that used it all).
- * Not an invalid reply, a budget too small for this model: ask again with more, not for a repair.
+ * The reply stopped at its budget before its answer was whole, and the model had been thinking:
+ * everything it wrote was thinking (content null beside reasoning_content, an unfinished
+ * `<think>`, hidden reasoning that used it all), or the thinking left too little for the answer.
+ * Not an invalid reply, a budget too small for this model: ask again with more, not for a repair
+ * (which would think as long again). A model that did not think and was cut off is repaired.
  */
 export function cutOffThinking(reply: LlmJournalReply): boolean {
   if (!reply.truncated || reply.refusal) return false;
   const { answer, unfinished } = splitThinking(reply.content);
-  return unfinished || answer.trim() === '';
+  return unfinished || answer.trim() === '' || (reply.reasoningTokens ?? 0) > 0;
 }
 
 /** A reply's content parsed and validated; never throws, whatever the model sent. */

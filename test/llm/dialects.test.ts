@@ -82,6 +82,23 @@ describe('reasoning models', () => {
     expect(sent.every((s) => s.messages.length === 2)).toBe(true);
   });
 
+  it('thinking that leaves too little for the whole answer is asked again with more, not repaired', async () => {
+    const { rig: x, sent } = await speaking('plain', { maxTokens: 4096 });
+    x.server.setDialect({ reasoning: { tokens: 1000, field: 'reasoning_content' } });
+    await x.llm.complete(mcq(1));
+    // How long the model thinks on this prompt; a budget of one more leaves no room for the answer.
+    const thought = x.records[0]!.reasoningTokens!;
+    const tight = await rig({ maxTokens: thought + 1 }, {}, x.server);
+    try {
+      const reply = await tight.llm.complete(mcq(1));
+      expect(Mcq.parse(reply.value)).toEqual(reply.value);
+      expect(sent.slice(1).map((s) => s.max_completion_tokens)).toEqual([thought + 1, 8 * (thought + 1)]);
+      expect(await tight.metric('bioalchemy_llm_calls_total', { outcome: 'invalid' })).toBe(0);
+    } finally {
+      await tight.close();
+    }
+  });
+
   it('one still thinking at maxTokensCap is no reply, without a repair paid', async () => {
     const { rig: x, sent } = await speaking('vllm-reasoning-long', { maxTokensCap: 4096 });
     // 1,024, then the cap.
