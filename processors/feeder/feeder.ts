@@ -342,7 +342,6 @@ export class Feeder {
       const rewarded = rewards.filter((r) => r !== null).length;
       this.q.addAcked.run(target.length, req.run);
       this.q.epochAcked.run(target.length, rewarded, req.run, batch.epoch);
-      // One row per (run, item, step): copies of one item in one ack share their mean.
       const step = req.step ?? batch.seq;
       this.q.setRunStep.run(step, req.run);
       // The groups' sums (the priors') once per key per ack: a batch's slots share their topics.
@@ -357,6 +356,7 @@ export class Feeder {
       for (const [key, g] of groups) this.d.addGroup.run(req.run, key, g.passes, g.rollouts);
       // The run's totals, kept as counters so /metrics and the dashboard read one row per run.
       if (rollouts) this.q.addDifficulty.run(rollouts, flat, aside, req.run);
+      // One row per (run, item, step): copies of one item in one ack share their mean.
       const byItem = new Map<string, { rs: number[]; rollouts: number; passes: number; flat: number }>();
       rewards.forEach((r, i) => {
         if (r === null) return;
