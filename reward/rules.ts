@@ -46,6 +46,7 @@ const RewardRules = z.strictObject({
     anaphors: wordSet,
     hedges: wordSet,
     alternatives: wordSet,
+    copulas: wordSet,
   }),
   answerLabels: phrases,
 });

@@ -165,7 +165,18 @@ function endsAnswer(grader: Grader, tokens: Token[]): boolean {
   // A closing remark may say "else" ("Let me know if you need anything else."): no hedge there.
   if (RULES.endOfAnswer.remarks.some((r) => startsWith(tokens, r))) return true;
   if (tokens.some((t) => RULES.negators.has(t.key) || RULES.endOfAnswer.hedges.has(t.key))) return false;
-  return first.kind === 'word' && RULES.endOfAnswer.anaphors.has(first.key);
+  return first.kind === 'word' && RULES.endOfAnswer.anaphors.has(first.key) && !namesAnother(tokens);
+}
+
+/**
+ * "It is the AV node.": an anaphor, a copula and a short name that ends the sentence names an
+ * answer the grader does not know (another one), not an elaboration of the one before.
+ */
+function namesAnother(tokens: Token[]): boolean {
+  const words = tokens.filter((t) => t.kind !== 'punct');
+  if (words.length < 3 || !RULES.endOfAnswer.copulas.has(words[1]!.key)) return false;
+  const rest = words.slice(2).filter((t) => !['the', 'a', 'an'].includes(t.key));
+  return rest.length > 0 && rest.length <= 3;
 }
 
 /**

@@ -26,8 +26,8 @@ from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 from bioalchemy_client.reward_anchor import ANSWER, Form, _patterns_of, anchor, binomial_forms, form_key
 from bioalchemy_client.reward_graders import (LETTERS, NUMERIC_TOLERANCE, Mention, _free_form_grader,
                                               _Grader, _mcq_grader, accepted_forms, numeric_form)
-from bioalchemy_client.reward_rules import (_ALTERNATIVES, _ANAPHORS, _CLAUSE_WORDS, _FILLERS, _HEDGES, _NEGATORS, _REMARK_LABELS,
-                                           _REMARKS, _RULES)
+from bioalchemy_client.reward_rules import (_ALTERNATIVES, _ANAPHORS, _CLAUSE_WORDS, _COPULAS, _FILLERS, _HEDGES,
+                                           _NEGATORS, _REMARK_LABELS, _REMARKS, _RULES)
 from bioalchemy_client.reward_text import (_A, _ANSWER_LABEL, _ANSWER_PHRASE, MARK_CLOSE, MARK_OPEN, Token,
                                            _is_question, after_revision, boxed, drop_footnotes, final_text,
                                            prepare, sentences_of, tokenize)
@@ -117,7 +117,17 @@ def _ends_answer(grader: _Grader, tokens: List[Token]) -> bool:
         return True
     if any(t.key in _NEGATORS or t.key in _HEDGES for t in tokens):
         return False
-    return first.kind == "word" and first.key in _ANAPHORS
+    return first.kind == "word" and first.key in _ANAPHORS and not _names_another(tokens)
+
+
+def _names_another(tokens: List[Token]) -> bool:
+    """"It is the AV node.": an anaphor, a copula and a short name that ends the sentence names an answer the
+    grader does not know (another one), not an elaboration of the one before."""
+    words = [t for t in tokens if t.kind != "punct"]
+    if len(words) < 3 or words[1].key not in _COPULAS:
+        return False
+    rest = [t for t in words[2:] if t.key not in ("the", "a", "an")]
+    return 0 < len(rest) <= 3
 
 
 def _restates_option(grader: _Grader, tokens: List[Token]) -> bool:

@@ -51,4 +51,5 @@ _REMARK_LABELS = _word_set(_RULES["endOfAnswer"]["labels"])
 _ANAPHORS = _word_set(_RULES["endOfAnswer"]["anaphors"])
 _HEDGES = _word_set(_RULES["endOfAnswer"]["hedges"])
 _ALTERNATIVES = _word_set(_RULES["endOfAnswer"]["alternatives"])
+_COPULAS = _word_set(_RULES["endOfAnswer"]["copulas"])
 _ANSWER_LABELS: List[str] = _RULES["answerLabels"]["phrases"]
