@@ -302,6 +302,35 @@ describe('band-pass in the feeder', () => {
     feeder.close();
   });
 
+  it("a restart in the middle of a run leaves the difficulty state equal to an uninterrupted run's", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'difficulty-'));
+    const cfg = { bandPass: { ...BAND, exploreShare: 0.2 }, priorWeight: 2 };
+    const reward = (id: string) =>
+      Number(id.slice(3)) % 3 === 0 ? 1 : Number(id.slice(3)) % 3 === 1 ? 0 : 0.4;
+    const straight = feederWith(300, cfg, join(dir, 'straight.sqlite'));
+    for (let s = 1; s <= 30; s++) step(straight, 'r', reward, s);
+    let restarted = feederWith(300, cfg, join(dir, 'restarted.sqlite'));
+    for (let s = 1; s <= 30; s++) {
+      if (s === 13) {
+        restarted.close();
+        restarted = Feeder.open(join(dir, 'restarted.sqlite'), {
+          batchSize: 8,
+          leaseMs: 60_000,
+          difficulty: cfg as never,
+        });
+      }
+      step(restarted, 'r', reward, s);
+    }
+    const state = (f: Feeder) => ({
+      items: f.itemDifficulties('r', '', 1000),
+      run: f.runStatus('r').difficulty,
+    });
+    expect(state(restarted)).toEqual(state(straight));
+    expect(state(straight).run.setAside).toBeGreaterThan(0);
+    straight.close();
+    restarted.close();
+  });
+
   it('with priors counting, sets aside unseen items of a topic the run always solves', () => {
     const feeder = feederWith(400, { bandPass: { ...BAND, minRollouts: 5 }, priorWeight: 5 });
     for (let s = 1; s <= 20; s++) step(feeder, 'prior', () => 1, s);
