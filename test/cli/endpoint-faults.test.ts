@@ -131,26 +131,38 @@ describe('an endpoint that refuses every request: the run stops non-zero, spends
     300_000,
   );
 
-  it('a server that answers every request with the same 500: exits non-zero within 60 s naming its message', async () => {
-    const broken = await serve({ faults: { rate: 1, kinds: ['server-error'] } });
-    try {
-      const ws = workspace(broken.url);
-      const run = await runUntilIdle(ws.config);
-      expect(run.code).not.toBe(0);
-      expect(run.seconds).toBeLessThan(60);
-      process.stdout.write(
-        `the same 500: run --until-idle exited ${run.code} in ${run.seconds.toFixed(1)} s\n`,
-      );
-      expect(run.stderr).toMatch(/^bioalchemy: .*The server said \(500\): internal error \(test fault\)/m);
-      expect(await topicValues(ws.dir, 'dlq')).toEqual([]);
-      // Every request sent is counted, failed ones included.
-      const sent = Number(run.stdout.match(/^LLM: \d+ calls paid \((\d+) requests sent/m)?.[1]);
-      expect(sent).toBe(broken.stats().requests);
-      expect(run.stdout).toMatch(new RegExp(`http 500 ${broken.stats().requests}`));
-    } finally {
-      await broken.stop();
-    }
-  }, 120_000);
+  it.each([
+    ['the same 500', 'server-error', 500, 'internal error \\(test fault\\)'],
+    [
+      'the same 400 (a parameter refused for every input)',
+      'bad-request',
+      400,
+      'bad request \\(test fault\\)',
+    ],
+  ] as const)(
+    'a server that answers every request with %s: exits non-zero within 60 s naming its message',
+    async (what, kind, status, message) => {
+      const broken = await serve({ faults: { rate: 1, kinds: [kind] } });
+      try {
+        const ws = workspace(broken.url);
+        const run = await runUntilIdle(ws.config);
+        expect(run.code).not.toBe(0);
+        expect(run.seconds).toBeLessThan(60);
+        process.stdout.write(`${what}: run --until-idle exited ${run.code} in ${run.seconds.toFixed(1)} s\n`);
+        expect(run.stderr).toMatch(
+          new RegExp(`^bioalchemy: .*The server said \\(${status}\\): ${message}`, 'm'),
+        );
+        expect(await topicValues(ws.dir, 'dlq')).toEqual([]);
+        // Every request sent is counted, failed ones included.
+        const sent = Number(run.stdout.match(/^LLM: \d+ calls paid \((\d+) requests sent/m)?.[1]);
+        expect(sent).toBe(broken.stats().requests);
+        expect(run.stdout).toMatch(new RegExp(`http ${status} ${broken.stats().requests}`));
+      } finally {
+        await broken.stop();
+      }
+    },
+    120_000,
+  );
 
   it('SIGTERM with a call in flight to a server that never answers: exits within 10 s, the input uncommitted', async () => {
     const silent = await serve({ latency: { kind: 'fixed', ms: 600_000 } });
