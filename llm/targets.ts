@@ -63,7 +63,7 @@ export class Targets {
 
   /** The confirmed faults of the endpoints, each endpoint's once. */
   faults(): EndpointFault[] {
-    return [...this.endpoints.values()].flatMap(({ endpoint }) => endpoint.confirmedFault ?? []);
+    return [...this.endpoints.values()].flatMap(({ endpoint }) => endpoint.confirmedFaults());
   }
 
   async close(): Promise<void> {

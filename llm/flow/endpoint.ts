@@ -9,6 +9,7 @@ import {
   REPEATS_FOR_REFUSAL,
   type RequestIdentity,
   refusalStatus,
+  serverMessage,
   statusOf,
   whoseAlone,
 } from './faults.js';
@@ -63,9 +64,18 @@ export class Endpoint {
     this.circuit = new Circuit(opts.circuit, clock, (down) => hooks.onDown(down, this.fault !== null));
   }
 
-  /** The confirmed fault that pauses this endpoint now, if any. */
-  get confirmedFault(): EndpointFault | null {
-    return this.fault?.confirmed ? this.fault.fault : null;
+  /**
+   * Models the endpoint does not serve (a 404 naming the model), each with a gate of its own: only
+   * the stages asking for that model wait, and one of their calls probes now and then.
+   */
+  private readonly models = new Map<string, { gate: Circuit; fault: EndpointFault }>();
+
+  /** The confirmed faults that pause this endpoint, or some of its models, now. */
+  confirmedFaults(): EndpointFault[] {
+    return [
+      ...(this.fault?.confirmed ? [this.fault.fault] : []),
+      ...[...this.models.values()].map((m) => m.fault),
+    ];
   }
 
   /**
@@ -86,6 +96,8 @@ export class Endpoint {
     let counted = 0;
     for (;;) {
       const probe = await this.circuit.pass(signal);
+      const model = who ? this.models.get(who.model) : undefined;
+      const modelProbe = model ? await model.gate.pass(signal) : false;
       const tickets: Ticket[] = [await stage.enter(estimate), await this.throttle.enter(estimate)];
       attempts++;
       let reply: T;
@@ -98,16 +110,28 @@ export class Endpoint {
         if (signal?.aborted) {
           this.hooks.onRequest?.('aborted');
           if (probe) this.circuit.failure(true);
+          if (modelProbe) model?.gate.failure(true);
           throw signal.reason;
         }
         this.hooks.onRequest?.(outcomeOf(e));
+        if (who && unknownModel(e)) {
+          // This model's fault, not the endpoint's: its gate pauses the stages that ask for it.
+          this.modelFault(e, who, modelProbe);
+          if (probe) this.circuit.failure(true);
+          continue;
+        }
         const whose = await this.whose(e, probe, who, signal);
         if (whose === 'record') {
           // The endpoint answered, and refused this input alone: it is up, and takes the config.
           this.clearFault();
+          this.clearModel(who);
           throw e;
         }
-        if (whose === 'endpoint') continue;
+        if (whose === 'endpoint') {
+          // A probe that failed some other way than the fault suspected still hands on the probe.
+          if (probe) this.circuit.trip(true);
+          continue;
+        }
         const down = this.circuit.failure(probe);
         // Failures while the endpoint is down are the endpoint's, not this request's: they never
         // use up its attempts, so an outage delays calls and drops none.
@@ -124,8 +148,30 @@ export class Endpoint {
       for (const t of tickets) t.leave(reply.tokens);
       this.watch.success();
       this.clearFault();
+      this.clearModel(who);
       return { reply, attempts };
     }
+  }
+
+  private modelFault(e: unknown, who: RequestIdentity, probe: boolean): void {
+    let model = this.models.get(who.model);
+    if (!model) {
+      model = {
+        gate: new Circuit(this.opts.circuit, this.clock, () => {}),
+        fault: faultOf(e, who, this.name),
+      };
+      this.models.set(who.model, model);
+      this.hooks.onFault?.(model.fault);
+    }
+    model.gate.trip(probe);
+  }
+
+  private clearModel(who: RequestIdentity | undefined): void {
+    const model = who && this.models.get(who.model);
+    if (!model) return;
+    this.models.delete(who.model);
+    model.gate.success();
+    this.hooks.onFault?.(null);
   }
 
   private clearFault(): void {
@@ -199,6 +245,11 @@ export class Endpoint {
     f.confirmed = true;
     this.hooks.onFault?.(f.fault);
   }
+}
+
+/** A 404 naming the model: the endpoint is there, this model is not. */
+function unknownModel(e: unknown): boolean {
+  return statusOf(e) === 404 && /model/i.test(serverMessage(e));
 }
 
 /** What a failed request is counted as in the run summary. */

@@ -142,7 +142,7 @@ describe('an endpoint fault never fails a call; a record fault never stops the s
           await turns(200);
           expect(settled).toEqual([]);
           expect(faults.filter((f) => f !== null)).toHaveLength(1);
-          expect(e.confirmedFault?.message).toBe(fault().message.replace(/^\d{3} /, ''));
+          expect(e.confirmedFaults().map((f) => f.message)).toEqual([fault().message.replace(/^\d{3} /, '')]);
           const [before, since] = [sent, clock.now()];
           await turns(50);
           // Paused: one probe a probe interval (1 s of virtual time), not every input again.
@@ -151,7 +151,7 @@ describe('an endpoint fault never fails a call; a record fault never stops the s
           await Promise.all(calls);
           expect(settled).toEqual(Array(n).fill('ok'));
           expect(faults.at(-1)).toBeNull();
-          expect(e.confirmedFault).toBeNull();
+          expect(e.confirmedFaults()).toEqual([]);
         },
       ),
       { numRuns: 40 },
@@ -214,7 +214,7 @@ describe('an endpoint fault never fails a call; a record fault never stops the s
     // Retried (a call may still run out of attempts, as any outage's), never paused as a refusal.
     expect(results.filter((r) => r.status === 'fulfilled').length).toBeGreaterThan(0);
     expect(faults).toEqual([]);
-    expect(e.confirmedFault).toBeNull();
+    expect(e.confirmedFaults()).toEqual([]);
   });
 
   it('aborting the signal rejects calls waiting on a paused endpoint at once', async () => {
@@ -237,5 +237,37 @@ describe('an endpoint fault never fails a call; a record fault never stops the s
     stop.abort(new Error('stopping'));
     const errors = await Promise.all(calls);
     expect(errors.map((x) => (x as Error).message)).toEqual(Array(5).fill('stopping'));
+  });
+
+  it('a model the endpoint does not serve pauses only the stages that ask for it', async () => {
+    const { e, faults, stage } = endpoint();
+    let served = ['good'];
+    const call = (model: string, i: number) =>
+      e.send(
+        stage,
+        1,
+        async () => {
+          if (!served.includes(model)) throw http(404, `The model \`${model}\` does not exist.`);
+          return { tokens: 1 };
+        },
+        {
+          key: `${model}-${i}`,
+          stage: model === 'good' ? 'relevance' : 'classify',
+          model,
+          stageModel: model !== 'good',
+        },
+      );
+    let typoDone = 0;
+    const typo = Array.from({ length: 4 }, (_, i) => call('typo', i).then(() => typoDone++));
+    await turns(20);
+    // The other model's calls go through meanwhile.
+    await Promise.all(Array.from({ length: 4 }, (_, i) => call('good', i)));
+    await turns(20);
+    expect(typoDone).toBe(0);
+    expect(faults.map((f) => f?.configKey)).toEqual(['llm.stages.classify.model']);
+    served = ['good', 'typo'];
+    await Promise.all(typo);
+    expect(typoDone).toBe(4);
+    expect(e.confirmedFaults()).toEqual([]);
   });
 });
