@@ -39,6 +39,8 @@ CREATE TABLE IF NOT EXISTS difficulty (
   acks INTEGER NOT NULL, ew_pass REAL NOT NULL, ew_n REAL NOT NULL, ew_step INTEGER NOT NULL, step INTEGER NOT NULL,
   flat INTEGER NOT NULL, set_aside INTEGER NOT NULL, aside_until INTEGER, aside_reason TEXT,
   PRIMARY KEY (run, id)) WITHOUT ROWID;
+-- Sums per topic and per topic and grade; an article's are summed from its items' rows when a prior
+-- needs them (items_by_article), so an ack writes a few group rows, not one per slot.
 CREATE TABLE IF NOT EXISTS difficulty_groups (run TEXT NOT NULL, key TEXT NOT NULL, passes REAL NOT NULL, rollouts INTEGER NOT NULL, PRIMARY KEY (run, key)) WITHOUT ROWID;
 `;
 
@@ -59,6 +61,10 @@ export function difficultyStatements(db: Database.Database) {
        ON CONFLICT (run, key) DO UPDATE SET passes = passes + excluded.passes, rollouts = rollouts + excluded.rollouts`,
     ),
     getGroup: p('SELECT passes, rollouts FROM difficulty_groups WHERE run = ? AND key = ?'),
+    articleSums: p(
+      `SELECT coalesce(sum(d.passes), 0) AS passes, coalesce(sum(d.rollouts), 0) AS rollouts
+       FROM items i JOIN difficulty d ON d.run = ? AND d.id = i.id WHERE i.article_id = ?`,
+    ),
     itemMeta: p(
       `SELECT topics, article_id, json_extract(body, '$.grade.difficulty') AS grade FROM items WHERE id = ?`,
     ),
@@ -218,7 +224,10 @@ export function bandOf(config: DifficultyConfig, run: string): BandPass | null {
 /** Pseudo-rollouts a group's rate is shrunk towards the wider group's with. */
 const SHRINK = 10;
 
-/** The groups an item's observations count in: each topic, each topic with its grade, its article. */
+/**
+ * The groups an item's observations count in: each topic, each topic with its grade (both kept as
+ * sums in difficulty_groups), its article (summed from its items' records when asked).
+ */
 export function groupKeys(meta: ItemMeta): { topics: string[]; grades: string[]; article: string } {
   const bucket = meta.grade === null ? 'none' : String(Math.round(clamp01(meta.grade) * 4));
   return {

@@ -683,10 +683,13 @@ export class Feeder {
   }
 
   private priorOf(run: string, meta: ItemMeta): number {
-    return prior(
-      (key) => this.d.getGroup.get(run, key) as { passes: number; rollouts: number } | undefined,
-      meta,
-    );
+    return prior((key) => {
+      if (key.startsWith('a\u0000')) {
+        const a = this.d.articleSums.get(run, meta.articleId) as { passes: number; rollouts: number };
+        return a.rollouts > 0 ? a : undefined;
+      }
+      return this.d.getGroup.get(run, key) as { passes: number; rollouts: number } | undefined;
+    }, meta);
   }
 
   /**
@@ -721,7 +724,7 @@ export class Feeder {
     this.d.put.run(row);
     if (meta) {
       const keys = groupKeys(meta);
-      for (const key of [...keys.topics, ...keys.grades, keys.article]) {
+      for (const key of [...keys.topics, ...keys.grades]) {
         const g = groups.get(key) ?? { passes: 0, rollouts: 0 };
         g.passes += obs.passes;
         g.rollouts += obs.count;
