@@ -1,7 +1,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { score } from '../reward/index.js';
+import { acceptedForms, score } from '../reward/index.js';
+import { finalText } from '../reward/text.js';
 import { fmt } from './harness.js';
 
 // `npm run bench -- reward`: the verifiable reward's cost per output, in TypeScript (grade, the
@@ -103,7 +104,93 @@ out["baseline"] = {k: per_output(read_once, v) for k, v in lists.items()}
 print(json.dumps(out))
 `;
 
+// Agreement with people (issue 45): on tables of labelled outputs, the reward's precision and
+// recall of "correct" for free-form answers beside the baseline "the reference occurs in the
+// answer" (any accepted form of it, in the text after the reasoning, without case), and for
+// multiple choice the share of right and of wrong final choices it pays; and whether the Python
+// twin gives every row the same score.
+
+interface Labelled extends Item {
+  label: 0 | 1;
+}
+
+function labelledSets(): [string, Labelled[]][] {
+  const read = (f: string) =>
+    JSON.parse(readFileSync(join(ROOT, 'test/fixtures', f), 'utf8')) as Record<string, unknown>[];
+  const item = (r: Record<string, unknown>, label: unknown): Labelled => ({
+    kind: r.kind as Item['kind'],
+    ground_truth: r.ground_truth as string,
+    options: (r.options as string[]) ?? [],
+    aliases: (r.aliases as string[]) ?? [],
+    output: r.output as string,
+    label: label as 0 | 1,
+  });
+  return [
+    ['long-form table (issue 45)', read('reward-long-form.json').map((r) => item(r, r.label))],
+    ['format table (reward-cases)', read('reward-cases.json').map((r) => item(r, r.score))],
+  ];
+}
+
+const occurs = (i: Item) => {
+  const text = finalText(i.output).normalize('NFKD').toLowerCase();
+  return acceptedForms(i.ground_truth, i.aliases).some((f) =>
+    text.includes(f.normalize('NFKD').toLowerCase()),
+  );
+};
+
+const pct = (a: number, b: number) => (b === 0 ? '—' : `${((100 * a) / b).toFixed(1)}%`);
+
+/** Precision / recall of "correct" of the paid flags against the labels. */
+function precisionRecall(rows: Labelled[], paid: boolean[]): string {
+  const tp = rows.filter((r, k) => paid[k] && r.label === 1).length;
+  const predicted = paid.filter(Boolean).length;
+  const positive = rows.filter((r) => r.label === 1).length;
+  return `precision ${pct(tp, predicted)} (${tp}/${predicted}), recall ${pct(tp, positive)} (${tp}/${positive})`;
+}
+
+const PYTHON_SCORES = `
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from bioalchemy_client import score
+print(json.dumps([score(i["kind"], i["ground_truth"], i["output"], options=i["options"], aliases=i["aliases"])["score"]
+                  for i in json.load(sys.stdin)]))
+`;
+
+function agreement(): string[] {
+  const lines: string[] = [];
+  for (const [name, rows] of labelledSets()) {
+    const ts = rows.map((r) => score(r).score === 1);
+    const free = rows.map((r, k) => [r, k] as const).filter(([r]) => r.kind === 'free-form');
+    const mcq = rows.map((r, k) => [r, k] as const).filter(([r]) => r.kind === 'mcq');
+    const freeRows = free.map(([r]) => r);
+    lines.push(
+      `${name}, free-form (${freeRows.length}): reward ${precisionRecall(
+        freeRows,
+        free.map(([, k]) => ts[k]!),
+      )}; baseline "reference occurs" ${precisionRecall(freeRows, freeRows.map(occurs))}`,
+    );
+    const right = mcq.filter(([r]) => r.label === 1);
+    const wrong = mcq.filter(([r]) => r.label === 0);
+    lines.push(
+      `${name}, multiple choice (${mcq.length}): pays ${pct(right.filter(([, k]) => ts[k]).length, right.length)} of the right final choices, ${pct(wrong.filter(([, k]) => ts[k]).length, wrong.length)} of the wrong`,
+    );
+    if (existsSync(PYTHON)) {
+      const py = spawnSync(PYTHON, ['-c', PYTHON_SCORES, join(ROOT, 'clients/python')], {
+        input: JSON.stringify(rows),
+        encoding: 'utf8',
+        maxBuffer: 1 << 26,
+      });
+      if (py.status !== 0) throw new Error(`python: ${py.stderr}`);
+      const scores = JSON.parse(py.stdout) as number[];
+      const same = scores.filter((s, k) => (s === 1) === ts[k]).length;
+      lines.push(`${name}: TypeScript = Python on ${same} of ${rows.length} rows`);
+    }
+  }
+  return lines;
+}
+
 export async function run(): Promise<string[]> {
+  const agreed = agreement();
   const lists = items();
   // Inside the checkout, so tsx compiles the old TypeScript as it does the project's.
   mkdirSync(join(ROOT, '.cache'), { recursive: true });
@@ -133,7 +220,7 @@ export async function run(): Promise<string[]> {
       );
     }
     if (!existsSync(PYTHON)) {
-      lines.push('Python: not measured (bash deploy/py-venv.sh first)');
+      lines.push('Python: not measured (bash deploy/py-venv.sh first)', ...agreed);
       return lines;
     }
     const args = [
@@ -154,7 +241,7 @@ export async function run(): Promise<string[]> {
     >;
     for (const size of ['short', 'long'] as const)
       lines.push(line('Python', size, r.now[size], r.baseline[size], r.before?.[size] ?? null));
-    return lines;
+    return [...lines, ...agreed];
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
