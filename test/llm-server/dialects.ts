@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { seededFrom } from './random.js';
-import type { ChatRequest } from './server.js';
+import type { ChatRequest } from './request.js';
 
 /**
  * How the server speaks: the request fields it takes and refuses, how the model's thinking comes

@@ -5,22 +5,10 @@ import { Dialect, reply as dialectReply, normalized, refusal } from './dialects.
 import { type FaultKind, FaultPlan, type Faults } from './faults.js';
 import { drawLatency, type Latency } from './latency.js';
 import { seeded, seededFrom, sha256 } from './random.js';
+import { ChatRequest } from './request.js';
 import { objectForSchema } from './schema-object.js';
 
-/** The part of a chat completions request the server reads; the rest is accepted and ignored. */
-export const ChatRequest = z.looseObject({
-  model: z.string(),
-  messages: z.array(z.looseObject({ role: z.string(), content: z.unknown() })),
-  response_format: z
-    .looseObject({
-      type: z.string(),
-      json_schema: z
-        .looseObject({ name: z.string(), schema: z.record(z.string(), z.unknown()).optional() })
-        .optional(),
-    })
-    .optional(),
-});
-export type ChatRequest = z.infer<typeof ChatRequest>;
+export { ChatRequest } from './request.js';
 
 /** Makes a reply's content. `random` is seeded from the prompt, so equal prompts get equal replies. */
 export type Responder = (
