@@ -137,7 +137,7 @@ export class Llm {
                 status: fault.status,
                 configKey: fault.configKey,
               },
-              `LLM endpoint refuses every request: fix ${fault.configKey}: ${fault.fix}. The server said: ${fault.message.replace(/\.$/, '')}. Calls wait (nothing is dead-lettered) while one probe is tried periodically`,
+              `LLM endpoint refuses every ${fault.stage} request: fix ${fault.configKey}: ${fault.fix}. The server said: ${fault.message.replace(/\.$/, '')}. Calls wait (nothing is dead-lettered) while one probe is tried periodically`,
             );
           else this.log.info({ endpoint }, 'LLM endpoint accepts requests again: calls resume');
           options.onFault?.(fault);
