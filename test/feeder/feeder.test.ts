@@ -77,7 +77,8 @@ describe('feeder', () => {
     const path = join(mkdtempSync(join(tmpdir(), 'feeder-')), 'feeder.sqlite');
     feederWith(200, { path }).close();
     const db = new Database(path);
-    db.exec('ALTER TABLE items DROP COLUMN article_id');
+    // A file of that time had no index on the column either (issue 44 added it).
+    db.exec('DROP INDEX items_by_article; ALTER TABLE items DROP COLUMN article_id');
     db.close();
     const feeder = Feeder.open(path, { batchSize: 8, leaseMs: 1000 });
     const items = poolItems(200);
