@@ -302,7 +302,10 @@ const PROBE = 32;
 
 /**
  * The slots a batch serves: a planned item set aside is replaced by an item of the same topics that
- * is not (none found: it is served); with a target, each slot takes the item nearest the target
+ * is not, looked for among PROBE of them from a start seeded by the batch and slot (bounded, so a
+ * cut costs the same whatever a topic's size): one the band keeps and not in the batch, else any
+ * live one, else a kept one already in the batch; none found: the planned item is served. With a
+ * target, each slot takes the item nearest the target
  * among itself and `targetProbe` of its peers; then, with band-pass, observed items give way to
  * unobserved peers until `exploreShare` of the batch is unobserved. Every replacement keeps the
  * slot's topics, so the batch's topic counts are the plan's.
