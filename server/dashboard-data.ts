@@ -69,6 +69,8 @@ export interface Snapshot {
     latestClassified: number;
     mixVersion: number | null;
     deadLetters: number;
+    /** Dead letters re-driven by `bioalchemy dlq replay` (the compacted dlq.replayed). */
+    deadLettersReplayed: number;
   };
   readonly topics: {
     categories: { id: string; name: string }[];
@@ -177,6 +179,30 @@ export class DeadLetterTail {
   }
 }
 
+/**
+ * The dead letters `bioalchemy dlq replay` re-drove (dlq.replayed), counted once per dead-letter
+ * id, read incrementally from the log: the panel shows them beside the dead letters.
+ */
+export class ReplayedTail {
+  private readonly ids = new Set<string>();
+  private readonly tail = new TopicTail('dlq.replayed', (value) => {
+    try {
+      const id = (JSON.parse(value) as { deadLetterId?: unknown } | null)?.deadLetterId;
+      if (typeof id === 'string') this.ids.add(id);
+    } catch {
+      // Not JSON: anyone can produce to the topic; it replays nothing.
+    }
+  });
+
+  get total(): number {
+    return this.ids.size;
+  }
+
+  update(runtime: Runtime): Promise<void> {
+    return this.tail.update(runtime);
+  }
+}
+
 /** qa.rejected tallied by eval set (EvalRejectionTally), read incrementally from the log. */
 export class EvalRejectionTail {
   private readonly tally = new EvalRejectionTally();
@@ -224,6 +250,7 @@ class TopicTail {
 /** Gathers snapshots; keeps what incremental sources need (dead-letter offsets, committed offsets). */
 export class DashboardData {
   private readonly dlq = new DeadLetterTail();
+  private readonly replayed = new ReplayedTail();
   private readonly evalRejections = new EvalRejectionTail();
   private lastCommitted = new Map<string, { at: number; committed: number }>();
 
@@ -250,7 +277,10 @@ export class DashboardData {
     const feeder = await time('feeder', () => this.feeder(w));
     const processors = await time('processors', () => this.processors(now));
     const deadLetters = await time('deadLetters', async () => {
-      if (this.sources.runtime) await this.dlq.update(this.sources.runtime);
+      if (this.sources.runtime) {
+        await this.dlq.update(this.sources.runtime);
+        await this.replayed.update(this.sources.runtime);
+      }
       return this.dlq.byCode();
     });
     const pollers = await time('pollers', async () =>
@@ -270,6 +300,7 @@ export class DashboardData {
         latestClassified: totals.latestSeconds,
         mixVersion: topics.mixVersion,
         deadLetters: this.dlq.total,
+        deadLettersReplayed: this.replayed.total,
       },
       topics,
       drift,

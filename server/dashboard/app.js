@@ -190,7 +190,12 @@ function draw(s) {
   text('articles-total', fmt(s.totals.articles));
   text('alpha', String(s.topics.alpha));
   text('mix-version', s.totals.mixVersion === null ? 'none' : String(s.totals.mixVersion));
-  text('dead-letters', fmt(s.totals.deadLetters));
+  // What `bioalchemy dlq replay` re-drove, beside the count (the dead letters stay on the topic).
+  text(
+    'dead-letters',
+    fmt(s.totals.deadLetters) +
+      (s.totals.deadLettersReplayed ? ` (${fmt(s.totals.deadLettersReplayed)} replayed)` : ''),
+  );
   pollers(s.pollers);
   evalRejections(s.evalRejections);
   drawTopics(s.topics);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DeadLetterTail } from '../../server/dashboard-data.js';
+import { DeadLetterTail, ReplayedTail } from '../../server/dashboard-data.js';
 import { onePartitionLog } from './data.js';
 
 const origin = { kind: 'record', topic: 'qa.candidates', partition: 0, offset: '1' };
@@ -35,5 +35,14 @@ describe('dashboard dead-letter panel', () => {
       { reason: 'judge: does not match the schema: x', n: 1 },
     ]);
     expect(tail.total).toBe(7);
+  });
+
+  it('counts the dead letters replayed once per id, whatever else is on dlq.replayed', async () => {
+    const tail = new ReplayedTail();
+    const replayed = (id: string) => JSON.stringify({ deadLetterId: id, code: 'llm-request-refused' });
+    await tail.update(
+      onePartitionLog('dlq.replayed', [replayed('a'), replayed('b'), replayed('a'), 'not json', 'null']),
+    );
+    expect(tail.total).toBe(2);
   });
 });
