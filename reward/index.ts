@@ -1,3 +1,3 @@
 // The verifiable reward: what the feeder's /v1/reward, grade and the exports use.
 export { acceptedForms } from './graders.js';
-export { canonicalOutputs, score, unverifiable } from './score.js';
+export { canonicalOutputs, type RulesReading, readAnswer, score, unverifiable } from './score.js';

@@ -46,8 +46,31 @@ type Input = Pick<RewardRequestItem, 'kind' | 'ground_truth' | 'output'> &
   Partial<Pick<RewardRequestItem, 'options' | 'aliases'>>;
 
 export function score(input: Input): RewardResult {
+  return readAnswer(input).result;
+}
+
+/**
+ * The rules' verdict, and whether they decided it. `undecided` is the answer span (the sentences
+ * the rules read as the answer, as written) when they found neither the reference nor a
+ * conflicting answer there: the only outputs a verifier model may be asked about
+ * (processors/reward-verifier.ts). Every other output, an empty one or one whose only candidates
+ * are negated included, is decided: its verdict stands whatever a verifier would say.
+ */
+export interface RulesReading {
+  readonly result: RewardResult;
+  readonly undecided: string | null;
+}
+
+/** The sentences of a place as written (tokens keep their text and the space before them). */
+const spanOf = (sentences: Token[][]): string =>
+  sentences
+    .map((s) => s.map((t, i) => (i > 0 && t.space ? ' ' : '') + t.text).join(''))
+    .join(' ')
+    .trim();
+
+export function readAnswer(input: Input): RulesReading {
   const prepared = dropFootnotes(prepare(finalText(input.output)));
-  if (!/[A-Za-z0-9]/.test(prepared)) return { score: 0, reason: 'empty output' };
+  if (!/[A-Za-z0-9]/.test(prepared)) return { result: { score: 0, reason: 'empty output' }, undecided: null };
   const grader =
     input.kind === 'mcq'
       ? mcqGrader(input.ground_truth, input.options ?? [])
@@ -55,12 +78,23 @@ export function score(input: Input): RewardResult {
   const forms = grader.written ? [...grader.forms, ...grader.written(prepared)] : grader.forms;
   const text = afterRevision(anchor(prepared, forms));
   for (const place of placesOf(text, grader)) {
-    if (place.unknown) return { score: 0, reason: `a box without the answer among the ${place.where}` };
+    if (place.unknown)
+      return {
+        result: { score: 0, reason: `a box without the answer among the ${place.where}` },
+        undecided: null,
+      };
     const verdict = judge(grader, place.sentences, place.where);
-    if (verdict) return verdict;
-    if (place.decisive) return { score: 0, reason: `no candidate answer in the ${place.where}` };
+    if (verdict) return { result: verdict, undecided: null };
+    if (place.decisive)
+      return {
+        result: { score: 0, reason: `no candidate answer in the ${place.where}` },
+        undecided: spanOf(place.sentences) || prepared.trim(),
+      };
   }
-  return { score: 0, reason: 'no candidate answer in the final sentence' };
+  return {
+    result: { score: 0, reason: 'no candidate answer in the final sentence' },
+    undecided: prepared.trim(),
+  };
 }
 
 /**

@@ -80,6 +80,49 @@ export const SamplerConfig = z
   .strict();
 export type SamplerConfig = z.infer<typeof SamplerConfig>;
 
+/** The verifier model's prompt formats (llm/prompts/verify.ts). */
+export const VerifierPrompt = z.enum(['plain', 'compass-verifier', 'general-verifier']);
+export type VerifierPrompt = z.infer<typeof VerifierPrompt>;
+
+/**
+ * The reward's verifier model, asked only about outputs the rules leave undecided (neither the
+ * reference nor a conflicting answer found). Its endpoint and model are the LLM stage `verify`
+ * (llm.stages.verify, else the global llm block).
+ */
+export const RewardVerifierConfig = z
+  .object({
+    deadlineMs: z
+      .number()
+      .int()
+      .positive()
+      .default(5_000)
+      .describe("longest a reward waits for the verifier; past it the rules' 0 stands (verifier-timeout)"),
+    concurrency: z.number().int().positive().default(8).describe('verifier calls in flight at once'),
+    prompt: VerifierPrompt.default('plain').describe('plain, compass-verifier or general-verifier'),
+    cacheEntries: z
+      .number()
+      .int()
+      .positive()
+      .default(10_000)
+      .describe('verdicts kept in memory by (reference, answer span); the journal keeps the rest'),
+    journal: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("the verifier's response journal (SQLite); unset: verifier.sqlite beside the feeder's file"),
+  })
+  .strict();
+export type RewardVerifierConfig = z.infer<typeof RewardVerifierConfig>;
+
+export const RewardConfig = z
+  .object({
+    verifier: RewardVerifierConfig.optional().describe(
+      'opt-in: a verifier model for outputs the rules cannot decide; unset, the rules alone',
+    ),
+  })
+  .strict();
+export type RewardConfig = z.infer<typeof RewardConfig>;
+
 export const Config = z
   .object({
     log: z
@@ -183,6 +226,7 @@ export const Config = z
       'the dashboard and /metrics `run` and `dashboard` serve',
     ),
     feeder: FeederConfig.default(FeederConfig.parse({})).describe('leases, batches, prompt templates'),
+    reward: RewardConfig.default({}).describe("the feeder's /v1/reward: rules, and an opt-in verifier model"),
   })
   .strict();
 export type Config = z.infer<typeof Config>;

@@ -396,15 +396,32 @@ export const RewardRequestItem = z
     ground_truth: z.string().min(1),
     options: z.array(z.string()).default([]),
     aliases: z.array(z.string()).default([]),
+    question: z
+      .string()
+      .optional()
+      .describe('the question asked: only a verifier model reads it (reward.verifier), the rules never do'),
     output: z.string(),
   })
   .strict();
 export type RewardRequestItem = z.infer<typeof RewardRequestItem>;
 
-export const RewardResult = z.object({ score: z.union([z.literal(0), z.literal(1)]), reason: z.string() });
+export const RewardResult = z.object({
+  score: z.union([z.literal(0), z.literal(1)]),
+  reason: z.string(),
+  decidedBy: z
+    .enum(['rules', 'verifier'])
+    .optional()
+    .describe('set when a verifier is configured: who decided (a verifier fallback is the rules)'),
+});
 export type RewardResult = z.infer<typeof RewardResult>;
 
 export const RewardBatchRequest = z.object({ items: z.array(RewardRequestItem).min(1).max(10_000) }).strict();
 export const RewardBatchResponse = z.object({ scores: z.array(RewardResult) });
+
+/** A GRPO group: many outputs for one reference, scored in one request (/v1/reward/batch). */
+export const RewardGroupRequest = RewardRequestItem.omit({ output: true })
+  .extend({ outputs: z.array(z.string()).min(1).max(10_000) })
+  .strict();
+export type RewardGroupRequest = z.infer<typeof RewardGroupRequest>;
 
 export const ApiError = z.object({ error: z.string(), reason: z.string() });

@@ -1,7 +1,16 @@
 import { z } from 'zod';
 
 /** The method's LLM stages, in pipeline order. */
-export const LlmStage = z.enum(['relevance', 'mcq', 'mcq-quality', 'freeform', 'freeform-grade', 'classify']);
+// 'verify' is the reward's verifier (processors/reward-verifier.ts), asked only when reward.verifier is set.
+export const LlmStage = z.enum([
+  'relevance',
+  'mcq',
+  'mcq-quality',
+  'freeform',
+  'freeform-grade',
+  'classify',
+  'verify',
+]);
 export type LlmStage = z.infer<typeof LlmStage>;
 
 export const LlmProvider = z.enum(['openai', 'local']);

@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import { Feeder, FeederError } from '../processors/feeder/feeder.js';
+import type { RewardVerifier } from '../processors/reward-verifier.js';
 import { score } from '../reward/index.js';
 import { formatIssues } from '../schemas/config.js';
 import {
@@ -19,6 +20,7 @@ import {
   ReleaseResponse,
   RewardBatchRequest,
   RewardBatchResponse,
+  RewardGroupRequest,
   RewardRequestItem,
   RewardResult,
   RunStatus,
@@ -102,6 +104,13 @@ export const ROUTES: readonly Route[] = [
     body: RewardBody,
     response: RewardReply,
   },
+  {
+    method: 'POST',
+    path: '/v1/reward/batch',
+    summary: "a GRPO group's rewards: many outputs for one reference (identical ones cost one verifier call)",
+    body: RewardGroupRequest,
+    response: RewardBatchResponse,
+  },
 ];
 
 /** The OpenAPI 3.1 document, generated from the same zod schemas the handlers parse with. */
@@ -183,7 +192,11 @@ const NON_FINITE_TOKEN = /[[,:]\s*-?(NaN|Infinity)\s*[\],}]/;
 export function buildServer(
   feeder: Feeder,
   opts: Pick<ServerConfig, 'bodyLimit'> &
-    Partial<Pick<ServerConfig, 'host' | 'tokenEnv'>> & { token?: string },
+    Partial<Pick<ServerConfig, 'host' | 'tokenEnv'>> & {
+      token?: string;
+      /** reward.verifier: asked about outputs the rules leave undecided; unset, the rules alone. */
+      verifier?: RewardVerifier;
+    },
 ): FastifyInstance {
   const app = Fastify({ bodyLimit: opts.bodyLimit, logger: false });
   guard(app, {
@@ -243,11 +256,21 @@ export function buildServer(
     feeder.itemDifficulty(req.params.run, req.params.id),
   );
   app.get('/v1/status', async () => feeder.status());
+  const verifier = opts.verifier;
   app.post('/v1/reward', async (req) => {
     // Parsed by its shape, so a refusal names the field rather than "no union member matched".
-    if (req.body && typeof req.body === 'object' && 'items' in req.body)
-      return { scores: parse(RewardBatchRequest, req.body).items.map(score) };
-    return score(parse(RewardRequestItem, req.body));
+    if (req.body && typeof req.body === 'object' && 'items' in req.body) {
+      const { items } = parse(RewardBatchRequest, req.body);
+      return { scores: verifier ? await Promise.all(items.map((i) => verifier.score(i))) : items.map(score) };
+    }
+    const item = parse(RewardRequestItem, req.body);
+    return verifier ? verifier.score(item) : score(item);
+  });
+  app.post('/v1/reward/batch', async (req) => {
+    const group = parse(RewardGroupRequest, req.body);
+    if (verifier) return { scores: await verifier.scoreGroup(group) };
+    const { outputs, ...item } = group;
+    return { scores: outputs.map((output) => score({ ...item, output })) };
   });
   app.get('/openapi.json', async () => openApiDocument());
   app.get('/healthz', async () => ({ ok: true }));
@@ -261,7 +284,7 @@ export function buildServer(
 export async function startServer(
   feeder: Feeder,
   config: Pick<ServerConfig, 'host' | 'port' | 'bodyLimit'> &
-    Partial<Pick<ServerConfig, 'tokenEnv'>> & { token?: string },
+    Partial<Pick<ServerConfig, 'tokenEnv'>> & { token?: string; verifier?: RewardVerifier },
   registry?: Registry,
 ): Promise<{ app: FastifyInstance; url: string; close(): Promise<void> }> {
   const app = buildServer(feeder, config);

@@ -1,9 +1,11 @@
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import type { Analytics } from '../analytics/clickhouse.js';
+import { Llm } from '../llm/index.js';
 import { Feeder } from '../processors/feeder/feeder.js';
 import { feederProcessor } from '../processors/feeder/processor.js';
+import { RewardVerifier, SqliteJournal } from '../processors/reward-verifier.js';
 import type { Config } from '../schemas/config.js';
 import type { Processor } from '../topology/processor.js';
 import { startServer } from './feeder-api.js';
@@ -33,7 +35,7 @@ export interface Feeding {
  * default). One Feeder object serves both the processor and the handlers.
  */
 export async function startFeeding(
-  config: Pick<Config, 'log' | 'feeder' | 'server' | 'app'>,
+  config: Pick<Config, 'log' | 'feeder' | 'server' | 'app'> & Partial<Pick<Config, 'llm' | 'reward'>>,
   opts: {
     analytics?: Analytics;
     log: Logger;
@@ -54,11 +56,41 @@ export async function startFeeding(
   if (opts.port !== undefined) listen.port = opts.port;
   const feeder = Feeder.open(feederPath(config), config.feeder);
   const processor = feederProcessor({ feeder, ...(opts.analytics ? { analytics: opts.analytics } : {}) });
+  // reward.verifier (opt-in): a layer of its own for stage `verify`, journaled on disk beside the
+  // feeder's file, so a restarted feeder answers a replayed rollout without paying again. Its LLM
+  // metrics stay in a registry of its own (the pipeline's layer registers the same names); the
+  // verifier's decisions, fallbacks and cache hits go to the feeder's.
+  const verifierConfig = config.reward?.verifier;
+  let journal: SqliteJournal | null = null;
+  let llm: Llm | null = null;
+  let verifier: RewardVerifier | undefined;
+  if (opts.serve && verifierConfig && config.llm) {
+    journal = new SqliteJournal(
+      verifierConfig.journal ?? join(dirname(feederPath(config)), 'verifier.sqlite'),
+    );
+    llm = new Llm(config.llm, {
+      journal,
+      registry: new Registry(),
+      log: opts.log.child({ stage: 'verify' }),
+    });
+    verifier = new RewardVerifier({
+      llm,
+      config: verifierConfig,
+      ...(opts.registry ? { registry: opts.registry } : {}),
+    });
+    opts.log.info(
+      { prompt: verifierConfig.prompt, deadlineMs: verifierConfig.deadlineMs },
+      'reward verifier on',
+    );
+  }
   let server: Awaited<ReturnType<typeof startServer>> | null = null;
   try {
-    if (opts.serve) server = await startServer(feeder, listen, opts.registry);
+    if (opts.serve)
+      server = await startServer(feeder, { ...listen, ...(verifier ? { verifier } : {}) }, opts.registry);
   } catch (e) {
     feeder.close();
+    await llm?.close();
+    journal?.close();
     throw e;
   }
   if (server) opts.log.info({ url: server.url, openapi: `${server.url}/openapi.json` }, 'feeder API');
@@ -69,6 +101,8 @@ export async function startFeeding(
     async close() {
       await server?.close();
       feeder.close();
+      await llm?.close();
+      journal?.close();
     },
   };
 }
