@@ -17,6 +17,7 @@ reads raw text (a reference, an option) JavaScript's `\\s`, `.` and trim() are s
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple
@@ -263,14 +264,48 @@ def _strings(value: Any) -> List[str]:
     return [str(v) for v in list(value)]
 
 
-def compute_score(data_source, solution_str, ground_truth, extra_info=None, **_reward_kwargs) -> float:
+def undecided(result: dict) -> bool:
+    """The rules found neither the reference nor a conflicting answer (reward/score.ts readAnswer):
+    the only outputs a verifier model may decide. Every other verdict stands."""
+    return str(result.get("reason", "")).startswith("no candidate answer in the ")
+
+
+VERIFIER_URL_ENV = "BIOALCHEMY_REWARD_VERIFIER_URL"
+
+
+def _ask_feeder(url: str, item: dict, timeout_s: float, token: Optional[str]) -> Optional[dict]:
+    """The feeder's /v1/reward for one item (its reward.verifier decides what the rules cannot), or
+    None when it cannot be asked: the local verdict then stands, a trainer is never stopped by it."""
+    import urllib.request  # only on this opt-in path
+
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(url.rstrip("/") + "/v1/reward", data=json.dumps(item).encode(),
+                                 headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as res:
+            body = json.loads(res.read())
+    except Exception:  # noqa: BLE001 - any failure is the stated fallback: the local rules' verdict
+        return None
+    return body if isinstance(body, dict) and body.get("score") in (0, 1) else None
+
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, verifier_url=None,
+                  verifier_timeout_s=10.0, **_reward_kwargs) -> float:
     """verl's reward signature (custom_reward_function.path = this module, name = compute_score).
 
     ground_truth is the row's ground truth as verl passes it (reward_model.ground_truth): the mapping
     {answer, kind, options, aliases} of current rows, its lists as Python lists (pyarrow, datasets) or
     numpy arrays (pandas); or, from rows exported before it carried them, the answer string, with
-    kind and options then read from extra_info when there is one. Keyword arguments verl adds from
-    custom_reward_function.reward_kwargs are accepted and not used."""
+    kind and options then read from extra_info when there is one. Other keyword arguments verl adds
+    from custom_reward_function.reward_kwargs are accepted and not used.
+
+    Scored here by the rules, always. Opt-in: with verifier_url (a reward_kwargs entry) or the
+    environment variable BIOALCHEMY_REWARD_VERIFIER_URL set to a feeder whose config sets
+    reward.verifier, an output the rules leave undecided is asked of the feeder's /v1/reward (its
+    verifier model, cached and journaled there); if the feeder does not answer within
+    verifier_timeout_s, the local 0 stands."""
     info = extra_info if isinstance(extra_info, Mapping) else {}
     if isinstance(ground_truth, Mapping):
         answer = str(ground_truth.get("answer") or "")
@@ -286,4 +321,15 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **_r
         options = _strings(info.get("options"))
     if not kind:
         kind = "mcq" if re.fullmatch(r"[A-J]", answer.strip(), _A) else "free-form"
-    return float(score(str(kind), answer, solution_str, options=options, aliases=aliases)["score"])
+    result = score(str(kind), answer, solution_str, options=options, aliases=aliases)
+    url = verifier_url or os.environ.get(VERIFIER_URL_ENV)
+    if url and answer and undecided(result):
+        item = {"kind": str(kind), "ground_truth": answer, "options": options, "aliases": aliases,
+                "output": solution_str}
+        question = info.get("question")
+        if isinstance(question, str) and question:
+            item["question"] = question
+        asked = _ask_feeder(url, item, float(verifier_timeout_s), os.environ.get("BIOALCHEMY_FEEDER_TOKEN"))
+        if asked is not None:
+            return float(asked["score"])
+    return float(result["score"])

@@ -192,7 +192,8 @@ def _tally_add(feeder: dict, score: float) -> Optional[str]:
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs) -> float:
     """verl's custom_reward_function: the feeder's verifiable reward for one rollout; a row leased
     by FeederDataset is acked, with the mean over its rollouts, when its last rollout is scored."""
-    s = float(_score(data_source, solution_str, ground_truth, extra_info))
+    # reward_kwargs reach the rules' compute_score: verifier_url there is the opt-in verifier.
+    s = float(_score(data_source, solution_str, ground_truth, extra_info, **kwargs))
     feeder = extra_info.get("feeder") if isinstance(extra_info, dict) else None
     if feeder:
         refused = _tally_add(dict(feeder), s)
