@@ -16,6 +16,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   decontaminate: () => import('./decontaminate.js'),
   dedup: () => import('./dedup.js'),
   reward: () => import('./reward.js'),
+  'reward-verifier': () => import('./reward-verifier.js'),
   stamps: () => import('./stamps.js'),
   'local-model': () => import('./local-model.js'),
   difficulty: () => import('./difficulty.js'),
