@@ -1,7 +1,10 @@
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { LlmContextError, LlmRefusalError, LlmReplyError } from '../../llm/index.js';
 import { promptTokens } from '../../llm/llm.js';
 import { relearn } from '../../llm/providers/openai.js';
+import { checkReply, cutOffThinking, splitThinking } from '../../llm/reply.js';
 import { LlmConfig } from '../../schemas/llm.js';
 import { DIALECTS } from '../llm-server/dialects.js';
 import { type ChatRequest, schemaResponder } from '../llm-server/server.js';
@@ -270,5 +273,45 @@ describe('context', () => {
       .catch((e: unknown) => e);
     expect(again).toBeInstanceOf(LlmContextError);
     expect(x.server.stats().requests).toBe(1);
+  });
+});
+
+describe('reading thinking out of a reply', () => {
+  const Any = z.unknown();
+  const reply = (content: string, truncated = false) => ({
+    content,
+    model: 'm',
+    usage: { inputTokens: 1, outputTokens: 1 },
+    truncated,
+  });
+  const thinking = fc.string().filter((t) => !t.includes('</think>'));
+
+  it('property: the answer after a <think> block is read as if the block were not there, whatever it holds', () => {
+    fc.assert(
+      fc.property(thinking, fc.jsonValue(), fc.constantFrom('', '\n', '\n\n'), (t, value, gap) => {
+        const json = JSON.stringify(value);
+        const checked = checkReply(reply(`<think>${t}</think>${gap}${json}`), Any);
+        expect(checked).toEqual({ ok: true, value: JSON.parse(json) });
+        // The template opened the tag in the prompt: only its end is in the reply.
+        if (!t.includes('{') && !t.includes('<think>'))
+          expect(splitThinking(`${t}</think>${json}`).answer).toBe(json);
+      }),
+    );
+  });
+
+  it('property: a reply cut off inside <think> is cut off while thinking, never an answer; a whole one is not', () => {
+    fc.assert(
+      fc.property(thinking, fc.jsonValue(), (t, value) => {
+        expect(cutOffThinking(reply(`<think>${t}`, true))).toBe(true);
+        expect(splitThinking(`<think>${t}`).answer).toBe('');
+        expect(cutOffThinking(reply(`<think>${t}</think>${JSON.stringify(value)}`, false))).toBe(false);
+      }),
+    );
+  });
+
+  it('leaves a reply without thinking as it is: a </think> quoted inside the JSON answer is the answer', () => {
+    const json = JSON.stringify({ reason: 'the text mentions </think> tags' });
+    expect(splitThinking(json)).toEqual({ thinking: '', answer: json, unfinished: false });
+    expect(checkReply(reply(json), Any)).toEqual({ ok: true, value: JSON.parse(json) });
   });
 });
