@@ -72,6 +72,7 @@ export async function startFeeding(
       journal,
       registry: new Registry(),
       log: opts.log.child({ stage: 'verify' }),
+      ...(opts.env ? { env: opts.env } : {}),
     });
     verifier = new RewardVerifier({
       llm,
