@@ -72,6 +72,17 @@ function counter<L extends string>(registry: Registry, name: string, help: strin
   return existing ?? new Counter({ name, help, labelNames: labels, registers: [registry] });
 }
 
+/**
+ * What the verifier is told the reference is: for multiple choice the key's letter and its
+ * option's text ("C: Golgi apparatus"), since an undecided answer names neither as the rules read it.
+ */
+function referenceOf(item: RewardRequestItem): string {
+  const letter = item.ground_truth.trim().toUpperCase();
+  const text =
+    item.kind === 'mcq' && /^[A-Z]$/.test(letter) ? item.options[letter.charCodeAt(0) - 65] : undefined;
+  return text === undefined ? item.ground_truth : `${letter}: ${text}`;
+}
+
 export interface RewardVerifierOptions {
   readonly llm: Llm;
   readonly config: RewardVerifierConfig;
@@ -216,7 +227,7 @@ export class RewardVerifier {
         stage: 'verify',
         messages: verifyMessages(this.config.prompt, {
           question: item.question,
-          reference: item.ground_truth,
+          reference: referenceOf(item),
           answer: span,
         }),
         schema: VerifyReply,

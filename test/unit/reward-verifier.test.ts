@@ -179,6 +179,25 @@ describe('the reward verifier (reward.verifier)', () => {
     expect(await metric(REWARD_DECISIONS, { by: 'verifier' })).toBe(0);
   });
 
+  it("tells the verifier a multiple-choice key with its option's text", async () => {
+    const seen: string[] = [];
+    server.setResponder((request) => {
+      seen.push(String(request.messages.at(-1)?.content));
+      return JSON.stringify({ verdict: 'incorrect' });
+    });
+    const { app } = verifierRig();
+    const mcq = {
+      kind: 'mcq',
+      ground_truth: 'C',
+      options: ['Mitochondria', 'Ribosome', 'Golgi apparatus', 'Nucleus'],
+    };
+    const output = 'Proteins are sorted and packaged for secretion there.';
+    expect(readAnswer(RewardRequestItem.parse({ ...mcq, output })).undecided).not.toBeNull();
+    await post(app, '/v1/reward', { ...mcq, output });
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toContain('Reference answer: C: Golgi apparatus');
+  });
+
   it('the published formats read their own verdict tokens', async () => {
     server.setResponder((request) => {
       const user = String(request.messages.at(-1)?.content ?? '');
