@@ -161,7 +161,8 @@ describe('the reward verifier (reward.verifier)', () => {
       scores: RewardResult[];
     };
     const took = performance.now() - started;
-    expect(took).toBeLessThan(200 + 500);
+    // The deadline, not the verifier's 5 s: the slack is for a loaded CI machine's event loop.
+    expect(took).toBeLessThan(200 + 1_500);
     for (const s of r.scores) {
       expect(s).toMatchObject({ score: 0, decidedBy: 'rules' });
       expect(s.reason).toMatch(/^verifier-timeout: no candidate answer/);
