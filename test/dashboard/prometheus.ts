@@ -6,8 +6,11 @@
 export function parsePrometheus(text: string): Map<string, number> {
   const samples = new Map<string, number>();
   const types = new Map<string, string>();
+  // NaN in any case: Prometheus reads values with Go's strconv.ParseFloat, which takes "nan"
+  // case-insensitively, and prom-client writes a gauge with no sample yet (the event loop's lag
+  // just after start) as "Nan".
   const sample =
-    /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*",?)*\})? (-?[0-9.eE+-]+|NaN|\+Inf|-Inf)( -?\d+)?$/;
+    /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*",?)*\})? (-?[0-9.eE+-]+|[nN][aA][nN]|\+Inf|-Inf)( -?\d+)?$/;
   text.split('\n').forEach((line, i) => {
     if (line === '') return;
     if (line.startsWith('#')) {
@@ -24,7 +27,7 @@ export function parsePrometheus(text: string): Map<string, number> {
     if (!m) throw new Error(`line ${i + 1}: not a sample: ${line}`);
     const family = m[1]!.replace(/_(bucket|sum|count)$/, '');
     if (!types.has(m[1]!) && !types.has(family)) throw new Error(`line ${i + 1}: ${m[1]} has no TYPE`);
-    samples.set(`${m[1]}${m[2] ?? ''}`, Number(m[3]));
+    samples.set(`${m[1]}${m[2] ?? ''}`, /^nan$/i.test(m[3]!) ? Number.NaN : Number(m[3]));
   });
   return samples;
 }
