@@ -1,60 +1,26 @@
-import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, keptValues, topicValues } from '../e2e/helpers.js';
+import { cli, keptValues, runUntilIdle, topicValues, workspace } from '../e2e/helpers.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
 
 const ARTICLES = new URL('../../examples/articles', import.meta.url).pathname;
-const env = { ...process.env, REPLAY_KEY: 'k', BIOALCHEMY_LOG_LEVEL: 'warn' };
-
-function workspace(url: string, extraInputs: string[] = []) {
-  const dir = mkdtempSync(join(tmpdir(), 'dlq-replay-'));
-  const config = join(dir, 'config.json');
-  writeFileSync(
-    config,
-    JSON.stringify({
-      log: `file:${join(dir, 'log')}`,
-      clickhouse: `chdb:${join(dir, 'chdb')}`,
-      llm: {
-        baseUrl: url,
-        apiKeyEnv: 'REPLAY_KEY',
-        model: 'test-model',
-        retry: { baseDelayMs: 5, maxDelayMs: 50 },
-        circuit: { failureThreshold: 8, probeIntervalMs: 500 },
-      },
-    }),
-  );
-  const ingest = cli(['ingest', ARTICLES, ...extraInputs, '--config', config]);
-  if (ingest.code !== 0) throw new Error(`ingest: ${ingest.stderr}`);
-  return { dir, config };
-}
-
-function cli(args: string[]) {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-/** `run --until-idle` in a child, async: the test server answers from this process. */
-function runUntilIdle(config: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'run', '--until-idle', '--config', config], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => {
-      stdout += c;
-    });
-    child.stderr.on('data', (c: Buffer) => {
-      stderr += c;
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+/** A data folder with examples/articles (and `extraInputs`) ingested, for the test server at `url`. */
+function ingested(url: string, extraInputs: string[] = []) {
+  const ws = workspace(url, {
+    llm: {
+      baseUrl: url,
+      apiKeyEnv: 'E2E_LLM_KEY',
+      model: 'test-model',
+      retry: { baseDelayMs: 5, maxDelayMs: 50 },
+      circuit: { failureThreshold: 8, probeIntervalMs: 500 },
+    },
   });
+  const ingest = cli(['ingest', ARTICLES, ...extraInputs, '--config', ws.config]);
+  if (ingest.status !== 0) throw new Error(`ingest: ${ingest.stderr}`);
+  return ws;
 }
 
 const ids = (qa: { candidate: { id: string } }[]) => qa.map((q) => q.candidate.id).sort();
@@ -65,7 +31,7 @@ describe('bioalchemy dlq replay', () => {
 
   beforeAll(async () => {
     server = await start({ responder: pipelineResponder });
-    const good = workspace(server.url);
+    const good = ingested(server.url);
     const run = await runUntilIdle(good.config);
     expect(run.code, run.stderr).toBe(0);
     control = ids(await keptValues(good.dir));
@@ -79,7 +45,7 @@ describe('bioalchemy dlq replay', () => {
     writeFileSync(empty, '');
     // Two requests refused, each its input's own (the others answered): two dead letters.
     server.setFaults({ sequence: ['bad-request', 'bad-request'] });
-    const ws = workspace(server.url, [empty]);
+    const ws = ingested(server.url, [empty]);
     const first = await runUntilIdle(ws.config);
     server.setFaults({});
     expect(first.code, first.stderr).toBe(0);
@@ -90,12 +56,12 @@ describe('bioalchemy dlq replay', () => {
     expect(ids(await keptValues(ws.dir)).length).toBeLessThan(control.length);
 
     const nothing = cli(['dlq', 'replay', '--processor', 'classify', '--config', ws.config]);
-    expect(nothing.code).toBe(0);
+    expect(nothing.status).toBe(0);
     expect(nothing.stdout).toBe('no dead letter matches the filter: nothing to replay\n');
 
     const articlesBefore = (await topicValues(ws.dir, 'articles')).length;
     const replayed = cli(['dlq', 'replay', '--config', ws.config]);
-    expect(replayed.code, replayed.stderr).toBe(0);
+    expect(replayed.status, replayed.stderr).toBe(0);
     expect(replayed.stdout).toMatch(
       /dead letter\(s\) match: replayed 2 \(\d input\(s\) appended again: articles \d\), 0 replayed before, 1 cannot be replayed/,
     );
@@ -112,7 +78,7 @@ describe('bioalchemy dlq replay', () => {
 
     // Once: a second replay finds them replayed, appends nothing, and a run changes nothing.
     const second = cli(['dlq', 'replay', '--code', 'llm-request-refused', '--config', ws.config]);
-    expect(second.code).toBe(0);
+    expect(second.status).toBe(0);
     expect(second.stdout).toMatch(/match: replayed 0 .*, 2 replayed before, 0 cannot be replayed/);
     expect((await topicValues(ws.dir, 'articles')).length).toBe(articlesBefore + appended);
     expect((await topicValues(ws.dir, 'dlq.replayed')).length).toBe(2);
@@ -121,10 +87,10 @@ describe('bioalchemy dlq replay', () => {
   it('refuses an unknown code or an unreadable time with one line, exit 2', () => {
     const dir = mkdtempSync(join(tmpdir(), 'dlq-replay-usage-'));
     const code = cli(['dlq', 'replay', '--code', 'no-such-code', '--data', dir]);
-    expect(code.code).toBe(2);
+    expect(code.status).toBe(2);
     expect(code.stderr).toMatch(/^bioalchemy: --code: unknown code "no-such-code"/);
     const since = cli(['dlq', 'replay', '--since', 'yesterday-ish', '--data', dir]);
-    expect(since.code).toBe(2);
+    expect(since.status).toBe(2);
     expect(since.stderr).toMatch(/^bioalchemy: --since: not a time/);
   });
 });
