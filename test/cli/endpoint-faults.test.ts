@@ -1,79 +1,33 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, keptValues, topicValues } from '../e2e/helpers.js';
+import { cli, keptValues, runUntilIdle, topicValues, workspace } from '../e2e/helpers.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, type ServerOptions, start } from '../llm-server/server.js';
 import { until } from '../until.js';
 
 const ARTICLES = new URL('../../examples/articles', import.meta.url).pathname;
-const KEY = 'right-key';
+/** The key the test server accepts: the one every CLI child of the e2e helpers has. */
+const KEY = 'test-key';
 
 /** A data folder with examples/articles ingested, and a config for `url` (with `llm` overrides). */
-function workspace(url: string, llm: Record<string, unknown> = {}) {
-  const dir = mkdtempSync(join(tmpdir(), 'endpoint-faults-'));
-  const config = join(dir, 'config.json');
-  const write = (over: Record<string, unknown>, baseUrl = url) =>
-    writeFileSync(
-      config,
-      JSON.stringify({
-        log: `file:${join(dir, 'log')}`,
-        clickhouse: `chdb:${join(dir, 'chdb')}`,
-        llm: {
-          baseUrl,
-          apiKeyEnv: 'FAULTS_KEY',
-          model: 'test-model',
-          retry: { baseDelayMs: 5, maxDelayMs: 50 },
-          circuit: { failureThreshold: 8, probeIntervalMs: 1000 },
-          ...over,
-        },
-      }),
-    );
-  write(llm);
-  const ingest = spawnSync(process.execPath, [BIN, 'ingest', ARTICLES, '--config', config], {
-    encoding: 'utf8',
-    env: { ...process.env, FAULTS_KEY: KEY, BIOALCHEMY_LOG_LEVEL: 'warn' },
+function ingested(url: string, llm: Record<string, unknown> = {}) {
+  const llmConfig = (over: Record<string, unknown>, baseUrl = url) => ({
+    baseUrl,
+    apiKeyEnv: 'E2E_LLM_KEY',
+    model: 'test-model',
+    retry: { baseDelayMs: 5, maxDelayMs: 50 },
+    circuit: { failureThreshold: 8, probeIntervalMs: 1000 },
+    ...over,
   });
+  const ws = workspace(url, { llm: llmConfig(llm) });
+  const ingest = cli(['ingest', ARTICLES, '--config', ws.config]);
   if (ingest.status !== 0) throw new Error(`ingest: ${ingest.stderr}`);
   /** fix: the same folder, the config without the mistake (and pointed at `to`, if given). */
-  return { dir, config, fix: (to?: string) => write({}, to) };
-}
-
-interface Ran {
-  code: number | null;
-  seconds: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** `run --until-idle` in a child; `onStart` gets the child (to signal it). */
-function runUntilIdle(
-  config: string,
-  env: Record<string, string> = {},
-  onStart?: (child: ReturnType<typeof spawn>) => void,
-): Promise<Ran> {
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'run', '--until-idle', '--config', config], {
-      env: { ...process.env, FAULTS_KEY: KEY, BIOALCHEMY_LOG_LEVEL: 'warn', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => {
-      stdout += c;
-    });
-    child.stderr.on('data', (c: Buffer) => {
-      stderr += c;
-    });
-    child.on('error', reject);
-    child.on('exit', (code) =>
-      resolve({ code, seconds: (performance.now() - started) / 1000, stdout, stderr }),
-    );
-    onStart?.(child);
-  });
+  const fix = (to?: string) => {
+    const config = JSON.parse(readFileSync(ws.config, 'utf8'));
+    writeFileSync(ws.config, JSON.stringify({ ...config, llm: llmConfig({}, to) }));
+  };
+  return { ...ws, fix };
 }
 
 const ids = (qa: { candidate: { id: string } }[]) => qa.map((q) => q.candidate.id).sort();
@@ -87,7 +41,7 @@ describe('an endpoint that refuses every request: the run stops non-zero, spends
 
   beforeAll(async () => {
     server = await serve({});
-    const good = workspace(server.url);
+    const good = ingested(server.url);
     const run = await runUntilIdle(good.config);
     expect(run.code, run.stderr).toBe(0);
     control = ids(await keptValues(good.dir));
@@ -105,14 +59,14 @@ describe('an endpoint that refuses every request: the run stops non-zero, spends
     [
       'a wrong API key',
       {},
-      { FAULTS_KEY: 'wrong-key' },
+      { E2E_LLM_KEY: 'wrong-key' },
       /fix llm\.apiKeyEnv:.*The server said \(401\): Incorrect API key/,
     ],
   ] as const)(
     '%s: exits non-zero within 60 s with 0 dead letters; fixed, the same QA as a run without the mistake',
     async (_, llm, env, says) => {
-      const ws = workspace(server.url, llm);
-      const wrong = await runUntilIdle(ws.config, env);
+      const ws = ingested(server.url, llm);
+      const wrong = await runUntilIdle(ws.config, { env });
       expect(wrong.code).not.toBe(0);
       expect(wrong.seconds).toBeLessThan(60);
       process.stdout.write(`${_}: run --until-idle exited ${wrong.code} in ${wrong.seconds.toFixed(1)} s\n`);
@@ -144,7 +98,7 @@ describe('an endpoint that refuses every request: the run stops non-zero, spends
     async (what, kind, status, message) => {
       const broken = await serve({ faults: { rate: 1, kinds: [kind] } });
       try {
-        const ws = workspace(broken.url);
+        const ws = ingested(broken.url);
         const run = await runUntilIdle(ws.config);
         expect(run.code).not.toBe(0);
         expect(run.seconds).toBeLessThan(60);
@@ -167,15 +121,17 @@ describe('an endpoint that refuses every request: the run stops non-zero, spends
   it('SIGTERM with a call in flight to a server that never answers: exits within 10 s, the input uncommitted', async () => {
     const silent = await serve({ latency: { kind: 'fixed', ms: 600_000 } });
     try {
-      const ws = workspace(silent.url);
+      const ws = ingested(silent.url);
       let signalledAt = 0;
-      const run = await runUntilIdle(ws.config, {}, (child) => {
-        void until('a call in flight', async () => (silent.stats().inFlight > 0 ? true : undefined)).then(
-          () => {
-            signalledAt = performance.now();
-            child.kill('SIGTERM');
-          },
-        );
+      const run = await runUntilIdle(ws.config, {
+        onStart: (child) => {
+          void until('a call in flight', async () => (silent.stats().inFlight > 0 ? true : undefined)).then(
+            () => {
+              signalledAt = performance.now();
+              child.kill('SIGTERM');
+            },
+          );
+        },
       });
       const afterSignal = (performance.now() - signalledAt) / 1000;
       expect(signalledAt).toBeGreaterThan(0);

@@ -1,4 +1,4 @@
-import { type SpawnSyncReturns, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, type SpawnSyncReturns, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,7 +84,7 @@ export async function keptValues(dir: string): Promise<ClassifiedQa[]> {
 /** `run --until-idle` in a child; see cliAsync. */
 export function runUntilIdle(
   config: string,
-  opts: { killAfterRunningMs?: number; extraArgs?: string[] } = {},
+  opts: CliAsyncOptions & { extraArgs?: string[] } = {},
 ): Promise<ChildResult> {
   return cliAsync(['run', '--until-idle', '--config', config, ...(opts.extraArgs ?? [])], opts);
 }
@@ -94,6 +94,17 @@ export interface ChildResult {
   signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
+  /** From the spawn to the exit. */
+  seconds: number;
+}
+
+export interface CliAsyncOptions {
+  /** SIGKILL the child this long after it logs "running". */
+  killAfterRunningMs?: number;
+  /** Over the environment every CLI child gets (E2E_LLM_KEY among it). */
+  env?: Record<string, string>;
+  /** Called with the child once spawned (to signal it). */
+  onStart?: (child: ChildProcess) => void;
 }
 
 /**
@@ -101,7 +112,8 @@ export interface ChildResult {
  * this process's event loop (spawnSync would). With killAfterRunningMs, SIGKILLs it that long
  * after it logs "running".
  */
-export function cliAsync(args: string[], opts: { killAfterRunningMs?: number } = {}): Promise<ChildResult> {
+export function cliAsync(args: string[], opts: CliAsyncOptions = {}): Promise<ChildResult> {
+  const started = performance.now();
   return new Promise((resolve, reject) => {
     const kill = opts.killAfterRunningMs;
     const child = spawn(
@@ -109,7 +121,7 @@ export function cliAsync(args: string[], opts: { killAfterRunningMs?: number } =
       [BIN, ...args],
       // At info, so the "running" line tells when the processors have started.
       {
-        env: { ...env, BIOALCHEMY_LOG_LEVEL: kill === undefined ? 'warn' : 'info' },
+        env: { ...env, BIOALCHEMY_LOG_LEVEL: kill === undefined ? 'warn' : 'info', ...opts.env },
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );
@@ -127,8 +139,9 @@ export function cliAsync(args: string[], opts: { killAfterRunningMs?: number } =
     child.on('error', reject);
     child.on('exit', (code, signal) => {
       if (timer) clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
+      resolve({ code, signal, stdout, stderr, seconds: (performance.now() - started) / 1000 });
     });
+    opts.onStart?.(child);
   });
 }
 
