@@ -1,11 +1,7 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { preflightAtStart } from '../../llm/check.js';
 import { LlmConfig } from '../../schemas/llm.js';
-import { BIN } from '../e2e/helpers.js';
+import { cliAsync, workspace } from '../e2e/helpers.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
 
@@ -13,37 +9,16 @@ const STAGES = ['relevance', 'mcq', 'mcq-quality', 'freeform', 'freeform-grade',
 
 /** `llm check` in a child (async: the test server answers from this process). */
 function check(url: string, llm: Record<string, unknown>, key = 'right-key') {
-  const dir = mkdtempSync(join(tmpdir(), 'llm-check-'));
-  const config = join(dir, 'config.json');
-  writeFileSync(
-    config,
-    JSON.stringify({
-      log: `file:${join(dir, 'log')}`,
-      llm: {
-        baseUrl: url,
-        apiKeyEnv: 'CHECK_KEY',
-        model: 'test-model',
-        retry: { baseDelayMs: 5, maxDelayMs: 20 },
-        ...llm,
-      },
-    }),
-  );
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'llm', 'check', '--config', config], {
-      env: { ...process.env, CHECK_KEY: key, BIOALCHEMY_LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => {
-      stdout += c;
-    });
-    child.stderr.on('data', (c: Buffer) => {
-      stderr += c;
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  const ws = workspace(url, {
+    llm: {
+      baseUrl: url,
+      apiKeyEnv: 'E2E_LLM_KEY',
+      model: 'test-model',
+      retry: { baseDelayMs: 5, maxDelayMs: 20 },
+      ...llm,
+    },
   });
+  return cliAsync(['llm', 'check', '--config', ws.config], { env: { E2E_LLM_KEY: key } });
 }
 
 describe('bioalchemy llm check', () => {
