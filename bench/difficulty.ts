@@ -15,6 +15,7 @@ import { copiesOf } from '../processors/sampler/selection.js';
 import { type BandPass, type DifficultyConfig, LeaseResponse } from '../schemas/feeder.js';
 import { startServer } from '../server/feeder-api.js';
 import { mix } from '../test/feeder/fixtures.js';
+import { seeded } from '../test/llm-server/random.js';
 
 const ROLLOUTS = 5;
 const BATCH = 128;
@@ -23,16 +24,6 @@ const SEED = Number(process.env.DIFFICULTY_BENCH_SEED ?? 44);
 const TOPICS = { Genetics: 8, Immunology: 5, Ecology: 3, Neuroscience: 2, Virology: 1, Botany: 1 };
 const ALPHA = 0.5;
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const gauss = (rnd: () => number) => Math.sqrt(-2 * Math.log(1 - rnd())) * Math.cos(2 * Math.PI * rnd());
 const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
 
@@ -45,7 +36,7 @@ interface Latent {
 
 /** A pool of `n` items over TOPICS, its latent difficulties and the α-target of its topics. */
 function world(n: number, seed: number) {
-  const rnd = mulberry32(seed);
+  const rnd = seeded(seed);
   const total = Object.values(TOPICS).reduce((a, b) => a + b, 0);
   const names = Object.keys(TOPICS);
   const items: PoolItem[] = [];
@@ -128,7 +119,7 @@ async function train(
   epochs: number,
   seed: number,
 ): Promise<Figures> {
-  const rnd = mulberry32(seed);
+  const rnd = seeded(seed);
   const skill = new Map<string, number>(Object.keys(TOPICS).map((t) => [t, 0]));
   const f: Figures = {
     rollouts: 0,

@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import type { z } from 'zod';
-import type { LlmConfig, LlmMessage, LlmStage } from '../schemas/llm.js';
+import { type LlmConfig, type LlmMessage, LlmStage } from '../schemas/llm.js';
 import type { GradeAccept } from '../schemas/qa.js';
 import type { Taxonomy } from '../schemas/taxonomy.js';
 import { LlmReplyError } from './errors.js';
@@ -239,14 +239,8 @@ export async function preflightAtStart(
   }
   if (served.length === 0) return [];
   const found: { stage: LlmStage; configKey: string; fix: string; message: string }[] = [];
-  for (const stage of [
-    'relevance',
-    'mcq',
-    'mcq-quality',
-    'freeform',
-    'freeform-grade',
-    'classify',
-  ] as const) {
+  // The pipeline's stages: the verifier's is the reward's, asked only when reward.verifier is set.
+  for (const stage of LlmStage.options.filter((s) => s !== 'verify')) {
     const own = config.stages[stage]?.model;
     const model = own ?? config.model;
     if (served.includes(model)) continue;
