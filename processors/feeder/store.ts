@@ -110,8 +110,12 @@ function migrate(db: Database.Database): void {
   if (!columns('batches').has('acked_slots'))
     db.exec("ALTER TABLE batches ADD COLUMN acked_slots TEXT NOT NULL DEFAULT '[]'");
   if (!columns('runs').has('step')) db.exec('ALTER TABLE runs ADD COLUMN step INTEGER NOT NULL DEFAULT 0');
-  for (const c of ['rollouts', 'flat_groups', 'set_aside'])
-    if (!columns('runs').has(c)) db.exec(`ALTER TABLE runs ADD COLUMN ${c} INTEGER NOT NULL DEFAULT 0`);
+  if (!columns('runs').has('rollouts'))
+    db.exec('ALTER TABLE runs ADD COLUMN rollouts INTEGER NOT NULL DEFAULT 0');
+  if (!columns('runs').has('flat_groups'))
+    db.exec('ALTER TABLE runs ADD COLUMN flat_groups INTEGER NOT NULL DEFAULT 0');
+  if (!columns('runs').has('set_aside'))
+    db.exec('ALTER TABLE runs ADD COLUMN set_aside INTEGER NOT NULL DEFAULT 0');
   if (!columns('batches').has('left_out'))
     db.exec("ALTER TABLE batches ADD COLUMN left_out TEXT NOT NULL DEFAULT '[]'");
   if (!columns('items').has('row')) db.exec('ALTER TABLE items ADD COLUMN row TEXT');
