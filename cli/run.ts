@@ -138,6 +138,7 @@ export async function run(opts: RunOptions): Promise<void> {
       if (signal.aborted) stopping.stop();
       else signal.addEventListener('abort', () => stopping.stop(), { once: true });
       tally.requests = llm.requests;
+      tally.concurrency = () => stopping.concurrency();
       // Said at start, unpaid: a key refused, a stage's model not served (GET /models). The calls
       // themselves decide whether the stage pauses; this only says it before the first one.
       void preflightAtStart(config.llm).then((found) => {

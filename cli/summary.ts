@@ -1,3 +1,4 @@
+import type { ConcurrencyState } from '../llm/index.js';
 import { rejectionCodesOf } from '../processors/grade.js';
 import { BAND_COUNT } from '../processors/qa/near-duplicates.js';
 import { DeadLetterCounts } from '../schemas/dead-letter.js';
@@ -19,6 +20,8 @@ export class LlmTally {
    * requests included, which no call record accounts).
    */
   requests: ReadonlyMap<string, number> = new Map();
+  /** Where each endpoint's adaptive concurrency limit stands (the LLM layer's). */
+  concurrency: () => readonly ConcurrencyState[] = () => [];
 
   add(call: LlmCallRecord): void {
     if (call.cached) this.journalHits++;
@@ -115,6 +118,10 @@ export async function runSummary(opts: {
     `LLM: ${l.paid} calls paid (${sent} requests sent, retries included${outcomes.length ? `: ${outcomes.join(', ')}` : ''}), ${l.journalHits} journal hits, ` +
       `tokens ${l.inputTokens} in / ${l.outputTokens} out, cost $${l.costUsd.toFixed(4)}`,
   );
+  for (const c of l.concurrency())
+    lines.push(
+      `LLM concurrency, ${c.endpoint} ${c.model}: limit ${c.limit} of ${c.bound}${c.stated ? ` (the server states ${c.stated} slots)` : ''}, queueing seen ${c.queueingSeen} times`,
+    );
   const sizes: string[] = [];
   for (const topic of [
     'articles',

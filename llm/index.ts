@@ -9,6 +9,7 @@ export {
   LlmRequestError,
   LlmStoppedError,
 } from './errors.js';
+export type { ConcurrencyState } from './flow/endpoint.js';
 export type { EndpointFault } from './flow/faults.js';
 export type { ResponseJournal } from './journal/journal.js';
 export { JOURNAL_TOPIC, LogJournal } from './journal/log.js';

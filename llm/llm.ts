@@ -22,7 +22,8 @@ import {
   LlmRequestError,
   LlmStoppedError,
 } from './errors.js';
-import { AttemptsExhausted } from './flow/endpoint.js';
+import { callSignal } from './flow/call-signal.js';
+import { AttemptsExhausted, type ConcurrencyState } from './flow/endpoint.js';
 import type { EndpointFault } from './flow/faults.js';
 import type { ResponseJournal } from './journal/journal.js';
 import { MemoryJournal } from './journal/memory.js';
@@ -162,6 +163,7 @@ export class Llm {
         ),
     );
     this.metrics.budgetUsdPerDay.set(config.budget.usdPerDay ?? 0);
+    this.metrics.watchConcurrency(() => this.targets.concurrency());
   }
 
   /**
@@ -304,6 +306,19 @@ export class Llm {
     this.stopping.abort(new Error('stopping'));
   }
 
+  /**
+   * The signal stop() aborts. Calls tie their own signals to it, one listener each while in flight
+   * (flow/call-signal.ts): what it holds is the calls in flight, never the calls made.
+   */
+  get stopSignal(): AbortSignal {
+    return this.stopping.signal;
+  }
+
+  /** Where each endpoint's adaptive concurrency limit stands, by model (flow/adaptive-limit.ts). */
+  concurrency(): ConcurrencyState[] {
+    return this.targets.concurrency();
+  }
+
   /** The confirmed endpoint faults pausing calls now (see onFault). */
   faults(): EndpointFault[] {
     return this.targets.faults();
@@ -407,7 +422,8 @@ export class Llm {
     this.metrics.inFlight.inc({ stage });
     const estimate = Math.ceil(messages.reduce((n, m) => n + m.content.length, 0) / 4) + params.maxTokens;
     let sent: { reply: { reply: LlmJournalReply; tokens: number }; attempts: number };
-    const signal = this.stopping.signal;
+    const call = callSignal(this.stopping.signal);
+    const signal = call.signal;
     const who = { key, stage, model: target.model, stageModel: target.stageModel };
     try {
       if (signal.aborted) throw signal.reason;
@@ -446,6 +462,8 @@ export class Llm {
       if ((status === 400 || status === 413 || status === 422) && CONTEXT_EXCEEDED.test((e as Error).message))
         throw new LlmContextError(stage, (e as Error).message);
       throw new LlmRequestError(stage, (e as Error).message, status);
+    } finally {
+      call.release();
     }
     this.metrics.inFlight.dec({ stage });
     return { reply: sent.reply.reply, attempts: sent.attempts };
@@ -500,7 +518,11 @@ export function promptTokens(messages: readonly LlmMessage[]): number {
   return messages.reduce((n, m) => n + Math.ceil(m.content.length / 3) + 8, 0);
 }
 
-/** One signal every call listens to (hundreds at once): no listener limit, no warning. */
+/**
+ * The signal stop() aborts. Each call in flight ties its own signal to it by one listener
+ * (flow/call-signal.ts), so it holds as many as there are calls in flight (hundreds at once): no
+ * listener limit, no warning.
+ */
 function stoppingController(): AbortController {
   const c = new AbortController();
   setMaxListeners(0, c.signal);

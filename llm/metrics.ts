@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { ConcurrencyState } from './flow/endpoint.js';
 
 /** The LLM layer's metrics, registered in the registry the process exposes. */
 export class LlmMetrics {
@@ -80,5 +81,50 @@ export class LlmMetrics {
       help: 'The daily USD cap (llm.budget.usdPerDay); 0 when none is set',
       registers,
     });
+    const labelNames = ['endpoint', 'model'] as const;
+    const gauge = (name: string, help: string, read: (c: ConcurrencyState) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames,
+        registers,
+        // Read at scrape time: the limit moves with every reply.
+        collect: () => {
+          const g = this.gauges.get(name)!;
+          g.reset();
+          for (const c of this.concurrency()) g.set({ endpoint: c.endpoint, model: c.model }, read(c));
+        },
+      });
+    for (const [name, help, read] of [
+      [
+        'bioalchemy_llm_concurrency_limit',
+        "Requests an endpoint's model is sent at once: the adaptive limit, found from its latency",
+        (c: ConcurrencyState) => c.limit,
+      ],
+      [
+        'bioalchemy_llm_concurrency_bound',
+        'The most the adaptive limit may reach: llm.concurrency, or the slots the server states where fewer',
+        (c: ConcurrencyState) => c.bound,
+      ],
+      [
+        'bioalchemy_llm_concurrency_in_flight',
+        "Requests sent to an endpoint's model and not yet answered",
+        (c: ConcurrencyState) => c.inFlight,
+      ],
+      [
+        'bioalchemy_llm_queueing_seen',
+        "Replies that met the server's queue, timeouts and overloads (429, 503): each lowered the limit",
+        (c: ConcurrencyState) => c.queueingSeen,
+      ],
+    ] as const)
+      this.gauges.set(name, gauge(name, help, read));
+  }
+
+  private readonly gauges = new Map<string, Gauge<'endpoint' | 'model'>>();
+  private concurrency: () => ConcurrencyState[] = () => [];
+
+  /** Where the concurrency gauges read from at each scrape. */
+  watchConcurrency(read: () => ConcurrencyState[]): void {
+    this.concurrency = read;
   }
 }

@@ -1,7 +1,7 @@
 import { basename } from 'node:path';
 import { type LlmConfig, type LlmProvider, LlmStage } from '../schemas/llm.js';
 import type { Clock } from './clock.js';
-import { Endpoint, type EndpointHooks } from './flow/endpoint.js';
+import { type ConcurrencyState, Endpoint, type EndpointHooks } from './flow/endpoint.js';
 import type { EndpointFault } from './flow/faults.js';
 import { Throttle } from './flow/throttle.js';
 import { LocalProvider } from './providers/local.js';
@@ -61,6 +61,11 @@ export class Targets {
     return this.stages.get(stage)!;
   }
 
+  /** Where the adaptive limit of each endpoint's models stands. */
+  concurrency(): ConcurrencyState[] {
+    return [...this.endpoints.values()].flatMap(({ endpoint }) => endpoint.concurrency());
+  }
+
   /** The confirmed faults of the endpoints, each endpoint's once. */
   faults(): EndpointFault[] {
     return [...this.endpoints.values()].flatMap(({ endpoint }) => endpoint.confirmedFaults());
@@ -77,14 +82,17 @@ export class Targets {
     const name = provider === 'local' ? `local:${basename(c.modelPath)}` : endpointName(c.baseUrl);
     let shared = this.endpoints.get(name);
     if (!shared) {
+      const backend: Provider =
+        provider === 'local' ? new LocalProvider({ modelPath: c.modelPath }) : this.openai(name);
       shared = {
-        backend: provider === 'local' ? new LocalProvider({ modelPath: c.modelPath }) : this.openai(name),
+        backend,
         endpoint: new Endpoint(
           name,
           {
             limits: c,
             retry: c.retry,
             circuit: c.circuit,
+            statedCapacity: () => backend.statedCapacity(),
           },
           this.clock,
           this.hooks(name),

@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
 import { TransientError, type TransientReason } from '../errors.js';
+import { AdaptiveLimit } from './adaptive-limit.js';
 import { type BackoffOptions, backoffMs } from './backoff.js';
 import { Circuit, type CircuitOptions } from './circuit.js';
 import {
@@ -19,6 +20,20 @@ export interface EndpointOptions {
   limits: Limits;
   retry: BackoffOptions & { maxAttempts: number };
   circuit: CircuitOptions;
+  /** The decoding slots the server says it has, if it says (llama-server's /props): asked once. */
+  statedCapacity?: () => Promise<number | undefined>;
+}
+
+/** What the adaptive limit of one model of an endpoint stands at (the run summary, /metrics, llm check). */
+export interface ConcurrencyState {
+  endpoint: string;
+  model: string;
+  limit: number;
+  inFlight: number;
+  /** concurrency (config), or the slots the server states where fewer. */
+  bound: number;
+  stated: number | undefined;
+  queueingSeen: number;
 }
 
 export interface EndpointHooks {
@@ -99,14 +114,18 @@ export class Endpoint {
       const model = who ? this.models.get(who.model) : undefined;
       const modelProbe = model ? await model.gate.pass(signal) : false;
       const tickets: Ticket[] = [await stage.enter(estimate), await this.throttle.enter(estimate)];
+      const permit = await (await this.limitOf(who?.model ?? '')).acquire();
       attempts++;
       let reply: T;
+      const sentAt = this.clock.now();
       try {
         if (signal?.aborted) throw signal.reason;
         reply = await attempt(signal);
       } catch (e) {
         // A failed request's real token use is unknown: the estimate stays charged.
         for (const t of tickets) t.leave(estimate);
+        if (!signal?.aborted && overloaded(e)) permit.overloaded();
+        else permit.release();
         if (signal?.aborted) {
           this.hooks.onRequest?.('aborted');
           if (probe) this.circuit.failure(true);
@@ -145,12 +164,44 @@ export class Endpoint {
         continue;
       }
       this.hooks.onRequest?.('answered');
+      permit.answered(this.clock.now() - sentAt);
       for (const t of tickets) t.leave(reply.tokens);
       this.watch.success();
       this.clearFault();
       this.clearModel(who);
       return { reply, attempts };
     }
+  }
+
+  /** By model: each has its own capacity on a server (its own weights, its own slots). */
+  private readonly limits = new Map<string, AdaptiveLimit>();
+  private stated?: Promise<number | undefined>;
+
+  private async limitOf(model: string): Promise<AdaptiveLimit> {
+    let limit = this.limits.get(model);
+    if (limit) return limit;
+    // Asked once, before the first request: a server that states its slots starts there.
+    this.stated ??= (this.opts.statedCapacity?.() ?? Promise.resolve(undefined)).catch(() => undefined);
+    const slots = await this.stated;
+    limit = this.limits.get(model);
+    if (limit) return limit;
+    limit = new AdaptiveLimit(this.opts.limits.concurrency ?? Number.POSITIVE_INFINITY);
+    if (slots) limit.state(slots);
+    this.limits.set(model, limit);
+    return limit;
+  }
+
+  /** Where each model's adaptive limit stands now. */
+  concurrency(): ConcurrencyState[] {
+    return [...this.limits].map(([model, l]) => ({
+      endpoint: this.name,
+      model,
+      limit: l.current,
+      inFlight: l.sending,
+      bound: l.bound,
+      stated: l.stated,
+      queueingSeen: l.queueingSeen,
+    }));
   }
 
   private modelFault(e: unknown, who: RequestIdentity, probe: boolean): void {
@@ -223,11 +274,7 @@ export class Endpoint {
     }
     if (this.fault) return 'endpoint';
     // No evidence within a probe interval (nothing else sent): the input's own, as before.
-    const verdict = await Promise.race([
-      this.watch.verdict(),
-      this.clock.sleep(this.opts.circuit.probeIntervalMs).then(() => 'record' as const),
-      ...(signal ? [aborted(signal)] : []),
-    ]);
+    const verdict = await this.watch.verdict(this.clock, this.opts.circuit.probeIntervalMs, signal);
     if (signal?.aborted) throw signal.reason;
     return verdict;
   }
@@ -252,16 +299,17 @@ function unknownModel(e: unknown): boolean {
   return statusOf(e) === 404 && /model/i.test(serverMessage(e));
 }
 
+/** A timeout, a 429 or a 503: the server has more than it can take, whatever else it is. */
+function overloaded(e: unknown): boolean {
+  if (e instanceof TransientError && e.reason === 'timeout') return true;
+  const status = statusOf(e);
+  return status === 429 || status === 503;
+}
+
 /** What a failed request is counted as in the run summary. */
 function outcomeOf(e: unknown): string {
   const status = statusOf(e);
   if (status !== undefined) return `http ${status}`;
   if (e instanceof TransientError) return e.reason;
   return 'failed';
-}
-
-function aborted(signal: AbortSignal): Promise<never> {
-  return new Promise((_, reject) =>
-    signal.addEventListener('abort', () => reject(signal.reason), { once: true }),
-  );
 }

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.js';
 import { TransientError } from '../errors.js';
 
 /**
@@ -144,13 +145,14 @@ function signatureOf(e: unknown): string {
 export class FaultWatch {
   private signature: string | null = null;
   private readonly keys = new Set<string>();
-  private waiting: ((verdict: 'record' | 'endpoint') => void)[] = [];
+  private readonly waiting = new Set<(verdict: 'record' | 'endpoint') => void>();
 
   /** The endpoint answered a request: whatever failed since was the failing inputs' own. */
   success(): void {
     this.signature = null;
     this.keys.clear();
-    for (const tell of this.waiting.splice(0)) tell('record');
+    for (const tell of this.waiting) tell('record');
+    this.waiting.clear();
   }
 
   /**
@@ -165,7 +167,8 @@ export class FaultWatch {
     }
     this.keys.add(key);
     if (this.keys.size < needed) return false;
-    for (const tell of this.waiting.splice(0)) tell('endpoint');
+    for (const tell of this.waiting) tell('endpoint');
+    this.waiting.clear();
     return true;
   }
 
@@ -180,8 +183,28 @@ export class FaultWatch {
     return signatureOf(e) === this.signature;
   }
 
-  /** Resolves once it is known whose a suspect failure is: the next success, or repeats. */
-  verdict(): Promise<'record' | 'endpoint'> {
-    return new Promise((resolve) => this.waiting.push(resolve));
+  /**
+   * Whose a suspect failure is, once known: the next success says 'record', repeats 'endpoint'.
+   * With no evidence within `withinMs` it is 'record'; an aborted `signal` ends the wait early (the
+   * caller checks it). Whichever way the wait ends, it leaves nothing behind: no waiter here, no
+   * listener on `signal`, no timer, so a long-lived signal does not grow with the races lost.
+   */
+  async verdict(clock: Clock, withinMs: number, signal?: AbortSignal): Promise<'record' | 'endpoint'> {
+    const done = new AbortController();
+    const stop = () => done.abort();
+    signal?.addEventListener('abort', stop, { once: true });
+    let tell!: (verdict: 'record' | 'endpoint') => void;
+    const told = new Promise<'record' | 'endpoint'>((resolve) => {
+      tell = resolve;
+      this.waiting.add(tell);
+    });
+    try {
+      if (signal?.aborted) return 'record';
+      return await Promise.race([told, clock.sleep(withinMs, done.signal).then(() => 'record' as const)]);
+    } finally {
+      done.abort();
+      signal?.removeEventListener('abort', stop);
+      this.waiting.delete(tell);
+    }
   }
 }

@@ -46,8 +46,17 @@ export function httpFetch(): HttpFetch {
     });
     const signal = init.signal ?? undefined;
     const method = init.method ?? 'GET';
-    return new Promise<{ res: http.IncomingMessage; raw: Buffer }>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
+    return new Promise<{ res: http.IncomingMessage; raw: Buffer }>((settle, fail) => {
+      if (signal?.aborted) return fail(signal.reason);
+      // Settled either way, the request stops listening: the signal may outlive it.
+      const resolve = (value: { res: http.IncomingMessage; raw: Buffer }) => {
+        signal?.removeEventListener('abort', abort);
+        settle(value);
+      };
+      const reject = (e: unknown) => {
+        signal?.removeEventListener('abort', abort);
+        fail(e);
+      };
       let received = false;
       const send = url.protocol === 'https:' ? https.request : http.request;
       const req = send(url, { agent, method, headers }, (res) => {
@@ -56,7 +65,6 @@ export function httpFetch(): HttpFetch {
         res.on('error', reject);
         res.on('end', () => {
           received = true;
-          signal?.removeEventListener('abort', abort);
           resolve({ res, raw: Buffer.concat(chunks) });
         });
         res.on('close', () => {

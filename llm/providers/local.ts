@@ -121,6 +121,11 @@ export class LocalProvider implements Provider {
     }
   }
 
+  /** One sequence, one call at a time (`turn`): more in flight would only wait here. */
+  async statedCapacity(): Promise<number> {
+    return 1;
+  }
+
   async close(): Promise<void> {
     if (!this.loading) return;
     const { llama, model, context, sequence } = await this.loading;

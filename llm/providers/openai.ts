@@ -32,6 +32,9 @@ const DEFAULT_DIALECT: Dialect = {
   responseFormat: 'json_schema',
 };
 
+/** A server that has a capacity endpoint answers it at once; one that has none may be slow to say so. */
+const STATED_CAPACITY_TIMEOUT_MS = 5_000;
+
 /** The message of a server saying the prompt and the reply's budget do not fit its context. */
 export const CONTEXT_EXCEEDED =
   /context length|context window|context size|maximum context|exceeds? (?:the )?(?:model'?s? )?(?:max(?:imum)? )?(?:context|n_ctx)|n_ctx/i;
@@ -105,7 +108,7 @@ export class OpenAiProvider implements Provider {
   private readonly dialects = new Map<string, Dialect>();
 
   constructor(
-    baseUrl: string | undefined,
+    private readonly baseUrl: string | undefined,
     private readonly apiKey: string,
     private readonly options: OpenAiProviderOptions = {},
   ) {
@@ -174,6 +177,34 @@ export class OpenAiProvider implements Provider {
       ...(reasoningTokens > 0 ? { reasoningTokens } : {}),
       ...(message?.refusal ? { refusal: message.refusal } : {}),
     };
+  }
+
+  /**
+   * What the server says of its capacity, where it says: llama-server's `GET /props` names its
+   * decoding slots (`total_slots`), TGI's `GET /info` the requests it admits at once
+   * (`max_concurrent_requests`). Both sit beside `/v1`, at the server's root. Others (vLLM,
+   * llama-cpp-python, OpenAI) answer 404 or something else: then nothing is stated.
+   */
+  async statedCapacity(): Promise<number | undefined> {
+    if (!this.baseUrl) return undefined;
+    const root = this.baseUrl.replace(/\/v1\/?$/, '');
+    for (const [path, field] of [
+      ['/props', 'total_slots'],
+      ['/info', 'max_concurrent_requests'],
+    ] as const) {
+      try {
+        const response = await this.http.fetch(`${root}${path}`, {
+          headers: { authorization: `Bearer ${this.apiKey}` },
+          signal: AbortSignal.timeout(STATED_CAPACITY_TIMEOUT_MS),
+        });
+        if (!response.ok) continue;
+        const n = Number(((await response.json()) as Record<string, unknown>)[field]);
+        if (Number.isInteger(n) && n > 0) return n;
+      } catch {
+        // Not this server's endpoint (a page, no JSON) or no answer: nothing stated there.
+      }
+    }
+    return undefined;
   }
 
   async close(): Promise<void> {

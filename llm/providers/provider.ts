@@ -22,5 +22,10 @@ export interface ProviderRequest {
  */
 export interface Provider {
   chat(request: ProviderRequest): Promise<LlmJournalReply>;
+  /**
+   * The requests the server says it decodes at once, where it says (llama-server's /props
+   * total_slots, TGI's /info max_concurrent_requests); undefined where it does not.
+   */
+  statedCapacity(): Promise<number | undefined>;
   close(): Promise<void>;
 }

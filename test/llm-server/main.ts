@@ -3,6 +3,7 @@
 //     [--responder schema|pipeline|arbitrary-judge]   (default schema: arbitrary valid values for every schema)
 //     [--dialect NAME]   (how the server speaks, a preset of dialects.ts: plain, vllm-reasoning, llama-cpp-python, ...)
 //     [--model NAME]... [--api-key KEY] [--always-500]   (refuse other models 404, other keys 401; every request 500)
+//     [--slots N [--states-slots]]   (N decoding slots and a FIFO queue, as llama-server; said at GET /props)
 // Prints its base URL on the first line of stdout once it listens; GET /stats, POST /control.
 import { parseArgs } from 'node:util';
 import { arbitraryJudgeResponder } from './arbitrary-judge-responder.js';
@@ -30,6 +31,8 @@ const { values } = parseArgs({
     'api-key': { type: 'string' },
     // Every request answered 500 with the same message (a server that refuses the request shape).
     'always-500': { type: 'boolean' },
+    slots: { type: 'string' },
+    'states-slots': { type: 'boolean' },
   },
 });
 const dialect = DIALECTS[values.dialect as keyof typeof DIALECTS];
@@ -49,6 +52,7 @@ const server = await start({
   dialect,
   ...(values.model ? { models: values.model } : {}),
   ...(values['api-key'] === undefined ? {} : { apiKey: values['api-key'] }),
+  ...(values.slots ? { slots: Number(values.slots), statesSlots: values['states-slots'] ?? false } : {}),
   ...(values['always-500'] ? { faults: { rate: 1, kinds: ['server-error' as const] } } : {}),
   latency: values['median-ms']
     ? {

@@ -39,6 +39,20 @@ export interface ServerOptions {
   models?: string[];
   /** The one API key accepted (Authorization: Bearer): another is answered 401 as OpenAI does. */
   apiKey?: string;
+  /**
+   * Decoding slots, as llama-server's `--parallel` (llama-cpp-python has one): a request decodes in
+   * a free slot for its latency; the rest wait in arrival order. A request whose client left (timed
+   * out, aborted) is decoded to its end all the same, holding its slot: llama.cpp's server does not
+   * cancel queued or running tasks of a closed connection (ggml-org/llama.cpp issues #13262 and
+   * #24496), nor does llama-cpp-python's, which serves one request at a time under a lock
+   * (llama_cpp/server/app.py). Unset: every request decodes at once.
+   */
+  slots?: number;
+  /**
+   * Says its slots at `GET /props` as llama-server does (`total_slots`, tools/server/README.md);
+   * llama-cpp-python has no such endpoint (404), the default here.
+   */
+  statesSlots?: boolean;
 }
 
 export interface Stats {
@@ -61,6 +75,11 @@ export interface Stats {
   unbounded: number;
   /** Replies that were the model's refusal. */
   refusals: number;
+  /** Requests waiting for a free slot now, and at most. */
+  waiting: number;
+  maxWaiting: number;
+  /** Replies decoded after their client had left (timed out, aborted): a slot's work for nobody. */
+  decodedForNobody: number;
   /** Completion tokens of every reply, thinking included, and of that the thinking. */
   completionTokens: number;
   reasoningTokens: number;
@@ -86,6 +105,9 @@ const emptyStats = (): Stats => ({
   answeredByPromptHash: {},
   inFlight: 0,
   maxInFlight: 0,
+  waiting: 0,
+  maxWaiting: 0,
+  decodedForNobody: 0,
   latencySumMs: 0,
   refusedByDialect: {},
   unbounded: 0,
@@ -107,6 +129,7 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
   let dialect = Dialect.parse(options.dialect ?? {});
   let stats = emptyStats();
   const sockets = new Set<Socket>();
+  const slots = options.slots ? new Slots(options.slots) : undefined;
 
   const completion = async (req: IncomingMessage, res: ServerResponse) => {
     const parsed = ChatRequest.safeParse(JSON.parse(await body(req)));
@@ -156,13 +179,21 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
         return req.socket.destroy();
     }
     const delay = drawLatency(latency, random);
+    if (slots && !slots.take()) {
+      stats.waiting++;
+      stats.maxWaiting = Math.max(stats.maxWaiting, stats.waiting);
+      await slots.free();
+      stats.waiting--;
+    }
     stats.inFlight++;
     stats.maxInFlight = Math.max(stats.maxInFlight, stats.inFlight);
     const content = await responder(normalized(request), { promptHash, random: seededFrom(promptHash) });
     if (delay > 0) await new Promise((r) => setTimeout(r, delay));
     stats.inFlight--;
+    slots?.release();
     // A client that went away (killed, timed out) has closed its side: the reply could not arrive.
     if (res.destroyed || req.socket.readableEnded || req.socket.destroyed) {
+      stats.decodedForNobody++;
       req.socket.destroy();
       return;
     }
@@ -241,7 +272,9 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
             ? async () => json(res, 200, stats)
             : req.method === 'GET' && req.url === '/v1/models' && options.models
               ? async () => models(req, res)
-              : async () => json(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
+              : req.method === 'GET' && req.url === '/props' && options.statesSlots && options.slots
+                ? async () => json(res, 200, { total_slots: options.slots })
+                : async () => json(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
     route(req, res).catch((e: Error) => {
       if (!res.headersSent && !res.destroyed) json(res, 400, { error: { message: e.message } });
     });
@@ -278,6 +311,32 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Decoding slots taken in arrival order: a freed slot passes straight to the first waiting. */
+class Slots {
+  private busy = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private readonly count: number) {}
+
+  /** Takes a free slot if there is one. */
+  take(): boolean {
+    if (this.busy >= this.count) return false;
+    this.busy++;
+    return true;
+  }
+
+  /** Resolves when a slot passes to this request. */
+  free(): Promise<void> {
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.busy--;
+  }
 }
 
 function body(req: IncomingMessage): Promise<string> {

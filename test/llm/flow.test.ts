@@ -84,10 +84,11 @@ describe('circuit', () => {
 
 describe('limits against the endpoint', () => {
   it('keeps at most `concurrency` requests in flight, endpoint-wide and per stage', async () => {
+    // A server that states more slots than the bound: the adaptive limit starts at the bound.
     r = await rig(
       { concurrency: 4, stages: { relevance: { concurrency: 2 } } },
       {},
-      { latency: { kind: 'fixed', ms: 20 } },
+      { latency: { kind: 'fixed', ms: 20 }, slots: 64, statesSlots: true },
     );
     await Promise.all(Array.from({ length: 24 }, (_, i) => r!.llm.complete(mcq(i))));
     expect(r.server.stats().maxInFlight).toBe(4);

@@ -1,0 +1,190 @@
+/**
+ * How many requests one endpoint's model is sent at once, found rather than configured.
+ *
+ * A server has a capacity it may not state: one decoding slot (llama-cpp-python), a few
+ * (llama-server --parallel, Ollama), hundreds (vLLM). Requests over it wait in the server's queue,
+ * where a timeout counts their waiting as if it were the reply's, and a request abandoned there is
+ * often decoded anyway (llama.cpp issues #13262, #24496): sent again, it queues twice. So the limit
+ * follows what the server's latency says, as TCP Vegas and Netflix's concurrency-limits do.
+ *
+ * Once a round (as many replies as the limit, and at least ROUND_LEAST: about one round trip), the
+ * queue the round met is estimated from its latency against the least of the rounds before:
+ * `queue = limit × (1 − least / latency)`, which for a server of N slots sent L > N requests at once
+ * is L − N. A round's latency is the median of its replies': one long reply is not a queue. The
+ * least is kept over many rounds (ROUNDS_KEPT), as Vegas keeps its base round trip: a baseline that
+ * followed the latency would take a standing queue for the server's own pace.
+ * - Slow start: from 1 (or the slots the server states), +1 for each reply that met no queue, which
+ *   doubles it each round trip, until one meets a queue (of the requests in flight when it was sent).
+ * - Then +1 a round while the queue is under a tenth of the limit (half a request under 5); when it
+ *   is over a third of the limit and over one and a half requests, down to where about one request
+ *   would wait; held between: the slots stay busy with a request or two waiting for the next free
+ *   one. The third is for a busy client: its own loop's delays read as a queue of a few percent.
+ * - A timeout or an overload answer (429, 503) halves it at once, once a round (the requests sent
+ *   before a decrease do not decrease it again).
+ * Its bound is `concurrency` (config): what the user allows, never what is assumed of the server.
+ */
+export class AdaptiveLimit {
+  private limit = 1;
+  private slowStart = true;
+  private inFlight = 0;
+  private readonly waiters: (() => void)[] = [];
+  /** The latencies of recent rounds: the least is the server's without a queue. */
+  private readonly rounds = new Recent(ROUNDS_KEPT);
+  /** Permits handed out, numbered: a round counts the replies to requests sent since it began. */
+  private handedOut = 0;
+  private round = { from: 1, latencies: [] as number[] };
+  /** Replies that met a queue over the bound, timeouts and overloads: each lowered the limit. */
+  queueingSeen = 0;
+  stated: number | undefined;
+
+  constructor(private readonly max: number) {
+    this.limit = Math.min(1, max);
+  }
+
+  /**
+   * The capacity the server states of itself (llama-server's total_slots): where the limit starts,
+   * and its bound, since requests over a server's slots only wait in its queue.
+   */
+  state(slots: number): void {
+    this.stated = slots;
+    this.limit = this.bound;
+  }
+
+  get current(): number {
+    return this.limit;
+  }
+
+  get bound(): number {
+    return Math.min(this.max, this.stated ?? this.max);
+  }
+
+  get sending(): number {
+    return this.inFlight;
+  }
+
+  /** Waits for room under the limit (first come, first served). */
+  async acquire(): Promise<Permit> {
+    if (this.inFlight < this.limit && this.waiters.length === 0) this.inFlight++;
+    else await new Promise<void>((resolve) => this.waiters.push(resolve));
+    const number = ++this.handedOut;
+    const sentWith = this.inFlight;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.inFlight--;
+      this.wake();
+    };
+    return {
+      answered: (latencyMs) => {
+        if (number >= this.round.from) this.answered(latencyMs, sentWith);
+        release();
+      },
+      overloaded: () => {
+        if (number >= this.round.from) this.lower(Math.floor(this.limit / 2));
+        release();
+      },
+      release,
+    };
+  }
+
+  private answered(latencyMs: number, sentWith: number): void {
+    this.round.latencies.push(latencyMs);
+    if (this.slowStart) {
+      // Each reply is a round of its own, judged by the requests in flight when it was sent: +1 a
+      // reply that met no queue doubles the limit a round trip; one that met a queue ends it.
+      this.rounds.add(Math.max(latencyMs, 1e-3));
+      const queue = sentWith * (1 - this.rounds.least() / Math.max(latencyMs, 1e-3));
+      if (queue < SLOW_START_QUEUE) this.raise(this.limit + 1);
+      else this.slowStart = false;
+      if (!this.slowStart) this.nextRound();
+      return;
+    }
+    if (this.round.latencies.length < Math.max(this.limit, ROUND_LEAST)) return;
+    const latency = Math.max(upperMedian(this.round.latencies), 1e-3);
+    this.rounds.add(latency);
+    const queue = this.limit * (1 - this.rounds.least() / latency);
+    if (queue > Math.max(1.5, this.limit / 3)) this.lower(Math.round(this.limit - queue + 1));
+    else if (queue < Math.max(this.limit / 10, this.limit < 5 ? 0.5 : 0)) this.raise(this.limit + 1);
+    else this.nextRound();
+  }
+
+  private raise(to: number): void {
+    this.limit = Math.min(this.bound, to);
+    // In slow start the replies to requests sent before still count: each is one more round trip.
+    if (this.slowStart) this.round.latencies = [];
+    else this.nextRound();
+    this.wake();
+  }
+
+  private lower(to: number): void {
+    this.queueingSeen++;
+    this.slowStart = false;
+    this.limit = Math.max(1, Math.min(this.limit - 1, to));
+    this.nextRound();
+  }
+
+  /** A round counts only requests sent under the limit it judges. */
+  private nextRound(): void {
+    this.round = { from: this.handedOut + 1, latencies: [] };
+  }
+
+  private wake(): void {
+    while (this.waiters.length > 0 && this.inFlight < this.limit) {
+      this.inFlight++;
+      this.waiters.shift()!();
+    }
+  }
+}
+
+/** One request's room under the limit; exactly one of its methods settles it. */
+export interface Permit {
+  /** The server answered (a reply, or a refusal of this input) in latencyMs. */
+  answered(latencyMs: number): void;
+  /** A timeout, a 429 or a 503: the server has more than it can take. */
+  overloaded(): void;
+  /** Neither says anything of the server's queue (the process is stopping, a connection refused). */
+  release(): void;
+}
+
+/**
+ * The queue one reply must have met to end slow start: most of a request (two in flight on one
+ * slot meet one), not the few percent a busy client's own loop adds.
+ */
+const SLOW_START_QUEUE = 0.75;
+/** A round has at least this many replies: a median of one is one reply. */
+const ROUND_LEAST = 4;
+/**
+ * Rounds remembered for the least latency: long enough that a standing queue is not taken for the
+ * server's pace, short enough to follow a change of prompts within hours. A lowered limit (a
+ * timeout, an overload) measures it again.
+ */
+const ROUNDS_KEPT = 256;
+
+/**
+ * The median, the upper of the two middle values of an even count: requests sent together at a
+ * raise from N to 2N on N slots come back half at once and half a reply later, and that round met
+ * a queue.
+ */
+function upperMedian(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[sorted.length >> 1]!;
+}
+
+/** The last `size` values, and the least of them. */
+class Recent {
+  private readonly values: number[] = [];
+  private next = 0;
+
+  constructor(private readonly size: number) {}
+
+  add(value: number): void {
+    if (this.values.length < this.size) this.values.push(value);
+    else this.values[this.next] = value;
+    this.next = (this.next + 1) % this.size;
+  }
+
+  least(): number {
+    return Math.min(...this.values);
+  }
+}
