@@ -7,6 +7,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<string[]> }>> = {
   scale: () => import('./scale.js'),
   medline: () => import('./medline.js'),
   llm: () => import('./llm.js'),
+  'slow-server': () => import('./slow-server.js'),
   feeder: () => import('./feeder.js'),
   'feeder-load': () => import('./feeder-load.js'),
   'feeder-under-load': () => import('./feeder-under-load.js'),

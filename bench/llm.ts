@@ -321,6 +321,29 @@ async function cpuCost(n: number, rounds: number): Promise<{ layer: Cpu; bare: C
   }
 }
 
+/**
+ * Process CPU per call over the first and the last tenth of one long run through one layer (C in
+ * flight, every call a new passage): what a per-call cost that grows with history would show.
+ */
+async function cpuDrift(calls: number): Promise<{ calls: number; first: number; last: number }> {
+  const srv = await server(['--latency-ms', '0']);
+  const { llm, call } = layer(srv.url, 'drift');
+  try {
+    // Warm (code compiled, connections open) before the first tenth is measured.
+    await cpuPerCall(2000, (i) => call(calls + i));
+    const tenth = calls / 10;
+    const tenths: number[] = [];
+    for (let t = 0; t < 10; t++) {
+      const cpu = await cpuPerCall(tenth, (i) => call(t * tenth + i));
+      tenths.push(cpu.total);
+    }
+    return { calls, first: tenths[0]!, last: tenths[9]! };
+  } finally {
+    await llm.close();
+    await srv.stop();
+  }
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 const vsIdeal = (rate: number, ideal: number) =>
@@ -337,7 +360,8 @@ const loadavg = () => {
 export async function run(): Promise<string[]> {
   const lines: string[] = [`machine load (1, 5, 15 min) at start: ${loadavg()}`];
   for (const [label, args, n, rounds] of [
-    ['fixed 200 ms', ['--latency-ms', '200'], C * 30, 3],
+    // 64 decoding slots (llama-server --parallel 64): the adaptive limit finds them by itself.
+    ['fixed 200 ms, 64 slots', ['--latency-ms', '200', '--slots', String(C)], C * 30, 3],
     ['log-normal median 200 ms, p99 2 s', ['--median-ms', '200', '--p99-ms', '2000'], C * 60, 1],
   ] as const) {
     const t = await throughput([...args], n, rounds);
@@ -348,6 +372,10 @@ export async function run(): Promise<string[]> {
         : `  curator skipped: ${t.curatorSkipped}`,
     );
   }
+  const drift = await cpuDrift(20_000);
+  lines.push(
+    `CPU per call through the layer over a run of ${drift.calls} calls at zero latency: first tenth ${drift.first.toFixed(0)} us, last tenth ${drift.last.toFixed(0)} us (${(drift.last / drift.first).toFixed(2)}x; a cost that grows with the calls made shows here)`,
+  );
   const cpu = await cpuCost(2000, 5);
   const us = (x: number) => `${x.toFixed(0)} us`;
   lines.push(

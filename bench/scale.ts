@@ -94,6 +94,27 @@ export async function run(): Promise<string[]> {
     lines.push(
       `  RSS of run: ${rssLine(full.rss)}; longest gap between progress lines ${full.longestGapS.toFixed(1)} s (beat 5 s)`,
     );
+    lines.push(`  ${paceLine(replyPace(ws.dir))}`);
+
+    // BIOALCHEMY_BENCH_SCALE_BASELINE=<a checkout of another commit, built>: its CLI on the same
+    // articles, just after, on the same server: what a change did to the whole run.
+    const baselineBin = process.env.BIOALCHEMY_BENCH_SCALE_BASELINE;
+    if (baselineBin) {
+      const other = workspace();
+      await appendArticles(other.dir, await syntheticArticles(n, 0));
+      const before = await runCli(other.config, ['run', '--until-idle'], {
+        bin: join(baselineBin, 'bin/bioalchemy.js'),
+      });
+      if (before.code !== 0) throw new Error(`the baseline's run failed: ${before.stderr.slice(-2000)}`);
+      const again = workspace();
+      await appendArticles(again.dir, await syntheticArticles(n, 0));
+      const now = await runCli(again.config, ['run', '--until-idle']);
+      lines.push(
+        `  beside the CLI of ${baselineBin} on the same ${n} articles, run one after the other: it ${before.seconds.toFixed(1)} s, ` +
+          `this one ${full.seconds.toFixed(1)} s and again ${now.seconds.toFixed(1)} s (${(Math.max(full.seconds, now.seconds) / before.seconds).toFixed(2)}x at most); ` +
+          `its ${paceLine(replyPace(other.dir))}`,
+      );
+    }
 
     // Restarts with nothing to do: the whole history vs an empty folder.
     const empty = workspace();
@@ -288,6 +309,35 @@ export async function syntheticArticles(n: number, batch: number): Promise<Artic
   });
 }
 
+/**
+ * The wall time per reply over the first and the last tenth of a run's replies (llm.calls, in the
+ * order they arrived): a per-call cost that grows with the calls made shows as a last tenth slower
+ * than the first.
+ */
+function replyPace(dir: string): { first: number; last: number } {
+  const runtime = EmbeddedRuntime.open(join(dir, 'log'));
+  try {
+    const at = runtime.db
+      .prepare<[string], { at: number }>(
+        `SELECT json_extract(value, '$.at') AS at FROM records
+         WHERE topic = ? AND json_extract(value, '$.cached') = 0 ORDER BY at`,
+      )
+      .all(LLM_CALLS_TOPIC.name)
+      .map((r) => r.at);
+    const tenth = Math.floor(at.length / 10);
+    if (tenth < 2) return { first: Number.NaN, last: Number.NaN };
+    return {
+      first: (at[tenth]! - at[0]!) / tenth,
+      last: (at[at.length - 1]! - at[at.length - 1 - tenth]!) / tenth,
+    };
+  } finally {
+    void runtime.close();
+  }
+}
+
+const paceLine = ({ first, last }: { first: number; last: number }) =>
+  `wall time per reply, first tenth of the replies ${first.toFixed(2)} ms, last tenth ${last.toFixed(2)} ms (${(last / first).toFixed(2)}x)`;
+
 /** The run's model requests from llm.calls: answered by the server, and from the journal or a request in flight. */
 function requestSplit(dir: string): { sent: number; cached: number } {
   const runtime = EmbeddedRuntime.open(join(dir, 'log'));
@@ -410,7 +460,11 @@ function cpuSecondsOf(pid: number): number | null {
 const CLOCK_TICKS = 100;
 
 /** The compiled CLI in a child (as bin/bioalchemy.js starts it), RSS sampled from /proc. */
-function runCli(config: string, args: string[], opts: { killAfterRunningMs?: number } = {}): Promise<CliRun> {
+function runCli(
+  config: string,
+  args: string[],
+  opts: { killAfterRunningMs?: number; bin?: string } = {},
+): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const child: ChildProcess = spawn(
@@ -421,7 +475,7 @@ function runCli(config: string, args: string[], opts: { killAfterRunningMs?: num
         ...(process.env.BIOALCHEMY_BENCH_SCALE_PROFILE
           ? ['--cpu-prof', '--cpu-prof-dir', process.env.BIOALCHEMY_BENCH_SCALE_PROFILE]
           : []),
-        BIN,
+        opts.bin ?? BIN,
         ...args,
         '--config',
         config,

@@ -19,6 +19,8 @@
  *   is over a third of the limit and over one and a half requests, down to where about one request
  *   would wait; held between: the slots stay busy with a request or two waiting for the next free
  *   one. The third is for a busy client: its own loop's delays read as a queue of a few percent.
+ * - It is raised only by replies to requests sent while most of it was used (USED): a pipeline
+ *   with three calls to make says nothing of whether the server would take ten.
  * - A timeout or an overload answer (429, 503) halves it at once, once a round (the requests sent
  *   before a decrease do not decrease it again).
  * Its bound is `concurrency` (config): what the user allows, never what is assumed of the server.
@@ -32,7 +34,7 @@ export class AdaptiveLimit {
   private readonly rounds = new Recent(ROUNDS_KEPT);
   /** Permits handed out, numbered: a round counts the replies to requests sent since it began. */
   private handedOut = 0;
-  private round = { from: 1, latencies: [] as number[] };
+  private round = { from: 1, latencies: [] as number[], used: false };
   /** Replies that met a queue over the bound, timeouts and overloads: each lowered the limit. */
   queueingSeen = 0;
   stated: number | undefined;
@@ -90,13 +92,16 @@ export class AdaptiveLimit {
 
   private answered(latencyMs: number, sentWith: number): void {
     this.round.latencies.push(latencyMs);
+    // A limit is raised only where it was used: a caller with fewer calls to make than the limit
+    // says nothing of whether the server takes more (Netflix's limiters' rule, "app-limited").
+    if (sentWith >= this.limit * USED) this.round.used = true;
     if (this.slowStart) {
       // Each reply is a round of its own, judged by the requests in flight when it was sent: +1 a
       // reply that met no queue doubles the limit a round trip; one that met a queue ends it.
       this.rounds.add(Math.max(latencyMs, 1e-3));
       const queue = sentWith * (1 - this.rounds.least() / Math.max(latencyMs, 1e-3));
-      if (queue < SLOW_START_QUEUE) this.raise(this.limit + 1);
-      else this.slowStart = false;
+      if (queue >= SLOW_START_QUEUE) this.slowStart = false;
+      else if (sentWith >= this.limit * USED) this.raise(this.limit + 1);
       if (!this.slowStart) this.nextRound();
       return;
     }
@@ -105,7 +110,8 @@ export class AdaptiveLimit {
     this.rounds.add(latency);
     const queue = this.limit * (1 - this.rounds.least() / latency);
     if (queue > Math.max(1.5, this.limit / 3)) this.lower(Math.round(this.limit - queue + 1));
-    else if (queue < Math.max(this.limit / 10, this.limit < 5 ? 0.5 : 0)) this.raise(this.limit + 1);
+    else if (queue < Math.max(this.limit / 10, this.limit < 5 ? 0.5 : 0) && this.round.used)
+      this.raise(this.limit + 1);
     else this.nextRound();
   }
 
@@ -126,7 +132,7 @@ export class AdaptiveLimit {
 
   /** A round counts only requests sent under the limit it judges. */
   private nextRound(): void {
-    this.round = { from: this.handedOut + 1, latencies: [] };
+    this.round = { from: this.handedOut + 1, latencies: [], used: false };
   }
 
   private wake(): void {
@@ -152,6 +158,8 @@ export interface Permit {
  * slot meet one), not the few percent a busy client's own loop adds.
  */
 const SLOW_START_QUEUE = 0.75;
+/** The share of the limit in flight at a request's sending for its reply to raise the limit. */
+const USED = 0.75;
 /** A round has at least this many replies: a median of one is one reply. */
 const ROUND_LEAST = 4;
 /**

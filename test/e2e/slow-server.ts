@@ -1,0 +1,74 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { pipelineResponder } from '../llm-server/pipeline-responder.js';
+import { type Stats, start } from '../llm-server/server.js';
+import { cli, runUntilIdle } from './helpers.js';
+
+const SAMPLES = fileURLToPath(new URL('../../examples/articles', import.meta.url));
+
+export interface SlowServerRun {
+  seconds: number;
+  stats: Stats;
+  /** The run summary's requests by outcome ("answered", "timeout", ...). */
+  requests: Record<string, number>;
+  /** The run summary's line on the adaptive limit. */
+  concurrency: string;
+}
+
+/**
+ * One sample article through `run --until-idle --max-articles 1` against the test server with
+ * `slots` decoding slots at `replyMs` a reply, with a user's minimal config (baseUrl, model, key)
+ * and `timeoutMs` where given: what a new user with a slow server sees. `statesSlots`: the server
+ * says its slots at GET /props, so the limit starts there (the baseline a found limit is held to).
+ */
+export async function oneArticle(opts: {
+  slots: number;
+  replyMs: number;
+  statesSlots?: boolean;
+  timeoutMs?: number;
+}): Promise<SlowServerRun> {
+  const server = await start({
+    responder: pipelineResponder,
+    slots: opts.slots,
+    statesSlots: opts.statesSlots ?? false,
+    latency: { kind: 'fixed', ms: opts.replyMs },
+  });
+  try {
+    const dir = mkdtempSync(join(tmpdir(), 'bioalchemy-slow-server-'));
+    const config = join(dir, 'config.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        log: `file:${join(dir, 'log')}`,
+        clickhouse: `chdb:${join(dir, 'chdb')}`,
+        llm: {
+          baseUrl: server.url,
+          model: 'test-model',
+          apiKeyEnv: 'E2E_LLM_KEY',
+          ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}),
+        },
+      }),
+    );
+    const ingest = cli(['ingest', SAMPLES, '--config', config]);
+    if (ingest.status !== 0) throw new Error(`ingest exited ${ingest.status}:\n${ingest.stderr}`);
+    const run = await runUntilIdle(config, { extraArgs: ['--max-articles', '1'] });
+    if (run.code !== 0) throw new Error(`run exited ${run.code}:\n${run.stderr}`);
+    const sent = /requests sent, retries included: ([^)]*)\)/.exec(run.stdout)?.[1] ?? '';
+    const requests = Object.fromEntries(
+      sent.split(', ').flatMap((part) => {
+        const m = /^(.*) (\d+)$/.exec(part);
+        return m ? [[m[1]!, Number(m[2])]] : [];
+      }),
+    );
+    return {
+      seconds: run.seconds,
+      stats: server.stats(),
+      requests,
+      concurrency: /LLM concurrency.*/.exec(run.stdout)?.[0] ?? '',
+    };
+  } finally {
+    await server.stop();
+  }
+}
