@@ -4,6 +4,7 @@ import { type LlmConfig, type LlmMessage, LlmStage } from '../schemas/llm.js';
 import type { GradeAccept } from '../schemas/qa.js';
 import type { Taxonomy } from '../schemas/taxonomy.js';
 import { LlmReplyError } from './errors.js';
+import type { ConcurrencyState } from './flow/endpoint.js';
 import type { EndpointFault } from './flow/faults.js';
 import { Llm } from './llm.js';
 import { CLASSIFY_PROMPT, classifyMessages, classifyReply } from './prompts/classify.js';
@@ -179,12 +180,21 @@ async function checkStage(
       `thinking: ${reasoningTokens > 0 ? `seen (${reasoningTokens} reasoning tokens)` : 'none seen'}`,
       refused(),
       `context: a prompt of ${reply.usage.inputTokens} tokens and a reply of ${reply.usage.outputTokens} fit`,
+      capacity(llm.concurrency()[0]),
     ]);
   } finally {
     clearTimeout(timer);
     llm.stop();
     await llm.close();
   }
+}
+
+/** What the endpoint says of its capacity, and so where `run`'s adaptive limit starts. */
+function capacity(c: ConcurrencyState | undefined): string {
+  if (!c) return 'capacity: unknown';
+  return c.stated
+    ? `capacity: the server states ${c.stated} slots: run sends up to ${c.bound} at once from the start`
+    : `capacity: the server states none: run finds it from latency, from 1 up to ${c.bound} (llm.concurrency)`;
 }
 
 /**

@@ -36,7 +36,19 @@ describe('bioalchemy llm check', () => {
       expect(r.stdout).toMatch(new RegExp(`^  ${stage} +ok +model test-model`, 'm'));
     expect(r.stdout.match(/structured output \(json_schema\) accepted/g)).toHaveLength(STAGES.length);
     expect(r.stdout).toMatch(/context: a prompt of \d+ tokens/);
+    expect(r.stdout).toMatch(/capacity: the server states none: run finds it from latency, from 1 up to 64/);
     expect(server.stats().requests).toBe(STAGES.length);
+  }, 120_000);
+
+  it('says the slots a server states (llama-server GET /props), where the adaptive limit starts', async () => {
+    const slotted = await start({ responder: pipelineResponder, slots: 4, statesSlots: true });
+    try {
+      const r = await check(slotted.url, {}, 'any-key');
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/capacity: the server states 4 slots: run sends up to 4 at once from the start/);
+    } finally {
+      await slotted.stop();
+    }
   }, 120_000);
 
   it.each([
