@@ -57,9 +57,10 @@ describe('secrets in a whole run', () => {
       for await (const c of req) chunks.push(c as Buffer);
       const body = Buffer.concat(chunks).toString();
       // One prompt is refused every time (its passage ends as a dead letter, whose reason is the
-      // error), and the first few others once each (retried past).
-      poisoned ??= body;
-      if (body === poisoned || echoed < 5) {
+      // error), and the first few others once each (retried past). Prompts only: the GETs (run's
+      // preflight of /models, the capacity the server states at /props) are passed on.
+      if (req.method === 'POST') poisoned ??= body;
+      if (req.method === 'POST' && (body === poisoned || echoed < 5)) {
         echoed++;
         res.writeHead(500, { 'content-type': 'application/json' });
         res.end(
