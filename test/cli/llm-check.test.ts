@@ -45,7 +45,9 @@ describe('bioalchemy llm check', () => {
     try {
       const r = await check(slotted.url, {}, 'any-key');
       expect(r.code, r.stderr).toBe(0);
-      expect(r.stdout).toMatch(/capacity: the server states 4 slots: run sends up to 4 at once from the start/);
+      expect(r.stdout).toMatch(
+        /capacity: the server states 4 slots: run sends up to 4 at once from the start/,
+      );
     } finally {
       await slotted.stop();
     }

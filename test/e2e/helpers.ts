@@ -81,6 +81,17 @@ export async function keptValues(dir: string): Promise<ClassifiedQa[]> {
   );
 }
 
+/** The run summary's "N requests sent, retries included: answered N, timeout N, ...", by outcome. */
+export function requestsByOutcome(summary: string): Record<string, number> {
+  const sent = /requests sent, retries included: ([^)]*)\)/.exec(summary)?.[1] ?? '';
+  return Object.fromEntries(
+    sent.split(', ').flatMap((part) => {
+      const m = /^(.*) (\d+)$/.exec(part);
+      return m ? [[m[1]!, Number(m[2])]] : [];
+    }),
+  );
+}
+
 /** `run --until-idle` in a child; see cliAsync. */
 export function runUntilIdle(
   config: string,

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type Stats, start } from '../llm-server/server.js';
-import { cli, runUntilIdle } from './helpers.js';
+import { cli, requestsByOutcome, runUntilIdle } from './helpers.js';
 
 const SAMPLES = fileURLToPath(new URL('../../examples/articles', import.meta.url));
 
@@ -55,17 +55,10 @@ export async function oneArticle(opts: {
     if (ingest.status !== 0) throw new Error(`ingest exited ${ingest.status}:\n${ingest.stderr}`);
     const run = await runUntilIdle(config, { extraArgs: ['--max-articles', '1'] });
     if (run.code !== 0) throw new Error(`run exited ${run.code}:\n${run.stderr}`);
-    const sent = /requests sent, retries included: ([^)]*)\)/.exec(run.stdout)?.[1] ?? '';
-    const requests = Object.fromEntries(
-      sent.split(', ').flatMap((part) => {
-        const m = /^(.*) (\d+)$/.exec(part);
-        return m ? [[m[1]!, Number(m[2])]] : [];
-      }),
-    );
     return {
       seconds: run.seconds,
       stats: server.stats(),
-      requests,
+      requests: requestsByOutcome(run.stdout),
       concurrency: /LLM concurrency.*/.exec(run.stdout)?.[0] ?? '',
     };
   } finally {
