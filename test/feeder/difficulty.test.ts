@@ -14,7 +14,8 @@ import {
   prior,
   updated,
 } from '../../processors/feeder/difficulty.js';
-import { Feeder, FeederError } from '../../processors/feeder/feeder.js';
+import { Feeder } from '../../processors/feeder/feeder.js';
+import { FeederError } from '../../processors/feeder/feeder-error.js';
 import { Config, formatIssues } from '../../schemas/config.js';
 import { type FeederConfig, type LeaseResponse, Rollouts } from '../../schemas/feeder.js';
 import { mix, poolItems } from './fixtures.js';

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { Feeder, FeederError } from '../../processors/feeder/feeder.js';
+import { Feeder } from '../../processors/feeder/feeder.js';
+import { FeederError } from '../../processors/feeder/feeder-error.js';
 import { rolloutRow } from '../../processors/feeder/row.js';
 import { FeederConfig, type LeaseRequest, type LeaseResponse } from '../../schemas/feeder.js';
 import { mix, poolItems } from './fixtures.js';
@@ -176,7 +177,9 @@ describe('feeder protocol', () => {
   it('plans the next epoch off the request path, in the order a lease would plan it', async () => {
     // The plan ahead is private: read here to check that it was made, and made before epoch 1.
     const ahead = (f: Feeder) =>
-      (f as unknown as { ahead: Map<string, { epoch: number; steps: unknown }> }).ahead.get('ahead');
+      (
+        f as unknown as { epochs: { ahead: Map<string, { epoch: number; steps: unknown }> } }
+      ).epochs.ahead.get('ahead');
     const order = async (background: boolean) => {
       const { feeder } = setup({ items: 200 });
       const req = { run: 'ahead', rank: 0, worldSize: 1 };
