@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { FeederConfig, ItemDifficulty, ItemDifficultyPage } from '../../schemas/feeder.js';
+import type { FeederConfig, ItemDifficulty, ItemDifficultyPage, LeftOut } from '../../schemas/feeder.js';
 import {
   bandOf,
   blended,
@@ -11,7 +11,6 @@ import {
   groupKeys,
   type ItemMeta,
   type ItemView,
-  type LeftOut,
   type Observation,
   outside,
   passRate,
@@ -103,8 +102,7 @@ export class DifficultyRecords {
       const p = meta ? this.priorOf(run.run, meta) : 0.5;
       const rate = row ? blended(row, p, w) : p;
       let aside: ItemView['aside'] = null;
-      if (band && row?.aside_until != null && row.aside_until > run.step)
-        aside = row.aside_reason as ItemView['aside'];
+      if (band && row?.aside_until != null && row.aside_until > run.step) aside = row.aside_reason;
       // An item no ack has reached is set aside on its prior alone when the prior counts enough.
       else if (band && !row && w >= band.minRollouts) aside = outside(p, band);
       v = { rollouts: row?.rollouts ?? 0, rate, aside };
@@ -141,7 +139,7 @@ export class DifficultyRecords {
       flatGroups: row.flat,
       setAside: row.set_aside,
       asideUntil: row.aside_until,
-      asideReason: row.aside_reason as ItemDifficulty['asideReason'],
+      asideReason: row.aside_reason,
       aside: row.aside_until !== null && row.aside_until > runStep,
     };
   }

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { BandPass, DifficultyConfig, Rollouts } from '../../schemas/feeder.js';
+import type { AsideReason, BandPass, DifficultyConfig, LeftOut, Rollouts } from '../../schemas/feeder.js';
 import { itemKey } from '../sampler/selection.js';
 import type { Slot } from './order.js';
 
@@ -30,7 +30,7 @@ export interface DifficultyRow {
   set_aside: number;
   /** Set aside until this trainer step (exclusive), or null. */
   aside_until: number | null;
-  aside_reason: string | null;
+  aside_reason: AsideReason | null;
 }
 
 export const DIFFICULTY_SCHEMA = `
@@ -208,7 +208,7 @@ export function blended(row: Pick<DifficultyRow, 'ew_pass' | 'ew_n'>, prior: num
 }
 
 /** Why a rate is outside the band, or null inside it. */
-export function outside(rate: number, band: BandPass): 'below-floor' | 'above-ceiling' | null {
+export function outside(rate: number, band: BandPass): AsideReason | null {
   if (rate <= band.floor) return 'below-floor';
   if (rate >= band.ceiling) return 'above-ceiling';
   return null;
@@ -267,14 +267,6 @@ export function prior(
 
 // ---- choosing what a batch serves -----------------------------------------------------------
 
-/** Why a planned slot was not served, and what was served in its place. */
-export interface LeftOut {
-  slot: number;
-  id: string;
-  reason: 'below-floor' | 'above-ceiling' | 'explore' | 'target';
-  by: string;
-}
-
 /** What the choice reads of one item at the time of the cut. */
 export interface ItemView {
   /** Rollouts observed in the run. */
@@ -282,7 +274,7 @@ export interface ItemView {
   /** The rate choice compares: observed blended with the prior. */
   rate: number;
   /** Why it is set aside now, or null: it may be served. */
-  aside: 'below-floor' | 'above-ceiling' | null;
+  aside: AsideReason | null;
 }
 
 export interface ChoiceInput {

@@ -9,6 +9,7 @@ import {
   type ExtendRequest,
   type FeederConfig,
   FeederConfig as FeederConfigSchema,
+  type FeederConfigInput,
   type FeederStatus,
   type ItemDifficulty,
   type ItemDifficultyPage,
@@ -83,7 +84,7 @@ export class Feeder {
   }
 
   /** Opens (or creates) the feeder's file; ':memory:' for a throwaway one. */
-  static open(path: string, config: Partial<FeederConfig> = {}, opts: FeederOptions = {}): Feeder {
+  static open(path: string, config: FeederConfigInput = {}, opts: FeederOptions = {}): Feeder {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     const db = new Database(path);
     db.pragma('journal_mode = WAL');

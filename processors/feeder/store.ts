@@ -56,7 +56,7 @@ export interface BatchRow {
   attempts: number;
   /** The slots acked so far (a JSON array, ascending); the batch is acked when all are. */
   acked_slots: string;
-  /** Why planned items were not served, and what was in their place (difficulty.ts LeftOut[]). */
+  /** Why planned items were not served, and what was in their place (schemas/feeder.ts LeftOut[]). */
   left_out: string;
 }
 
