@@ -105,6 +105,12 @@ export const RewardVerifierConfig = z
       .positive()
       .default(10_000)
       .describe('verdicts kept in memory by (reference, answer span); the journal keeps the rest'),
+    journalEntries: z
+      .number()
+      .int()
+      .positive()
+      .default(100_000)
+      .describe('verdicts the journal keeps on disk, the least recently used dropped first'),
     journal: z
       .string()
       .min(1)
