@@ -345,6 +345,10 @@ export const RunStatus = z.object({
       rollouts: z.number().int().describe('rollouts acked (a slot with a mean reward only is one)'),
       flatGroups: z.number().int().describe('acked groups whose rollouts all had the same reward'),
       setAside: z.number().int().describe('times band-pass set an item aside'),
+      servedAside: z
+        .number()
+        .int()
+        .describe('times a set-aside item was cut into a batch for lack of a live item of its topics'),
     })
     .describe("what the run's acks said of its items' difficulty (issue 44)"),
   ranks: z.array(RankStatus),

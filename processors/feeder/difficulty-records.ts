@@ -1,8 +1,9 @@
 import type Database from 'better-sqlite3';
-import type { FeederConfig, ItemDifficulty, ItemDifficultyPage, LeftOut } from '../../schemas/feeder.js';
+import type { FeederConfig, ItemDifficulty, ItemDifficultyPage } from '../../schemas/feeder.js';
 import {
   bandOf,
   blended,
+  type Choice,
   choose,
   type DifficultyRow,
   type DifficultyStatements,
@@ -86,10 +87,10 @@ export class DifficultyRecords {
    * The slots a batch serves of its planned ones: as planned without band-pass or a target; else
    * difficulty.ts's choice, which keeps each slot's topics.
    */
-  chooseFor(run: RunRow, batchId: string, planned: Slot[]): { slots: Slot[]; leftOut: LeftOut[] } {
+  chooseFor(run: RunRow, batchId: string, planned: Slot[]): Choice {
     const cfg = this.config;
     const band = bandOf(cfg, run.run);
-    if (!band && cfg.target === null) return { slots: planned, leftOut: [] };
+    if (!band && cfg.target === null) return { slots: planned, leftOut: [], servedAside: 0 };
     const index = this.peers();
     const w = cfg.priorWeight;
     const views = new Map<string, ItemView>();

@@ -289,6 +289,15 @@ export interface ChoiceInput {
   peers: (id: string) => readonly string[];
 }
 
+/** What a batch serves of its planned slots. */
+export interface Choice {
+  slots: Slot[];
+  /** The planned items not served, why, and what stood in. */
+  leftOut: LeftOut[];
+  /** Slots that serve their set-aside item: no live item of its topics was found. */
+  servedAside: number;
+}
+
 /** Candidates a slot looks at among its topics' items before it gives up. */
 const PROBE = 32;
 
@@ -302,12 +311,13 @@ const PROBE = 32;
  * unobserved peers until `exploreShare` of the batch is unobserved. Every replacement keeps the
  * slot's topics, so the batch's topic counts are the plan's.
  */
-export function choose(input: ChoiceInput): { slots: Slot[]; leftOut: LeftOut[] } {
+export function choose(input: ChoiceInput): Choice {
   const { planned, band, target, view, peers } = input;
   const inBatch = new Map<string, number>();
   for (const s of planned) inBatch.set(s.id, (inBatch.get(s.id) ?? 0) + 1);
   const slots = planned.slice();
   const leftOut: LeftOut[] = [];
+  let servedAside = 0;
   const take = (i: number, id: string, reason: LeftOut['reason']) => {
     const was = slots[i]!.id;
     leftOut.push({ slot: i, id: was, reason, by: id });
@@ -345,7 +355,7 @@ export function choose(input: ChoiceInput): { slots: Slot[]; leftOut: LeftOut[] 
       if (found.length) {
         found.sort((a, b) => near(view(a)) - near(view(b)));
         take(i, found[0]!, v.aside);
-      }
+      } else servedAside++;
     } else if (target !== null) {
       let best = slots[i]!.id;
       let bestGap = near(v);
@@ -367,5 +377,5 @@ export function choose(input: ChoiceInput): { slots: Slot[]; leftOut: LeftOut[] 
       need--;
     }
   }
-  return { slots, leftOut };
+  return { slots, leftOut, servedAside };
 }

@@ -114,7 +114,8 @@ export class Epochs {
       const size = nextBatchSize(slots.length - pos, index, run.world_size, run.cut_size);
       const planned = slots.slice(pos, pos + size);
       const id = `${run.run}/e${epoch}/b${index}`;
-      const { slots: take, leftOut } = this.records.chooseFor(run, id, planned);
+      const { slots: take, leftOut, servedAside } = this.records.chooseFor(run, id, planned);
+      if (servedAside) this.q.addServedAside.run(servedAside, run.run);
       const batchSlots: BatchSlot[] = take.map((s, i) => [s.id, s.copy, run.base + pos + i]);
       const batchRank = index % run.world_size;
       this.q.insertBatch.run(

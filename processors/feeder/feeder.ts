@@ -345,7 +345,12 @@ export class Feeder {
         redelivered: counts.redelivered ?? 0,
       },
       ackedItems: run.acked_items,
-      difficulty: { rollouts: run.rollouts, flatGroups: run.flat_groups, setAside: run.set_aside },
+      difficulty: {
+        rollouts: run.rollouts,
+        flatGroups: run.flat_groups,
+        setAside: run.set_aside,
+        servedAside: run.served_aside,
+      },
       ranks,
       epochs,
     };

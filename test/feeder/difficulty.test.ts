@@ -204,6 +204,18 @@ function step(feeder: Feeder, run: string, reward: (id: string) => number, at: n
 }
 
 describe('band-pass in the feeder', () => {
+  it('counts the set-aside items it serves for lack of a live item of their topics', () => {
+    const feeder = bandFeeder(40, { bandPass: null, runs: { bp: BAND } });
+    // Every item always solved: once all of a topic are aside, only they are left to serve.
+    for (let s = 1; s <= 12; s++) {
+      step(feeder, 'bp', () => 1, s);
+      step(feeder, 'plain', () => 1, s);
+    }
+    expect(feeder.runStatus('bp').difficulty.servedAside).toBeGreaterThan(0);
+    expect(feeder.runStatus('plain').difficulty).toMatchObject({ setAside: 0, servedAside: 0 });
+    feeder.close();
+  });
+
   it('sets aside an item every rollout solves, serves none of it until its cool-down ends, then re-tests it', () => {
     const feeder = bandFeeder(400, { bandPass: BAND });
     const first = step(feeder, 'bp', () => 1, 1);
@@ -404,7 +416,7 @@ describe('choose: tables', () => {
       view: allAside,
       peers,
     });
-    expect(kept).toEqual({ slots: [{ id: 'a', copy: 0 }], leftOut: [] });
+    expect(kept).toEqual({ slots: [{ id: 'a', copy: 0 }], leftOut: [], servedAside: 1 });
     const oneLive = viewOf({
       a: { aside: 'above-ceiling' },
       b: { aside: 'above-ceiling' },
@@ -423,6 +435,7 @@ describe('choose: tables', () => {
       peers,
     });
     expect(twice.slots.map((s) => s.id)).toEqual(['d', 'd']);
+    expect(twice.servedAside).toBe(0);
   });
 });
 
