@@ -45,6 +45,19 @@ import {
 // Every method below runs synchronously to its end: the event loop is the lock, so no two requests
 // interleave.
 
+/** A run's difficulty counters, kept in the feeder's file as acks and cuts happen. */
+export interface RunDifficultyTotals {
+  run: string;
+  /** Times band-pass set an item aside. */
+  setAside: number;
+  /** Flat groups acked. */
+  flat: number;
+  /** Rollouts acked. */
+  rollouts: number;
+  /** Set-aside items cut into a batch for lack of a live item of their topics. */
+  servedAside: number;
+}
+
 export interface FeederOptions {
   /** Milliseconds since the epoch; tests move it. */
   readonly now?: () => number;
@@ -434,14 +447,9 @@ export class Feeder {
     return this.records.page(run, this.runOf(run).step, after, limit);
   }
 
-  /** Per run: times items were set aside, flat groups acked, rollouts acked (for /metrics). */
-  difficultyTotals(): { run: string; setAside: number; flat: number; rollouts: number }[] {
-    return this.q.difficultyTotals.all() as {
-      run: string;
-      setAside: number;
-      flat: number;
-      rollouts: number;
-    }[];
+  /** Per run: the difficulty counters (for /metrics). */
+  difficultyTotals(): RunDifficultyTotals[] {
+    return this.q.difficultyTotals.all() as RunDifficultyTotals[];
   }
 
   // ---- helpers -------------------------------------------------------------------------------

@@ -221,7 +221,7 @@ export function statements(db: Database.Database) {
     ),
     addServedAside: p('UPDATE runs SET served_aside = served_aside + ? WHERE run = ?'),
     difficultyTotals: p(
-      'SELECT run, set_aside AS setAside, flat_groups AS flat, rollouts FROM runs ORDER BY run',
+      'SELECT run, set_aside AS setAside, flat_groups AS flat, rollouts, served_aside AS servedAside FROM runs ORDER BY run',
     ),
     getBatch: p('SELECT * FROM batches WHERE id = ?'),
     batchesOfEpoch: p('SELECT slots FROM batches WHERE run = ? AND epoch = ? ORDER BY idx'),

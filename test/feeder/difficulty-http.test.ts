@@ -113,6 +113,9 @@ describe('difficulty over HTTP', () => {
     expect(text).toContain(`bioalchemy_feeder_items_set_aside_total{run="rec"} ${l.batch.items.length}`);
     expect(text).toContain(`bioalchemy_feeder_flat_groups_total{run="rec"} ${l.batch.items.length}`);
     expect(text).toContain(`bioalchemy_feeder_rollouts_total{run="rec"} ${5 * l.batch.items.length}`);
+    // No set-aside item was cut into a batch: the counter says nothing for the run yet.
+    expect(text).toContain('# TYPE bioalchemy_feeder_set_aside_served_total counter');
+    expect(text).not.toContain('bioalchemy_feeder_set_aside_served_total{run="rec"}');
     const doc = openApiDocument() as { paths: Record<string, { get: { parameters: { name: string }[] } }> };
     expect(doc.paths['/v1/runs/{run}/items/{id}']!.get.parameters.map((p) => p.name)).toEqual(['run', 'id']);
   });

@@ -211,7 +211,10 @@ describe('band-pass in the feeder', () => {
       step(feeder, 'bp', () => 1, s);
       step(feeder, 'plain', () => 1, s);
     }
-    expect(feeder.runStatus('bp').difficulty.servedAside).toBeGreaterThan(0);
+    const served = feeder.runStatus('bp').difficulty.servedAside;
+    expect(served).toBeGreaterThan(0);
+    // What /metrics reads (bioalchemy_feeder_set_aside_served_total).
+    expect(feeder.difficultyTotals().find((t) => t.run === 'bp')?.servedAside).toBe(served);
     expect(feeder.runStatus('plain').difficulty).toMatchObject({ setAside: 0, servedAside: 0 });
     feeder.close();
   });
