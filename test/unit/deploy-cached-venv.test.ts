@@ -57,5 +57,7 @@ describe('cached_venv', () => {
     unlinkSync(join(state, 'v', '.requirements.sha256'));
     venv('a==2');
     expect(installs()).toHaveLength(3);
-  });
+    // A bound, not a target: alone it takes under a second, but beside the fuzz suite on the loaded
+    // 2-core machine its four scripts' processes took over a minute.
+  }, 300_000);
 });
