@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { Llm } from '../llm/index.js';
-import { RewardVerifier, SqliteJournal } from '../processors/reward-verifier.js';
+import { RewardVerifier } from '../processors/reward-verifier.js';
+import { VerifierJournal } from '../processors/verifier-journal.js';
 import { readAnswer, score } from '../reward/index.js';
 import { RewardConfig } from '../schemas/config.js';
 import type { RewardRequestItem } from '../schemas/feeder.js';
@@ -44,9 +45,10 @@ export async function run(): Promise<string[]> {
   const server = await start({ responder: () => JSON.stringify({ verdict: 'correct' }) });
   mkdirSync(join(ROOT, '.cache'), { recursive: true });
   const dir = mkdtempSync(join(ROOT, '.cache', 'bench-verifier-'));
-  const opened: { llm: Llm; journal: SqliteJournal }[] = [];
+  const opened: { llm: Llm; journal: VerifierJournal }[] = [];
   const verifier = () => {
-    const journal = new SqliteJournal(join(dir, 'verifier.sqlite'));
+    const config = RewardConfig.parse({ verifier: {} }).verifier!;
+    const journal = new VerifierJournal(join(dir, 'verifier.sqlite'), config.journalEntries);
     const llm = new Llm(
       LlmConfig.parse({ provider: 'openai', baseUrl: server.url, model: 'v', apiKeyEnv: KEY_ENV }),
       {
@@ -59,7 +61,7 @@ export async function run(): Promise<string[]> {
     opened.push({ llm, journal });
     return new RewardVerifier({
       llm,
-      config: RewardConfig.parse({ verifier: {} }).verifier!,
+      config,
       registry: new Registry(),
     });
   };

@@ -139,3 +139,27 @@ _stop_guarded() {
   GUARDED_PID=""
   exit "$status"
 }
+
+# cached_venv VENV INSTALL REQUIREMENT...: a Python venv at VENV with REQUIREMENTS, made by the
+# function INSTALL (called with the venv's python, then the requirements), and kept: the venv holds
+# a marker with the hash of the requirements and the Python version; a venv whose marker matches is
+# kept as it is, any other is rebuilt from scratch (a half-finished install has no marker, so it is
+# rebuilt too). Sets PY to the venv's python.
+cached_venv() {
+  local venv="$1" install="$2" marker="$1/.requirements.sha256" want t0
+  shift 2
+  command -v python3 >/dev/null || die "python3 not found"
+  want="$( { printf '%s\n' "$@"; python3 --version; } | sha256sum | cut -d' ' -f1)"
+  PY="$venv/bin/python"
+  if [[ -f "$marker" && "$(cat "$marker")" == "$want" && -x "$PY" ]]; then
+    log "cached: $venv"
+    return 0
+  fi
+  t0=$(now_ms)
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  python3 -m venv "$venv" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+  "$install" "$PY" "$@"
+  echo "$want" >"$marker"
+  log "installed in $(( ($(now_ms) - t0) / 1000 ))s, $(du -sh "$venv" | cut -f1)"
+}

@@ -1,14 +1,10 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
 import { Counter, type Registry } from 'prom-client';
-import { type Llm, LlmReplyError, type ResponseJournal } from '../llm/index.js';
+import { type Llm, LlmReplyError } from '../llm/index.js';
 import { VERIFY_PROMPT, VerifyReply, verdictScore, verifyMessages } from '../llm/prompts/verify.js';
 import { readAnswer } from '../reward/index.js';
 import type { RewardVerifierConfig } from '../schemas/config.js';
 import type { RewardGroupRequest, RewardRequestItem, RewardResult } from '../schemas/feeder.js';
-import { LlmJournalReply } from '../schemas/llm.js';
 
 // The reward's verifier model (issue 45, item 3; ../shared/DESIGN.md "The reward is measured
 // against people"). The rules decide what they can; an output they leave undecided (neither the
@@ -16,8 +12,9 @@ import { LlmJournalReply } from '../schemas/llm.js';
 // LLM layer, stage `verify`. What it costs, and what it may never do:
 // - One call per (reference, answer span, prompt): the rollouts of a group share one in-flight
 //   call, a settled verdict is kept in a bounded in-memory cache (least recently used out), and
-//   every reply is in the response journal (SQLite, on disk), so a replay or a restarted feeder
-//   asks again only what was never answered. Nothing in memory grows with history.
+//   every reply is in the response journal (SQLite, on disk, bounded: verifier-journal.ts), so a
+//   replay or a restarted feeder asks again only what was never answered, or was answered long
+//   ago and dropped. Nothing in memory or on disk grows with history.
 // - Never past the deadline: a reward waits at most reward.verifier.deadlineMs for a slot and the
 //   reply, then the rules' verdict (0) stands with the fallback's reason. A call that outlives
 //   its deadline still lands in the cache and the journal, so the next asker is paid by it.
@@ -26,40 +23,6 @@ import { LlmJournalReply } from '../schemas/llm.js';
 export type VerifierFallback = 'verifier-timeout' | 'verifier-unavailable' | 'verifier-invalid-reply';
 
 type Outcome = { score: 0 | 1 } | { fallback: Exclude<VerifierFallback, 'verifier-timeout'> };
-
-/** The verifier's response journal: a reply per request key in one SQLite table, durable on put. */
-export class SqliteJournal implements ResponseJournal {
-  private readonly db: Database.Database;
-  private readonly getStmt: Database.Statement<[string], { reply: string }>;
-  private readonly putStmt: Database.Statement<[string, string, number]>;
-
-  constructor(path: string) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    this.db = new Database(path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.exec(
-      'CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, reply TEXT NOT NULL, at INTEGER NOT NULL)',
-    );
-    this.getStmt = this.db.prepare('SELECT reply FROM replies WHERE key = ?');
-    this.putStmt = this.db.prepare('INSERT OR REPLACE INTO replies (key, reply, at) VALUES (?, ?, ?)');
-  }
-
-  get(key: string): LlmJournalReply | undefined {
-    const row = this.getStmt.get(key);
-    if (!row) return undefined;
-    // A row another layout wrote is a miss: the call is made again, never answered wrongly.
-    const parsed = LlmJournalReply.safeParse(JSON.parse(row.reply));
-    return parsed.success ? parsed.data : undefined;
-  }
-
-  put(key: string, reply: LlmJournalReply): void {
-    this.putStmt.run(key, JSON.stringify(reply), Date.now());
-  }
-
-  close(): void {
-    this.db.close();
-  }
-}
 
 export const REWARD_DECISIONS = 'bioalchemy_reward_decisions_total';
 export const REWARD_VERIFIER_FALLBACKS = 'bioalchemy_reward_verifier_fallbacks_total';

@@ -105,6 +105,12 @@ export const RewardVerifierConfig = z
       .positive()
       .default(10_000)
       .describe('verdicts kept in memory by (reference, answer span); the journal keeps the rest'),
+    journalEntries: z
+      .number()
+      .int()
+      .positive()
+      .default(100_000)
+      .describe('verdicts the journal keeps on disk, the least recently used dropped first'),
     journal: z
       .string()
       .min(1)
@@ -247,5 +253,11 @@ export function loadConfig(path?: string): Config {
 
 /** One line naming each failing field: `items.0.answer: a multiple-choice answer is one option letter`. */
 export function formatIssues(error: z.ZodError): string {
-  return error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`).join('; ');
+  return error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${reasonOf(i)}`).join('; ');
+}
+
+/** An issue's message; a record key's says what the key lacks (zod says only "Invalid key in record"). */
+function reasonOf(issue: z.core.$ZodIssue): string {
+  if (issue.code !== 'invalid_key') return issue.message;
+  return `${issue.message}: ${issue.issues.map((i) => i.message).join('; ')}`;
 }

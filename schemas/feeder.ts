@@ -33,6 +33,30 @@ export const PromptTemplates = z
   .strict();
 export type PromptTemplates = z.infer<typeof PromptTemplates>;
 
+/** A run name: what a trainer calls itself; also a ClickHouse `rewards.run`. */
+const RunName = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/,
+    'a run is 1-128 of A-Z a-z 0-9 . _ : - (starting alphanumeric)',
+  );
+
+/** A pass rate, or a share of a batch: 0 to 1. */
+const Rate = z.number().min(0).max(1);
+
+/** Why band-pass sets an item aside. */
+export const AsideReason = z.enum(['below-floor', 'above-ceiling']);
+export type AsideReason = z.infer<typeof AsideReason>;
+
+/** Why a planned slot was not served (band-pass, or the curriculum target), and what stood in. */
+export const LeftOut = z.object({
+  slot: z.number().int(),
+  id: z.string().describe('the item planned for the slot'),
+  reason: z.enum([...AsideReason.options, 'explore', 'target']),
+  by: z.string().describe('the item of the same topics served in its place'),
+});
+export type LeftOut = z.infer<typeof LeftOut>;
+
 /**
  * Band-pass serving (issue 44): an item whose pass rate is at or below `floor` or at or above
  * `ceiling` after `minRollouts` rollouts teaches a GRPO trainer nothing (every rollout of its group
@@ -41,8 +65,8 @@ export type PromptTemplates = z.infer<typeof PromptTemplates>;
  */
 export const BandPass = z
   .object({
-    floor: z.number().min(0).max(1).default(0.1).describe('a pass rate at or below this is set aside'),
-    ceiling: z.number().min(0).max(1).default(0.9).describe('a pass rate at or above this is set aside'),
+    floor: Rate.default(0.1).describe('a pass rate at or below this is set aside'),
+    ceiling: Rate.default(0.9).describe('a pass rate at or above this is set aside'),
     minRollouts: z
       .number()
       .min(1)
@@ -54,12 +78,9 @@ export const BandPass = z
       .min(1)
       .default(64)
       .describe('trainer steps an item stays aside before it is served again for a re-test'),
-    exploreShare: z
-      .number()
-      .min(0)
-      .max(1)
-      .default(0.1)
-      .describe('share of each batch given to items of the run not yet observed, when its topics have any'),
+    exploreShare: Rate.default(0.1).describe(
+      'share of each batch given to items of the run not yet observed, when its topics have any',
+    ),
   })
   .strict()
   .refine((b) => b.floor < b.ceiling, { message: 'floor must be below ceiling', path: ['floor'] });
@@ -74,7 +95,7 @@ export const DifficultyConfig = z
       .describe("trainer steps after which an observation weighs half in an item's pass rate"),
     bandPass: BandPass.nullable().default(null).describe('band-pass for every run; null: off'),
     runs: z
-      .record(z.string(), BandPass.nullable())
+      .record(RunName, BandPass.nullable())
       .default({})
       .describe('band-pass of named runs, over `bandPass` (null turns it off for that run)'),
     priorWeight: z
@@ -84,11 +105,7 @@ export const DifficultyConfig = z
       .describe(
         "pseudo-rollouts the prior (the run's pass rate of the item's topic, grade and article) counts for; 0: none",
       ),
-    target: z
-      .number()
-      .min(0)
-      .max(1)
-      .nullable()
+    target: Rate.nullable()
       .default(null)
       .describe('curriculum: among items of the same topics, serve the one whose pass rate is nearest'),
     targetProbe: z
@@ -147,14 +164,8 @@ export const FeederConfig = z
   })
   .strict();
 export type FeederConfig = z.infer<typeof FeederConfig>;
-
-/** A run name: what a trainer calls itself; also a ClickHouse `rewards.run`. */
-const RunName = z
-  .string()
-  .regex(
-    /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/,
-    'a run is 1-128 of A-Z a-z 0-9 . _ : - (starting alphanumeric)',
-  );
+/** A feeder config as written: every key with a default may be left out, at any depth. */
+export type FeederConfigInput = z.input<typeof FeederConfig>;
 
 export const LeaseRequest = z
   .object({
@@ -193,14 +204,7 @@ export const LeaseResponse = z.discriminatedUnion('status', [
         'the slot (position in the batch as cut) of each item; a redelivery carries only the slots not yet acked',
       ),
     leftOut: z
-      .array(
-        z.object({
-          slot: z.number().int(),
-          id: z.string().describe('the item planned for the slot'),
-          reason: z.enum(['below-floor', 'above-ceiling', 'explore', 'target']),
-          by: z.string().describe('the item of the same topics served in its place'),
-        }),
-      )
+      .array(LeftOut)
       .optional()
       .describe('planned items band-pass or the curriculum target did not serve, and why (absent: none)'),
     batch: RolloutBatch,
@@ -341,6 +345,10 @@ export const RunStatus = z.object({
       rollouts: z.number().int().describe('rollouts acked (a slot with a mean reward only is one)'),
       flatGroups: z.number().int().describe('acked groups whose rollouts all had the same reward'),
       setAside: z.number().int().describe('times band-pass set an item aside'),
+      servedAside: z
+        .number()
+        .int()
+        .describe('times a set-aside item was cut into a batch for lack of a live item of its topics'),
     })
     .describe("what the run's acks said of its items' difficulty (issue 44)"),
   ranks: z.array(RankStatus),
@@ -358,18 +366,15 @@ export const ItemDifficulty = z.object({
   meanReward: z.number().nullable(),
   acks: z.number().int().describe('slots acked with rollouts or a reward'),
   step: z.number().int().describe('the latest trainer step acked'),
-  passRate: z
-    .number()
-    .min(0)
-    .max(1)
-    .nullable()
-    .describe('exponentially weighted by trainer step (difficulty.halfLifeSteps); null before any rollout'),
-  prior: z.number().min(0).max(1).describe("from the run's acks of the item's topics, grade and article"),
-  rate: z.number().min(0).max(1).describe('passRate blended with the prior (difficulty.priorWeight)'),
+  passRate: Rate.nullable().describe(
+    'exponentially weighted by trainer step (difficulty.halfLifeSteps); null before any rollout',
+  ),
+  prior: Rate.describe("from the run's acks of the item's topics, grade and article"),
+  rate: Rate.describe('passRate blended with the prior (difficulty.priorWeight)'),
   flatGroups: z.number().int().describe('acked groups whose rollouts all had the same reward'),
   setAside: z.number().int().describe('times band-pass set the item aside'),
   asideUntil: z.number().int().nullable().describe('set aside until this trainer step (exclusive)'),
-  asideReason: z.enum(['below-floor', 'above-ceiling']).nullable(),
+  asideReason: AsideReason.nullable(),
   aside: z.boolean().describe("set aside as of the run's latest step"),
 });
 export type ItemDifficulty = z.infer<typeof ItemDifficulty>;

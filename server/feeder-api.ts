@@ -1,7 +1,8 @@
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
-import { Feeder, FeederError } from '../processors/feeder/feeder.js';
+import { Feeder } from '../processors/feeder/feeder.js';
+import { FeederError } from '../processors/feeder/feeder-error.js';
 import type { RewardVerifier } from '../processors/reward-verifier.js';
 import { score } from '../reward/index.js';
 import { formatIssues } from '../schemas/config.js';

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Histogram, type Registry } from 'prom-client';
+import type { Feeder, RunDifficultyTotals } from '../processors/feeder/feeder.js';
 
 // Backpressure made visible: what a trainer rank waits for its answers, and how late the feeder's
 // event loop runs, in the process that serves the feeder. A loop held by other work (a step of
@@ -16,11 +17,10 @@ export const FEEDER_LOOP_DELAY_SECONDS = 'bioalchemy_feeder_event_loop_delay_sec
 export const FEEDER_SET_ASIDE = 'bioalchemy_feeder_items_set_aside_total';
 export const FEEDER_FLAT_GROUPS = 'bioalchemy_feeder_flat_groups_total';
 export const FEEDER_ROLLOUTS = 'bioalchemy_feeder_rollouts_total';
+export const FEEDER_SERVED_ASIDE = 'bioalchemy_feeder_set_aside_served_total';
 
 /** What the difficulty counters read: per run, totals kept in the feeder's file. */
-export interface DifficultyTotals {
-  difficultyTotals(): { run: string; setAside: number; flat: number; rollouts: number }[];
-}
+export type DifficultyTotals = Pick<Feeder, 'difficultyTotals'>;
 
 /**
  * Band-pass made visible (issue 44): per run, times items were set aside, acked groups whose
@@ -28,11 +28,7 @@ export interface DifficultyTotals {
  * aggregate over the per-item records, bounded by the pool), so they survive restarts as acks do.
  */
 export function difficultyCounters(registry: Registry, feeder: DifficultyTotals): void {
-  const counter = (
-    name: string,
-    help: string,
-    pick: (t: ReturnType<DifficultyTotals['difficultyTotals']>[number]) => number,
-  ) => {
+  const counter = (name: string, help: string, pick: (t: RunDifficultyTotals) => number) => {
     if (registry.getSingleMetric(name)) registry.removeSingleMetric(name);
     new Counter({
       name,
@@ -56,6 +52,11 @@ export function difficultyCounters(registry: Registry, feeder: DifficultyTotals)
     (t) => t.flat,
   );
   counter(FEEDER_ROLLOUTS, 'Rollouts acked with their rewards or mean and count, by run', (t) => t.rollouts);
+  counter(
+    FEEDER_SERVED_ASIDE,
+    'Set-aside items cut into a batch for lack of a live item of their topics, by run',
+    (t) => t.servedAside,
+  );
 }
 
 /**

@@ -5,7 +5,8 @@ import type { Analytics } from '../analytics/clickhouse.js';
 import { Llm } from '../llm/index.js';
 import { Feeder } from '../processors/feeder/feeder.js';
 import { feederProcessor } from '../processors/feeder/processor.js';
-import { RewardVerifier, SqliteJournal } from '../processors/reward-verifier.js';
+import { RewardVerifier } from '../processors/reward-verifier.js';
+import { VerifierJournal, verifierJournalGauges } from '../processors/verifier-journal.js';
 import type { Config } from '../schemas/config.js';
 import type { Processor } from '../topology/processor.js';
 import { startServer } from './feeder-api.js';
@@ -61,13 +62,15 @@ export async function startFeeding(
   // metrics stay in a registry of its own (the pipeline's layer registers the same names); the
   // verifier's decisions, fallbacks and cache hits go to the feeder's.
   const verifierConfig = config.reward?.verifier;
-  let journal: SqliteJournal | null = null;
+  let journal: VerifierJournal | null = null;
   let llm: Llm | null = null;
   let verifier: RewardVerifier | undefined;
   if (opts.serve && verifierConfig && config.llm) {
-    journal = new SqliteJournal(
+    journal = new VerifierJournal(
       verifierConfig.journal ?? join(dirname(feederPath(config)), 'verifier.sqlite'),
+      verifierConfig.journalEntries,
     );
+    if (opts.registry) verifierJournalGauges(opts.registry, journal);
     llm = new Llm(config.llm, {
       journal,
       registry: new Registry(),

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { BandPass, DifficultyConfig, Rollouts } from '../../schemas/feeder.js';
+import type { AsideReason, BandPass, DifficultyConfig, LeftOut, Rollouts } from '../../schemas/feeder.js';
 import { itemKey } from '../sampler/selection.js';
 import type { Slot } from './order.js';
 
@@ -30,7 +30,7 @@ export interface DifficultyRow {
   set_aside: number;
   /** Set aside until this trainer step (exclusive), or null. */
   aside_until: number | null;
-  aside_reason: string | null;
+  aside_reason: AsideReason | null;
 }
 
 export const DIFFICULTY_SCHEMA = `
@@ -208,7 +208,7 @@ export function blended(row: Pick<DifficultyRow, 'ew_pass' | 'ew_n'>, prior: num
 }
 
 /** Why a rate is outside the band, or null inside it. */
-export function outside(rate: number, band: BandPass): 'below-floor' | 'above-ceiling' | null {
+export function outside(rate: number, band: BandPass): AsideReason | null {
   if (rate <= band.floor) return 'below-floor';
   if (rate >= band.ceiling) return 'above-ceiling';
   return null;
@@ -267,14 +267,6 @@ export function prior(
 
 // ---- choosing what a batch serves -----------------------------------------------------------
 
-/** Why a planned slot was not served, and what was served in its place. */
-export interface LeftOut {
-  slot: number;
-  id: string;
-  reason: 'below-floor' | 'above-ceiling' | 'explore' | 'target';
-  by: string;
-}
-
 /** What the choice reads of one item at the time of the cut. */
 export interface ItemView {
   /** Rollouts observed in the run. */
@@ -282,7 +274,7 @@ export interface ItemView {
   /** The rate choice compares: observed blended with the prior. */
   rate: number;
   /** Why it is set aside now, or null: it may be served. */
-  aside: 'below-floor' | 'above-ceiling' | null;
+  aside: AsideReason | null;
 }
 
 export interface ChoiceInput {
@@ -295,6 +287,15 @@ export interface ChoiceInput {
   view: (id: string) => ItemView;
   /** The selection's items of the same topics as `id` (itself included), in a fixed order. */
   peers: (id: string) => readonly string[];
+}
+
+/** What a batch serves of its planned slots. */
+export interface Choice {
+  slots: Slot[];
+  /** The planned items not served, why, and what stood in. */
+  leftOut: LeftOut[];
+  /** Slots that serve their set-aside item: no live item of its topics was found. */
+  servedAside: number;
 }
 
 /** Candidates a slot looks at among its topics' items before it gives up. */
@@ -310,12 +311,13 @@ const PROBE = 32;
  * unobserved peers until `exploreShare` of the batch is unobserved. Every replacement keeps the
  * slot's topics, so the batch's topic counts are the plan's.
  */
-export function choose(input: ChoiceInput): { slots: Slot[]; leftOut: LeftOut[] } {
+export function choose(input: ChoiceInput): Choice {
   const { planned, band, target, view, peers } = input;
   const inBatch = new Map<string, number>();
   for (const s of planned) inBatch.set(s.id, (inBatch.get(s.id) ?? 0) + 1);
   const slots = planned.slice();
   const leftOut: LeftOut[] = [];
+  let servedAside = 0;
   const take = (i: number, id: string, reason: LeftOut['reason']) => {
     const was = slots[i]!.id;
     leftOut.push({ slot: i, id: was, reason, by: id });
@@ -353,7 +355,7 @@ export function choose(input: ChoiceInput): { slots: Slot[]; leftOut: LeftOut[] 
       if (found.length) {
         found.sort((a, b) => near(view(a)) - near(view(b)));
         take(i, found[0]!, v.aside);
-      }
+      } else servedAside++;
     } else if (target !== null) {
       let best = slots[i]!.id;
       let bestGap = near(v);
@@ -375,5 +377,5 @@ export function choose(input: ChoiceInput): { slots: Slot[]; leftOut: LeftOut[] 
       need--;
     }
   }
-  return { slots, leftOut };
+  return { slots, leftOut, servedAside };
 }

@@ -8,6 +8,7 @@ import {
   type AckResponse,
   type ExtendRequest,
   type FeederConfig,
+  type FeederConfigInput,
   FeederConfig as FeederConfigSchema,
   type FeederStatus,
   type ItemDifficulty,
@@ -20,55 +21,41 @@ import {
 } from '../../schemas/feeder.js';
 import type { MixState } from '../../schemas/mix-state.js';
 import type { RolloutLease } from '../../schemas/rollout-batch.js';
+import { ackObservations, ackRewards, ackTarget, rewardRows } from './ack.js';
+import { BackgroundWork } from './background.js';
+import { DifficultyRecords } from './difficulty-records.js';
+import { Epochs } from './epochs.js';
+import { FeederError } from './feeder-error.js';
+import { Selections } from './planning.js';
+import { RenderedItems } from './rendered-items.js';
+import type { PoolItem } from './row.js';
 import {
-  bandOf,
-  blended,
-  choose,
-  type DifficultyRow,
-  type DifficultyStatements,
-  difficultyStatements,
-  emptyRow,
-  groupKeys,
-  type ItemMeta,
-  type ItemView,
-  isIssue,
-  type Observation,
-  observe,
-  outside,
-  passRate,
-  prior,
-  updated,
-} from './difficulty.js';
-import { epochOrder, epochOrderSteps, epochSeed, nextBatchSize, paddingOf, type Slot } from './order.js';
-import { type AheadPlan, PLAN_SLICE_MS, planSteps, Selections } from './planning.js';
-import { type PoolItem, rolloutRow } from './row.js';
-import {
-  AT_COPY,
-  AT_INDEX,
   ackedSlots,
   type BatchRow,
   type BatchSlot,
-  COPY_MARK,
-  INDEX_MARK,
   prepareFile,
   type RunRow,
   type Statements,
   statements,
 } from './store.js';
 
-// Leases and acks, and the epochs they are cut from, over the feeder's own SQLite file (store.ts
-// says why a file of its own). Every method below runs synchronously to its end: the event loop is
-// the lock, so no two requests interleave.
+// Leases and acks over the feeder's own SQLite file (store.ts says why a file of its own); the
+// epochs they are cut from (epochs.ts), the items' difficulty (difficulty-records.ts), rendering
+// (rendered-items.ts) and the work done between requests (background.ts) are parts it holds.
+// Every method below runs synchronously to its end: the event loop is the lock, so no two requests
+// interleave.
 
-/** A refused request: the HTTP status and the reason; nothing in the feeder changed. */
-export class FeederError extends Error {
-  constructor(
-    readonly status: 400 | 404 | 409 | 413 | 503,
-    readonly code: string,
-    reason: string,
-  ) {
-    super(reason);
-  }
+/** A run's difficulty counters, kept in the feeder's file as acks and cuts happen. */
+export interface RunDifficultyTotals {
+  run: string;
+  /** Times band-pass set an item aside. */
+  setAside: number;
+  /** Flat groups acked. */
+  flat: number;
+  /** Rollouts acked. */
+  rollouts: number;
+  /** Set-aside items cut into a batch for lack of a live item of their topics. */
+  servedAside: number;
 }
 
 export interface FeederOptions {
@@ -81,41 +68,36 @@ export class Feeder {
   private readonly db: Database.Database;
   private readonly now: () => number;
   private mix: MixState | null = null;
-  /** The epoch order of each run's current epoch, read from the file once. */
-  private readonly plans = new Map<string, { epoch: number; version: number; slots: Slot[] }>();
+  private readonly q: Statements;
   /** The mix's selection over the pool, made in slices between requests (planning.ts). */
   private readonly selections: Selections;
-  /** Rendered items (a JSON array) and their slots, of batches cut and not yet leased. */
-  private readonly rendered = new Map<string, { items: string; slots: number[] }>();
-  private readonly q: Statements;
-  private readonly d: DifficultyStatements;
-  /** Each selection's items grouped by their topics (band-pass replaces an item within its group). */
-  private peerIndex: { of: unknown; key: Map<string, string>; peers: Map<string, string[]> } | null = null;
-  /** Items' topics, article and grade (difficulty.ts ItemMeta): one entry per pool item at most. */
-  private readonly metas = new Map<string, ItemMeta>();
-  /** Each run's next epoch, planned ahead (or being planned) for the selection it was made of. */
-  private readonly ahead = new Map<string, AheadPlan>();
-  /** Runs a request touched since the last background slice, and that slice. */
-  private readonly kicked = new Map<string, Set<number>>();
-  private background: NodeJS.Immediate | null = null;
+  private readonly records: DifficultyRecords;
+  private readonly epochs: Epochs;
+  private readonly rendered: RenderedItems;
+  private readonly background: BackgroundWork;
 
   private constructor(db: Database.Database, config: FeederConfig, opts: FeederOptions) {
     this.db = db;
     this.config = config;
     this.now = opts.now ?? Date.now;
     this.q = statements(db);
-    this.d = difficultyStatements(db);
     const mix = this.q.getMeta.get('mix') as { value: string } | undefined;
     this.mix = mix ? (JSON.parse(mix.value) as MixState) : null;
-    this.selections = new Selections(
-      this.q,
-      () => this.mix,
-      () => this.schedule(),
-    );
+    const schedule = () => this.background.schedule();
+    this.selections = new Selections(this.q, () => this.mix, schedule);
+    this.records = new DifficultyRecords(db, config.difficulty, this.selections);
+    this.epochs = new Epochs(this.q, this.selections, this.records, schedule);
+    this.rendered = new RenderedItems(this.q, config);
+    this.background = new BackgroundWork(db, this.q, config.readyBatches, {
+      epochs: this.epochs,
+      rendered: this.rendered,
+      selections: this.selections,
+      hasMix: () => this.mix !== null,
+    });
   }
 
   /** Opens (or creates) the feeder's file; ':memory:' for a throwaway one. */
-  static open(path: string, config: Partial<FeederConfig> = {}, opts: FeederOptions = {}): Feeder {
+  static open(path: string, config: FeederConfigInput = {}, opts: FeederOptions = {}): Feeder {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     const db = new Database(path);
     db.pragma('journal_mode = WAL');
@@ -128,8 +110,7 @@ export class Feeder {
   }
 
   close(): void {
-    if (this.background) clearImmediate(this.background);
-    this.background = null;
+    this.background.stop();
     this.db.close();
   }
 
@@ -139,7 +120,7 @@ export class Feeder {
   addItems(items: readonly PoolItem[]): void {
     this.db.transaction(() => {
       for (const it of items) {
-        this.metas.delete(it.id);
+        this.records.forget(it.id);
         this.q.putItem.run(
           it.id,
           it.articleId,
@@ -147,7 +128,7 @@ export class Feeder {
           it.source,
           it.published,
           JSON.stringify(it),
-          this.rowOf(it),
+          this.rendered.rowOf(it),
         );
       }
     })();
@@ -214,10 +195,10 @@ export class Feeder {
         this.q.setBatchSize.run(req.batchSize, req.run);
         run.batch_size = req.batchSize;
       }
-      const epoch = this.rankEpoch(req.run, req.rank);
+      const epoch = this.epochs.rankEpoch(req.run, req.rank);
       const now = this.now();
       let batch = this.q.nextForRank.get(req.run, req.rank, epoch, now) as BatchRow | undefined;
-      if (!batch && run.epoch <= epoch) batch = this.cutFor(run, req.rank, epoch);
+      if (!batch && run.epoch <= epoch) batch = this.epochs.cutFor(run, req.rank, epoch);
       if (batch) {
         // Bounded prefetch: a loader that fetches ahead may cross an epoch's end holding a few
         // batches of the epoch before; a rank that holds more has stopped acking.
@@ -239,13 +220,13 @@ export class Feeder {
         const acked = ackedSlots(batch);
         this.q.leaseBatch.run(leaseId, deadline, attempt, batch.id);
         this.q.outbox.run(batch.id, leaseId, deadline, attempt);
-        const { items, slots } = this.itemsJson(batch, acked);
+        const { items, slots } = this.rendered.take(batch, acked);
         if (attempt > 1) this.q.addRedelivered.run(slots.length, req.run, batch.epoch);
         const head = JSON.stringify(this.batchHead(batch, deadline, attempt));
         const leftOut = batch.left_out === '[]' ? '' : `,"leftOut":${batch.left_out}`;
         return `{"status":"leased","leaseId":"${leaseId}","slots":${JSON.stringify(slots)}${leftOut},"batch":${head.slice(0, -1)},"items":${items}}}`;
       }
-      if (this.epochIsEmpty(run, epoch)) {
+      if (this.epochs.isEmpty(run, epoch)) {
         return JSON.stringify({
           status: 'wait',
           epoch,
@@ -258,7 +239,7 @@ export class Feeder {
       this.q.setRankEpoch.run(req.run, req.rank, epoch + 1);
       return JSON.stringify({ status: 'epoch-end', epoch } satisfies LeaseResponse);
     })();
-    this.kick(req.run, req.rank);
+    this.background.kick(req.run, req.rank);
     return { json };
   }
 
@@ -266,66 +247,14 @@ export class Feeder {
    * Acks slots of a held batch (all not yet acked, or the ones named), each with an optional
    * reward; the other slots stay leased under the same lease.
    */
+
   ack(req: AckRequest): AckResponse {
     return this.db.transaction((): AckResponse => {
       const batch = this.heldBatch(req);
       const slots = JSON.parse(batch.slots) as BatchSlot[];
       const acked = new Set(ackedSlots(batch));
-      let target: number[];
-      if (req.slots) {
-        const seen = new Set<number>();
-        req.slots.forEach((s, i) => {
-          if (!Number.isInteger(s) || s < 0 || s >= slots.length)
-            throw new FeederError(
-              400,
-              'bad-slot',
-              `slots[${i}] = ${s} is outside batch "${batch.id}" (slots 0..${slots.length - 1})`,
-            );
-          if (seen.has(s)) throw new FeederError(400, 'bad-slot', `slot ${s} is listed twice`);
-          seen.add(s);
-        });
-        const again = req.slots.filter((s) => acked.has(s));
-        if (again.length)
-          throw new FeederError(
-            409,
-            'slot-already-acked',
-            `slot(s) ${again.join(', ')} of batch "${batch.id}" already acked`,
-          );
-        target = req.slots;
-      } else {
-        target = [...slots.keys()].filter((s) => !acked.has(s));
-      }
-      for (const [name, values] of [
-        ['rewards', req.rewards],
-        ['responseLengths', req.responseLengths],
-      ] as const) {
-        if (values && values.length !== target.length)
-          throw new FeederError(
-            400,
-            'bad-length',
-            `${name} has ${values.length} entries; the ack covers ${target.length} slot(s)`,
-          );
-      }
-      // JSON cannot carry NaN or Infinity, but an in-process caller can.
-      const bad = (req.rewards ?? []).findIndex((r) => r !== null && !Number.isFinite(r));
-      if (bad >= 0)
-        throw new FeederError(
-          400,
-          'bad-reward',
-          `rewards[${bad}] = ${req.rewards![bad]}: a reward is a finite number (or null for none)`,
-        );
-      if (req.rollouts && req.rollouts.length !== target.length)
-        throw new FeederError(
-          400,
-          'bad-length',
-          `rollouts has ${req.rollouts.length} entries; the ack covers ${target.length} slot(s)`,
-        );
-      // Every slot's rollouts are checked before anything is written: a refused ack changes nothing.
-      const observations = target.map((_, i): Observation | null => {
-        const o = observe(req.rollouts?.[i], req.rewards?.[i], `rollouts[${i}]`);
-        if (isIssue(o)) throw new FeederError(400, o.code, o.reason);
-        return o;
-      });
+      const target = ackTarget(req, batch.id, slots.length, acked);
+      const observations = ackObservations(req, target.length);
       for (const s of target) acked.add(s);
       const remaining = slots.length - acked.size;
       this.q.ackSlots.run({
@@ -334,51 +263,24 @@ export class Feeder {
         at: remaining === 0 ? this.now() : null,
         id: batch.id,
       });
-      // A slot's reward is the mean of its rollouts when the ack sends only those.
-      const rewards = target.map((_, i) => {
-        const o = observations[i];
-        return req.rewards?.[i] ?? (req.rollouts?.[i] && o ? o.rewardSum / o.count : null);
-      });
+      const rewards = ackRewards(req, observations);
       const rewarded = rewards.filter((r) => r !== null).length;
       this.q.addAcked.run(target.length, req.run);
       this.q.epochAcked.run(target.length, rewarded, req.run, batch.epoch);
       const step = req.step ?? batch.seq;
       this.q.setRunStep.run(step, req.run);
-      // The groups' sums (the priors') once per key per ack: a batch's slots share their topics.
-      const groups = new Map<string, { passes: number; rollouts: number }>();
-      let [rollouts, flat, aside] = [0, 0, 0];
-      observations.forEach((o, i) => {
-        if (!o) return;
-        if (this.observeItem(req.run, slots[target[i]!]![0], o, step, groups)) aside++;
-        rollouts += o.count;
-        if (o.flat) flat++;
-      });
-      for (const [key, g] of groups) this.d.addGroup.run(req.run, key, g.passes, g.rollouts);
+      const observed = observations.flatMap((obs, i) => (obs ? [{ id: slots[target[i]!]![0], obs }] : []));
+      const aside = this.records.observeAll(req.run, step, observed);
+      const rollouts = observed.reduce((n, o) => n + o.obs.count, 0);
+      const flat = observed.filter((o) => o.obs.flat).length;
       // The run's totals, kept as counters so /metrics and the dashboard read one row per run.
       if (rollouts) this.q.addDifficulty.run(rollouts, flat, aside, req.run);
-      // One row per (run, item, step): copies of one item in one ack share their mean.
-      const byItem = new Map<string, { rs: number[]; rollouts: number; passes: number; flat: number }>();
-      rewards.forEach((r, i) => {
-        if (r === null) return;
-        const id = slots[target[i]!]![0];
-        const o = req.rollouts?.[i] ? observations[i] : null;
-        const at = byItem.get(id) ?? { rs: [], rollouts: 0, passes: 0, flat: 0 };
-        at.rs.push(r);
-        at.rollouts += o?.count ?? 0;
-        at.passes += o?.passes ?? 0;
-        at.flat += o?.flat ? 1 : 0;
-        byItem.set(id, at);
-      });
-      const rows: RewardRow[] = [...byItem].map(([qaId, at]) => ({
-        qaId,
-        run: req.run,
-        step,
-        reward: at.rs.reduce((a, b) => a + b, 0) / at.rs.length,
-        mixVersion: batch.mix_version,
-        rollouts: at.rollouts,
-        passes: at.passes,
-        flatGroups: at.flat,
-      }));
+      const rows = rewardRows(
+        req,
+        { step, mixVersion: batch.mix_version, slots, target },
+        rewards,
+        observations,
+      );
       if (rows.length) this.q.queueRewards.run(JSON.stringify(rows));
       return { acked: batch.id, items: target.length, rewards: rewarded, remaining };
     })();
@@ -392,7 +294,7 @@ export class Feeder {
       return held;
     })();
     // Rendered again for its redelivery, after this response.
-    this.kick(req.run, batch.rank);
+    this.background.kick(req.run, batch.rank);
     return {
       released: batch.id,
       items: (JSON.parse(batch.slots) as unknown[]).length - ackedSlots(batch).length,
@@ -422,7 +324,7 @@ export class Feeder {
     };
     const ranks = Array.from({ length: run.world_size }, (_, rank) => {
       const r = this.q.rankCounts.get(now, name, rank) as { leased: number; acked: number };
-      return { rank, epoch: this.rankEpoch(name, rank), leased: r.leased ?? 0, acked: r.acked ?? 0 };
+      return { rank, epoch: this.epochs.rankEpoch(name, rank), leased: r.leased ?? 0, acked: r.acked ?? 0 };
     });
     const epochs = (
       this.q.epochStats.all(name) as {
@@ -456,7 +358,12 @@ export class Feeder {
         redelivered: counts.redelivered ?? 0,
       },
       ackedItems: run.acked_items,
-      difficulty: { rollouts: run.rollouts, flatGroups: run.flat_groups, setAside: run.set_aside },
+      difficulty: {
+        rollouts: run.rollouts,
+        flatGroups: run.flat_groups,
+        setAside: run.set_aside,
+        servedAside: run.served_aside,
+      },
       ranks,
       epochs,
     };
@@ -468,107 +375,22 @@ export class Feeder {
   }
 
   status(): FeederStatus {
-    const runs = (this.q.runNames.all() as { run: string }[]).map((r) => r.run);
     return {
       mixVersion: this.mixVersion,
       pool: (this.q.poolSize.get() as { n: number }).n,
       selected: this.mix ? this.selections.selection().items.reduce((s, i) => s + i.copies, 0) : 0,
-      runs,
+      runs: this.runNames(),
     };
   }
 
-  // ---- what is done off the request path -----------------------------------------------------
-
-  /**
-   * Keeps every run ready (the processor's timer calls it): see prepareRun. Returns the batches
-   * cut.
-   */
+  /** Keeps every run ready (the processor's timer calls it); returns the batches cut. */
   prepare(): number {
-    if (!this.mix) return 0;
-    let cut = 0;
-    for (const { run } of this.q.runNames.all() as { run: string }[]) cut += this.prepareRun(run);
-    return cut;
+    return this.background.prepare();
   }
 
-  /**
-   * Keeps one run ready: re-plans an epoch whose mix version is old, cuts batches until each rank
-   * has `readyBatches` waiting in its epoch (no more: the rest waits for acks), renders them, and
-   * once the epoch is cut to its end plans the next one, so that no lease plans or renders.
-   */
-  private prepareRun(name: string, ranks?: Iterable<number>): number {
-    return this.db.transaction(() => {
-      const run = this.q.getRun.get(name) as RunRow;
-      let n = 0;
-      for (const rank of ranks ?? Array.from({ length: run.world_size }, (_, r) => r)) {
-        const epoch = this.rankEpoch(name, rank);
-        // The run's epoch as it is now: an earlier rank of this loop may have opened the next one.
-        if (epoch < (this.q.getRun.get(name) as RunRow).epoch) continue;
-        while ((this.q.readyForRank.get(name, rank, epoch) as { n: number }).n < this.config.readyBatches) {
-          const before = (this.q.getRun.get(name) as RunRow).cut;
-          if (!this.cutFor(this.q.getRun.get(name) as RunRow, rank, epoch)) break;
-          n += (this.q.getRun.get(name) as RunRow).cut - before;
-        }
-        for (const b of this.q.readyList.all(name, rank, epoch, this.config.readyBatches) as BatchRow[]) {
-          if (!this.rendered.has(b.id) && b.acked_slots === '[]')
-            this.rendered.set(b.id, this.renderItems(b));
-        }
-      }
-      const now = this.q.getRun.get(name) as RunRow;
-      if (now.epoch >= 0 && now.pos >= this.plan(now, now.epoch).length) this.planAhead(now);
-      return n;
-    })();
-  }
-
-  /**
-   * Starts planning the run's next epoch while the current one is still being leased: the order
-   * and its stored form are made in steps by the background work (planSteps).
-   */
-  private planAhead(run: RunRow): void {
-    const epoch = run.epoch + 1;
-    const { mix, items: selection } = this.selections.selection();
-    const version = mix.version;
-    const held = this.ahead.get(run.run);
-    if (held?.epoch === epoch && held.version === version && held.selection === selection) return;
-    const plan: AheadPlan = { epoch, version, selection, slots: null, json: null, steps: null };
-    plan.steps = planSteps(plan, epochOrderSteps(selection, epochSeed(mix.seed, run.run, epoch)));
-    this.ahead.set(run.run, plan);
-    this.schedule();
-  }
-
-  /** Advances plans ahead until `until` (performance.now()); true while some are unfinished. */
-  private planSlice(until: number): boolean {
-    let left = false;
-    for (const plan of this.ahead.values()) {
-      while (plan.steps && performance.now() < until) if (plan.steps.next().done) plan.steps = null;
-      left ||= plan.steps !== null;
-    }
-    return left;
-  }
-
-  /**
-   * Schedules prepareRun for the rank of a run a lease or release touched, after the response is
-   * sent: the request never waits for cutting, rendering or planning, and the work is that rank's,
-   * not every rank's (the processor's timer still keeps every rank ready).
-   */
-  private kick(run: string, rank: number): void {
-    const ranks = this.kicked.get(run) ?? new Set<number>();
-    this.kicked.set(run, ranks.add(rank));
-    this.schedule();
-  }
-
-  /** One slice of background work per turn of the event loop, while there is some. */
-  private schedule(): void {
-    if (this.background || !this.db.open) return;
-    this.background = setImmediate(() => {
-      this.background = null;
-      if (!this.db.open || !this.mix) return;
-      const kicked = [...this.kicked];
-      this.kicked.clear();
-      for (const [r, ranks] of kicked) this.prepareRun(r, ranks);
-      const until = performance.now() + PLAN_SLICE_MS;
-      const selecting = this.selections.slice(until);
-      if (this.planSlice(until) || selecting) this.schedule();
-    });
+  /** Resolves once the selection of the newest mix over the pool as it is has been made. */
+  selectionMade(): Promise<void> {
+    return this.selections.made();
   }
 
   /** Leases not yet published on rollout.batches, after `afterSeq`: each batch as cut, items by qa id. */
@@ -610,313 +432,36 @@ export class Feeder {
     this.q.dropRewards.run(seq);
   }
 
-  // ---- difficulty (difficulty.ts) --------------------------------------------------------------
+  // ---- difficulty (difficulty-records.ts) ------------------------------------------------------
 
   /** One item's record in a run: 404 when the run or the item's record is unknown. */
   itemDifficulty(run: string, id: string): ItemDifficulty {
-    const r = this.q.getRun.get(run) as RunRow | undefined;
-    if (!r) throw new FeederError(404, 'unknown-run', `no run "${run}"`);
-    const row = this.d.get.get(run, id) as DifficultyRow | undefined;
-    if (!row && !this.q.getItem.get(id))
+    const r = this.runOf(run);
+    if (!this.records.row(run, id) && !this.q.getItem.get(id))
       throw new FeederError(404, 'unknown-item', `no item "${id}" in the pool`);
-    return this.describe(row ?? emptyRow(run, id), r.step);
+    return this.records.item(run, id, r.step);
   }
 
   /** A page of a run's item records by id, after `after`. */
   itemDifficulties(run: string, after = '', limit = 100): ItemDifficultyPage {
-    const r = this.q.getRun.get(run) as RunRow | undefined;
-    if (!r) throw new FeederError(404, 'unknown-run', `no run "${run}"`);
-    const rows = this.d.list.all(run, after, limit) as DifficultyRow[];
-    return {
-      run,
-      step: r.step,
-      items: rows.map((row) => this.describe(row, r.step)),
-      next: rows.length === limit ? rows.at(-1)!.id : null,
-    };
+    return this.records.page(run, this.runOf(run).step, after, limit);
   }
 
-  /** Per run: times items were set aside, flat groups acked, rollouts acked (for /metrics). */
-  difficultyTotals(): { run: string; setAside: number; flat: number; rollouts: number }[] {
-    return this.q.difficultyTotals.all() as {
-      run: string;
-      setAside: number;
-      flat: number;
-      rollouts: number;
-    }[];
-  }
-
-  private describe(row: DifficultyRow, runStep: number): ItemDifficulty {
-    const meta = this.metaOf(row.id);
-    const w = this.config.difficulty.priorWeight;
-    const p = meta ? this.priorOf(row.run, meta) : 0.5;
-    return {
-      run: row.run,
-      id: row.id,
-      topics: meta ? [...meta.topics] : [],
-      rollouts: row.rollouts,
-      passes: row.passes,
-      meanReward: row.rollouts ? row.reward_sum / row.rollouts : null,
-      acks: row.acks,
-      step: row.step,
-      passRate: passRate(row),
-      prior: p,
-      rate: blended(row, p, w),
-      flatGroups: row.flat,
-      setAside: row.set_aside,
-      asideUntil: row.aside_until,
-      asideReason: row.aside_reason as ItemDifficulty['asideReason'],
-      aside: row.aside_until !== null && row.aside_until > runStep,
-    };
-  }
-
-  /** An item's topics, article and grade, read from the file once (the cache holds the pool). */
-  private metaOf(id: string): ItemMeta | null {
-    const held = this.metas.get(id);
-    if (held) return held;
-    const m = this.d.itemMeta.get(id) as
-      | { topics: string; article_id: string; grade: number | null }
-      | undefined;
-    if (!m) return null;
-    const meta = { topics: JSON.parse(m.topics) as string[], articleId: m.article_id, grade: m.grade };
-    this.metas.set(id, meta);
-    return meta;
-  }
-
-  private priorOf(run: string, meta: ItemMeta): number {
-    return prior((key) => {
-      if (key.startsWith('a\u0000')) {
-        const a = this.d.articleSums.get(run, meta.articleId) as { passes: number; rollouts: number };
-        return a.rollouts > 0 ? a : undefined;
-      }
-      return this.d.getGroup.get(run, key) as { passes: number; rollouts: number } | undefined;
-    }, meta);
-  }
-
-  /**
-   * One acked slot's observation into its item's record and its groups' (the prior's), and the
-   * run's band-pass decision: set aside until `cooldownSteps` after this step, or live. Runs inside
-   * the ack's transaction.
-   */
-  private observeItem(
-    run: string,
-    id: string,
-    obs: Observation,
-    step: number,
-    groups: Map<string, { passes: number; rollouts: number }>,
-  ): boolean {
-    const cfg = this.config.difficulty;
-    const before = (this.d.get.get(run, id) as DifficultyRow | undefined) ?? emptyRow(run, id);
-    const row = updated(before, obs, step, cfg.halfLifeSteps);
-    const meta = this.metaOf(id);
-    const band = bandOf(cfg, run);
-    row.aside_until = null;
-    row.aside_reason = null;
-    if (band) {
-      const w = cfg.priorWeight;
-      const rate = blended(row, meta && w > 0 ? this.priorOf(run, meta) : 0.5, w);
-      const why = row.rollouts + w >= band.minRollouts ? outside(rate, band) : null;
-      if (why) {
-        row.aside_until = step + band.cooldownSteps;
-        row.aside_reason = why;
-        row.set_aside++;
-      }
-    }
-    this.d.put.run(row);
-    if (meta) {
-      const keys = groupKeys(meta);
-      for (const key of [...keys.topics, ...keys.grades]) {
-        const g = groups.get(key) ?? { passes: 0, rollouts: 0 };
-        g.passes += obs.passes;
-        g.rollouts += obs.count;
-        groups.set(key, g);
-      }
-    }
-    return row.aside_until !== null;
-  }
-
-  /** The selection's items grouped by their exact topic set, made once per selection. */
-  private peers(): { key: Map<string, string>; peers: Map<string, string[]> } {
-    const items = this.selections.selection().items;
-    if (this.peerIndex?.of === items) return this.peerIndex;
-    const key = new Map<string, string>();
-    const peers = new Map<string, string[]>();
-    for (const it of items) {
-      const k = [...it.topics].sort().join('\u0000');
-      key.set(it.id, k);
-      const list = peers.get(k);
-      if (list) list.push(it.id);
-      else peers.set(k, [it.id]);
-    }
-    this.peerIndex = { of: items, key, peers };
-    return this.peerIndex;
-  }
-
-  /**
-   * The slots a batch serves of its planned ones: as planned without band-pass or a target; else
-   * difficulty.ts's choice, which keeps each slot's topics.
-   */
-  private chooseFor(run: RunRow, batchId: string, planned: Slot[]): { slots: Slot[]; leftOut: unknown[] } {
-    const cfg = this.config.difficulty;
-    const band = bandOf(cfg, run.run);
-    if (!band && cfg.target === null) return { slots: planned, leftOut: [] };
-    const index = this.peers();
-    const w = cfg.priorWeight;
-    const views = new Map<string, ItemView>();
-    const view = (id: string): ItemView => {
-      let v = views.get(id);
-      if (v) return v;
-      const row = this.d.get.get(run.run, id) as DifficultyRow | undefined;
-      const needPrior = w > 0 || (cfg.target !== null && !row);
-      const meta = needPrior ? this.metaOf(id) : null;
-      const p = meta ? this.priorOf(run.run, meta) : 0.5;
-      const rate = row ? blended(row, p, w) : p;
-      let aside: ItemView['aside'] = null;
-      if (band && row?.aside_until != null && row.aside_until > run.step)
-        aside = row.aside_reason as ItemView['aside'];
-      // An item no ack has reached is set aside on its prior alone when the prior counts enough.
-      else if (band && !row && w >= band.minRollouts) aside = outside(p, band);
-      v = { rollouts: row?.rollouts ?? 0, rate, aside };
-      views.set(id, v);
-      return v;
-    };
-    return choose({
-      batchId,
-      planned,
-      band,
-      target: cfg.target,
-      targetProbe: cfg.targetProbe,
-      view,
-      peers: (id) => index.peers.get(index.key.get(id) ?? '') ?? [],
-    });
+  /** Per run: the difficulty counters (for /metrics). */
+  difficultyTotals(): RunDifficultyTotals[] {
+    return this.q.difficultyTotals.all() as RunDifficultyTotals[];
   }
 
   // ---- helpers -------------------------------------------------------------------------------
 
-  /**
-   * The selection plans read: the one made last, while a newer mix version's or pool's is made in
-   * slices (selectSlice); made here in one piece only when none was made yet (the first lease).
-   */
-  /** Resolves once the selection of the newest mix over the pool as it is has been made. */
-  selectionMade(): Promise<void> {
-    return this.selections.made();
-  }
-
-  private rankEpoch(run: string, rank: number): number {
-    return (this.q.getRankEpoch.get(run, rank) as { epoch: number } | undefined)?.epoch ?? 0;
-  }
-
-  /** The plan of the run's current epoch, made (or re-made for a new mix version) when needed. */
-  private plan(run: RunRow, epoch: number): Slot[] {
-    const mix = this.selections.planMix;
-    const cached = this.plans.get(run.run);
-    if (run.epoch === epoch && run.mix_version === mix.version) {
-      if (cached?.epoch === epoch && cached.version === mix.version) return cached.slots;
-      const stored = this.q.getPlan.get(run.run) as { plan: string } | undefined;
-      if (stored) {
-        const slots = (JSON.parse(stored.plan) as [string, number][]).map(([id, copy]) => ({ id, copy }));
-        this.plans.set(run.run, { epoch, version: mix.version, slots });
-        return slots;
-      }
-    }
-    const ahead = this.ahead.get(run.run);
-    this.ahead.delete(run.run);
-    const selection = this.selections.selection().items;
-    const planned =
-      run.epoch !== epoch &&
-      ahead?.epoch === epoch &&
-      ahead.version === mix.version &&
-      ahead.selection === selection
-        ? ahead
-        : null;
-    // A plan ahead not finished yet is finished here (the lease waits for what is left of it).
-    while (planned?.steps) if (planned.steps.next().done) planned.steps = null;
-    let order = planned?.slots ?? epochOrder(selection, epochSeed(mix.seed, run.run, epoch));
-    let json = planned?.json ?? null;
-    // The epoch's slots cut so far, in order: the start of the epoch a padding repeats.
-    const cut: Slot[] = [];
-    if (run.epoch === epoch) {
-      // A new mix version within the epoch: what it selects, less what this epoch already cut
-      // (distinct slots: a padding's repeat is no further copy).
-      for (const b of this.q.batchesOfEpoch.all(run.run, epoch) as { slots: string }[]) {
-        for (const [id, copy] of JSON.parse(b.slots) as BatchSlot[]) cut.push({ id, copy });
-      }
-      const cutCopies = new Map<string, Set<number>>();
-      for (const s of cut) cutCopies.set(s.id, (cutCopies.get(s.id) ?? new Set()).add(s.copy));
-      order = order.filter((s) => s.copy >= (cutCopies.get(s.id)?.size ?? 0));
-      json = null;
-    }
-    // Whole rounds of worldSize batches (see nextBatchSize): the epoch's first slots again.
-    const padding = paddingOf(
-      order.length,
-      run.epoch === epoch ? run.next_index : 0,
-      run.world_size,
-      run.epoch === epoch ? run.cut_size : run.batch_size,
-    );
-    if (padding > 0) {
-      const start = [...cut.slice(0, padding), ...order.slice(0, padding)];
-      const repeats = Array.from({ length: padding }, (_, i) => start[i % start.length]!);
-      const tail = JSON.stringify(repeats.map((s) => [s.id, s.copy]));
-      json = json === null ? null : `${json.slice(0, -1)}${order.length ? ',' : ''}${tail.slice(1)}`;
-      order = order.concat(repeats);
-    }
-    if (run.epoch === epoch) {
-      this.q.replan.run({ version: mix.version, left: order.length, run: run.run });
-      this.q.epochPlanned.run({ run: run.run, epoch });
-    } else {
-      this.q.newEpoch.run(epoch, mix.version, order.length, run.run);
-      this.q.insertEpoch.run({ run: run.run, epoch });
-    }
-    this.q.putPlan.run(run.run, json ?? JSON.stringify(order.map((s) => [s.id, s.copy])));
-    this.plans.set(run.run, { epoch, version: mix.version, slots: order });
-    Object.assign(run, this.q.getRun.get(run.run));
-    return order;
-  }
-
-  private epochIsEmpty(run: RunRow, epoch: number): boolean {
-    if (run.epoch > epoch) return false;
-    const cutInEpoch = (this.q.batchesOfEpoch.all(run.run, epoch) as unknown[]).length;
-    return cutInEpoch === 0 && this.plan(run, epoch).length === 0;
-  }
-
-  /** Cuts batches in order until one is for `rank`; null when the epoch has no more. */
-  private cutFor(run: RunRow, rank: number, epoch: number): BatchRow | undefined {
-    // An epoch the run has left is never planned again (that would restart its batch numbers).
-    if (run.epoch > epoch) return undefined;
-    const slots = this.plan(run, epoch);
-    let pos = run.pos;
-    let index = run.next_index;
-    let seq = run.cut;
-    let found: BatchRow | undefined;
-    while (!found && pos < slots.length) {
-      const size = nextBatchSize(slots.length - pos, index, run.world_size, run.cut_size);
-      const planned = slots.slice(pos, pos + size);
-      const id = `${run.run}/e${epoch}/b${index}`;
-      const { slots: take, leftOut } = this.chooseFor(run, id, planned);
-      const batchSlots: BatchSlot[] = take.map((s, i) => [s.id, s.copy, run.base + pos + i]);
-      const batchRank = index % run.world_size;
-      this.q.insertBatch.run(
-        id,
-        run.run,
-        epoch,
-        index,
-        batchRank,
-        seq,
-        run.mix_version,
-        JSON.stringify(batchSlots),
-        JSON.stringify(leftOut),
-      );
-      if (batchRank === rank) found = this.q.getBatch.get(id) as BatchRow;
-      pos += planned.length;
-      index++;
-      seq++;
-    }
-    this.q.advance.run(pos, index, seq, run.run);
-    Object.assign(run, { pos, next_index: index, cut: seq });
-    return found;
+  private runOf(run: string): RunRow {
+    const r = this.q.getRun.get(run) as RunRow | undefined;
+    if (!r) throw new FeederError(404, 'unknown-run', `no run "${run}"`);
+    return r;
   }
 
   private heldBatch(req: { run: string; batchId: string; leaseId: string; rank?: number }): BatchRow {
-    if (!this.q.getRun.get(req.run)) throw new FeederError(404, 'unknown-run', `no run "${req.run}"`);
+    this.runOf(req.run);
     const batch = this.q.getBatch.get(req.batchId) as BatchRow | undefined;
     if (!batch || batch.run !== req.run)
       throw new FeederError(404, 'unknown-batch', `run "${req.run}" has no batch "${req.batchId}"`);
@@ -956,48 +501,4 @@ export class Feeder {
       leaseDeadline: new Date(deadline).toISOString(),
     };
   }
-
-  /**
-   * The items of a delivery as JSON with their slots: the slots not yet acked, rendered ahead
-   * (by the background work) for a batch none of whose slots is acked.
-   */
-  private itemsJson(b: BatchRow, acked: readonly number[]): { items: string; slots: number[] } {
-    const cached = this.rendered.get(b.id);
-    this.rendered.delete(b.id);
-    if (acked.length === 0 && cached) return cached;
-    return this.renderItems(b, acked);
-  }
-
-  private renderItems(b: BatchRow, acked: readonly number[] = []): { items: string; slots: number[] } {
-    const skip = new Set(acked);
-    const rows: string[] = [];
-    const slots: number[] = [];
-    (JSON.parse(b.slots) as BatchSlot[]).forEach(([id, copy, index], slot) => {
-      if (skip.has(slot)) return;
-      const row = (this.q.getRow.get(id) as { row: string | null }).row ?? this.storeRow(id);
-      rows.push(row.replace(AT_INDEX, `"index":${index}`).replace(AT_COPY, `"copy":${copy}`));
-      slots.push(slot);
-    });
-    return { items: `[${rows.join(',')}]`, slots };
-  }
-
-  /** The row of an item whose stored row was forgotten (other settings), stored again. */
-  private storeRow(id: string): string {
-    const row = this.rowOf(JSON.parse((this.q.getItem.get(id) as { body: string }).body) as PoolItem);
-    this.q.putRow.run(row, id);
-    return row;
-  }
-
-  /**
-   * An item's row as JSON with placeholders for its position and copy: made once, when the item
-   * arrives, so that a batch is put together from strings (rendering each row at each epoch was
-   * most of a lease's cost).
-   */
-  private rowOf(item: PoolItem): string {
-    return JSON.stringify(
-      rolloutRow(item, this.config, { index: INDEX_MARK, split: 'train', copy: COPY_MARK }),
-    );
-  }
 }
-
-/** The slots of a batch acked so far. */

@@ -96,8 +96,6 @@ function* selectSteps(q: Statements, mix: MixState): Generator<void, SelectedIte
   return out;
 }
 
-/** A slot of a batch: the item, its copy, its position in the epoch. */
-
 /**
  * The mix's selection over the pool: the one made last, which every run's plan reads (walking the
  * pool for each, 100,000 items, was the feeder's tail latency), and the one being made for a newer

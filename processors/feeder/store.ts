@@ -36,6 +36,8 @@ export interface RunRow {
   rollouts: number;
   flat_groups: number;
   set_aside: number;
+  /** Times a set-aside item was cut into a batch for lack of a live item of its topics. */
+  served_aside: number;
 }
 
 /** A batch's slots as stored: item id, copy, index in the epoch. */
@@ -56,7 +58,7 @@ export interface BatchRow {
   attempts: number;
   /** The slots acked so far (a JSON array, ascending); the batch is acked when all are. */
   acked_slots: string;
-  /** Why planned items were not served, and what was in their place (difficulty.ts LeftOut[]). */
+  /** Why planned items were not served, and what was in their place (schemas/feeder.ts LeftOut[]). */
   left_out: string;
 }
 
@@ -116,6 +118,8 @@ function migrate(db: Database.Database): void {
     db.exec('ALTER TABLE runs ADD COLUMN flat_groups INTEGER NOT NULL DEFAULT 0');
   if (!columns('runs').has('set_aside'))
     db.exec('ALTER TABLE runs ADD COLUMN set_aside INTEGER NOT NULL DEFAULT 0');
+  if (!columns('runs').has('served_aside'))
+    db.exec('ALTER TABLE runs ADD COLUMN served_aside INTEGER NOT NULL DEFAULT 0');
   if (!columns('batches').has('left_out'))
     db.exec("ALTER TABLE batches ADD COLUMN left_out TEXT NOT NULL DEFAULT '[]'");
   if (!columns('items').has('row')) db.exec('ALTER TABLE items ADD COLUMN row TEXT');
@@ -215,8 +219,9 @@ export function statements(db: Database.Database) {
     addDifficulty: p(
       'UPDATE runs SET rollouts = rollouts + ?, flat_groups = flat_groups + ?, set_aside = set_aside + ? WHERE run = ?',
     ),
+    addServedAside: p('UPDATE runs SET served_aside = served_aside + ? WHERE run = ?'),
     difficultyTotals: p(
-      'SELECT run, set_aside AS setAside, flat_groups AS flat, rollouts FROM runs ORDER BY run',
+      'SELECT run, set_aside AS setAside, flat_groups AS flat, rollouts, served_aside AS servedAside FROM runs ORDER BY run',
     ),
     getBatch: p('SELECT * FROM batches WHERE id = ?'),
     batchesOfEpoch: p('SELECT slots FROM batches WHERE run = ? AND epoch = ? ORDER BY idx'),

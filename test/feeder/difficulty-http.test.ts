@@ -1,24 +1,22 @@
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Feeder } from '../../processors/feeder/feeder.js';
+import type { Feeder } from '../../processors/feeder/feeder.js';
 import { ItemDifficulty, ItemDifficultyPage, LeaseResponse } from '../../schemas/feeder.js';
 import { openApiDocument, startServer } from '../../server/feeder-api.js';
 import { difficultyCounters } from '../../server/feeder-metrics.js';
-import { mix, poolItems } from './fixtures.js';
+import { feederWith } from './setup.js';
 
 let server: Awaited<ReturnType<typeof startServer>>;
 let feeder: Feeder;
 
 beforeAll(async () => {
-  feeder = Feeder.open(':memory:', {
+  feeder = feederWith(300, {
     batchSize: 4,
     leaseMs: 60_000,
     difficulty: {
       bandPass: { floor: 0.1, ceiling: 0.9, minRollouts: 4, cooldownSteps: 5, exploreShare: 0 },
-    } as never,
+    },
   });
-  feeder.addItems(poolItems(300));
-  feeder.setMix(mix(1));
   server = await startServer(feeder, { host: '127.0.0.1', port: 0, bodyLimit: 64 * 1024 });
 });
 afterAll(async () => {
@@ -115,6 +113,9 @@ describe('difficulty over HTTP', () => {
     expect(text).toContain(`bioalchemy_feeder_items_set_aside_total{run="rec"} ${l.batch.items.length}`);
     expect(text).toContain(`bioalchemy_feeder_flat_groups_total{run="rec"} ${l.batch.items.length}`);
     expect(text).toContain(`bioalchemy_feeder_rollouts_total{run="rec"} ${5 * l.batch.items.length}`);
+    // No set-aside item was cut into a batch: the counter says nothing for the run yet.
+    expect(text).toContain('# TYPE bioalchemy_feeder_set_aside_served_total counter');
+    expect(text).not.toContain('bioalchemy_feeder_set_aside_served_total{run="rec"}');
     const doc = openApiDocument() as { paths: Record<string, { get: { parameters: { name: string }[] } }> };
     expect(doc.paths['/v1/runs/{run}/items/{id}']!.get.parameters.map((p) => p.name)).toEqual(['run', 'id']);
   });

@@ -14,25 +14,20 @@ import {
   prior,
   updated,
 } from '../../processors/feeder/difficulty.js';
-import { Feeder, FeederError } from '../../processors/feeder/feeder.js';
+import type { Feeder } from '../../processors/feeder/feeder.js';
+import { FeederError } from '../../processors/feeder/feeder-error.js';
 import { Config, formatIssues } from '../../schemas/config.js';
-import { type FeederConfig, type LeaseResponse, Rollouts } from '../../schemas/feeder.js';
-import { mix, poolItems } from './fixtures.js';
+import { type FeederConfigInput, Rollouts } from '../../schemas/feeder.js';
+import { poolItems } from './fixtures.js';
+import { feederWith, type Leased, leased, openFeeder } from './setup.js';
 
 const BAND = { floor: 0.1, ceiling: 0.9, minRollouts: 5, cooldownSteps: 10, exploreShare: 0 };
 
-function feederWith(n: number, difficulty: Partial<FeederConfig['difficulty']> = {}, path = ':memory:') {
-  const feeder = Feeder.open(path, { batchSize: 8, leaseMs: 60_000, difficulty: { ...difficulty } as never });
-  feeder.addItems(poolItems(n));
-  feeder.setMix(mix(1));
-  return feeder;
-}
+/** A feeder with this difficulty config, leases of a minute (acks come at once, on the real clock). */
+const bandFeeder = (n: number, difficulty: FeederConfigInput['difficulty'] = {}, path?: string) =>
+  feederWith(n, { leaseMs: 60_000, difficulty }, path ? { path } : {});
 
-const leased = (r: LeaseResponse) => {
-  if (r.status !== 'leased') throw new Error(`expected a lease, got ${JSON.stringify(r)}`);
-  return r;
-};
-const ids = (r: ReturnType<typeof leased>) => r.batch.items.map((i) => i.extra_info.qa_id);
+const ids = (r: Leased) => r.batch.items.map((i) => i.extra_info.qa_id);
 
 /** The run's next batch on rank 0 of 1, into the next epoch when this one has ended. */
 function next(feeder: Feeder, run: string) {
@@ -209,8 +204,23 @@ function step(feeder: Feeder, run: string, reward: (id: string) => number, at: n
 }
 
 describe('band-pass in the feeder', () => {
+  it('counts the set-aside items it serves for lack of a live item of their topics', () => {
+    const feeder = bandFeeder(40, { bandPass: null, runs: { bp: BAND } });
+    // Every item always solved: once all of a topic are aside, only they are left to serve.
+    for (let s = 1; s <= 12; s++) {
+      step(feeder, 'bp', () => 1, s);
+      step(feeder, 'plain', () => 1, s);
+    }
+    const served = feeder.runStatus('bp').difficulty.servedAside;
+    expect(served).toBeGreaterThan(0);
+    // What /metrics reads (bioalchemy_feeder_set_aside_served_total).
+    expect(feeder.difficultyTotals().find((t) => t.run === 'bp')?.servedAside).toBe(served);
+    expect(feeder.runStatus('plain').difficulty).toMatchObject({ setAside: 0, servedAside: 0 });
+    feeder.close();
+  });
+
   it('sets aside an item every rollout solves, serves none of it until its cool-down ends, then re-tests it', () => {
-    const feeder = feederWith(400, { bandPass: BAND });
+    const feeder = bandFeeder(400, { bandPass: BAND });
     const first = step(feeder, 'bp', () => 1, 1);
     const solved = new Set(first);
     const rec = feeder.itemDifficulty('bp', first[0]!);
@@ -233,7 +243,7 @@ describe('band-pass in the feeder', () => {
     // Odd items are always solved, even ones are in the band: once the plan comes round to items
     // observed before, a lease leaves odd ones out for even ones of the same topics, and says so.
     const parity = (id: string) => (Number(id.slice(3)) % 2 ? 1 : 0.6);
-    let withLeftOut: NonNullable<ReturnType<typeof leased>['leftOut']> = [];
+    let withLeftOut: NonNullable<Leased['leftOut']> = [];
     const retested = new Set<string>();
     for (let s = 11; s < 150; s++) {
       const l = next(feeder, 'bp');
@@ -258,7 +268,7 @@ describe('band-pass in the feeder', () => {
   });
 
   it('leaves a run without band-pass as planned, and records why another run left items out', () => {
-    const feeder = feederWith(400, { bandPass: null, runs: { bp: BAND } });
+    const feeder = bandFeeder(400, { bandPass: null, runs: { bp: BAND } });
     for (let s = 1; s <= 6; s++) {
       step(feeder, 'plain', () => 1, s);
       step(feeder, 'bp', () => 1, s);
@@ -270,7 +280,7 @@ describe('band-pass in the feeder', () => {
   });
 
   it('a refused ack (count other than its rewards) changes nothing, and the batch can still be acked', () => {
-    const feeder = feederWith(200, { bandPass: BAND });
+    const feeder = bandFeeder(200, { bandPass: BAND });
     const l = leased(feeder.lease({ run: 'bad', rank: 0, worldSize: 1 }));
     const n = l.batch.items.length;
     const good = Array.from({ length: n }, () => ({ count: 2, rewards: [1, 0] }));
@@ -292,11 +302,11 @@ describe('band-pass in the feeder', () => {
 
   it('keeps the difficulty state across a restart, equal to what it was', () => {
     const path = join(mkdtempSync(join(tmpdir(), 'difficulty-')), 'feeder.sqlite');
-    let feeder = feederWith(300, { bandPass: BAND }, path);
+    let feeder = bandFeeder(300, { bandPass: BAND }, path);
     for (let s = 1; s <= 5; s++) step(feeder, 'r', (id) => (id.endsWith('3') ? 1 : 0.5), s);
     const before = feeder.itemDifficulties('r', '', 1000);
     feeder.close();
-    feeder = Feeder.open(path, { batchSize: 8, leaseMs: 60_000, difficulty: { bandPass: BAND } as never });
+    feeder = openFeeder({ leaseMs: 60_000, difficulty: { bandPass: BAND } }, { path });
     expect(feeder.itemDifficulties('r', '', 1000)).toEqual(before);
     expect(before.items.length).toBeGreaterThan(10);
     feeder.close();
@@ -307,17 +317,13 @@ describe('band-pass in the feeder', () => {
     const cfg = { bandPass: { ...BAND, exploreShare: 0.2 }, priorWeight: 2 };
     const reward = (id: string) =>
       Number(id.slice(3)) % 3 === 0 ? 1 : Number(id.slice(3)) % 3 === 1 ? 0 : 0.4;
-    const straight = feederWith(300, cfg, join(dir, 'straight.sqlite'));
+    const straight = bandFeeder(300, cfg, join(dir, 'straight.sqlite'));
     for (let s = 1; s <= 30; s++) step(straight, 'r', reward, s);
-    let restarted = feederWith(300, cfg, join(dir, 'restarted.sqlite'));
+    let restarted = bandFeeder(300, cfg, join(dir, 'restarted.sqlite'));
     for (let s = 1; s <= 30; s++) {
       if (s === 13) {
         restarted.close();
-        restarted = Feeder.open(join(dir, 'restarted.sqlite'), {
-          batchSize: 8,
-          leaseMs: 60_000,
-          difficulty: cfg as never,
-        });
+        restarted = openFeeder({ leaseMs: 60_000, difficulty: cfg }, { path: join(dir, 'restarted.sqlite') });
       }
       step(restarted, 'r', reward, s);
     }
@@ -332,7 +338,7 @@ describe('band-pass in the feeder', () => {
   });
 
   it('with priors counting, sets aside unseen items of a topic the run always solves', () => {
-    const feeder = feederWith(400, { bandPass: { ...BAND, minRollouts: 5 }, priorWeight: 5 });
+    const feeder = bandFeeder(400, { bandPass: { ...BAND, minRollouts: 5 }, priorWeight: 5 });
     for (let s = 1; s <= 20; s++) step(feeder, 'prior', () => 1, s);
     const page = feeder.itemDifficulties('prior', '', 1000);
     expect(page.items.length).toBeGreaterThan(0);
@@ -413,7 +419,7 @@ describe('choose: tables', () => {
       view: allAside,
       peers,
     });
-    expect(kept).toEqual({ slots: [{ id: 'a', copy: 0 }], leftOut: [] });
+    expect(kept).toEqual({ slots: [{ id: 'a', copy: 0 }], leftOut: [], servedAside: 1 });
     const oneLive = viewOf({
       a: { aside: 'above-ceiling' },
       b: { aside: 'above-ceiling' },
@@ -432,6 +438,7 @@ describe('choose: tables', () => {
       peers,
     });
     expect(twice.slots.map((s) => s.id)).toEqual(['d', 'd']);
+    expect(twice.servedAside).toBe(0);
   });
 });
 
@@ -439,8 +446,8 @@ describe("band-pass keeps each batch to the plain plan's topics", () => {
   it('batch by batch, the served topics of a band-pass run are those of the same run fed plain', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 1000 }), (seed) => {
-        const plain = feederWith(300);
-        const band = feederWith(300, { bandPass: { ...BAND, exploreShare: 0.25 } });
+        const plain = bandFeeder(300);
+        const band = bandFeeder(300, { bandPass: { ...BAND, exploreShare: 0.25 } });
         const topics = new Map(poolItems(300).map((it) => [it.id, JSON.stringify([...it.topics].sort())]));
         const reward = (id: string) =>
           (Number(id.slice(3)) * 7 + seed) % 5 === 0 ? 0.4 : (Number(id.slice(3)) + seed) % 2;
@@ -480,6 +487,15 @@ describe('config', () => {
       feeder: { difficulty: { runs: { x: { floor: 0.9, ceiling: 0.1 } } } },
     });
     expect(formatIssues(perRun.error!)).toContain('feeder.difficulty.runs.x.floor');
+  });
+
+  it('takes the run and rate shapes of the feeder API: a run no trainer can name, a share above 1, refused', () => {
+    const badRun = Config.safeParse({ feeder: { difficulty: { runs: { 'no run!': null } } } });
+    expect(formatIssues(badRun.error!)).toContain('feeder.difficulty.runs.no run!');
+    expect(formatIssues(badRun.error!)).toContain('a run is 1-128 of');
+    const badShare = Config.safeParse({ feeder: { difficulty: { target: 1.5 } } });
+    expect(formatIssues(badShare.error!)).toContain('feeder.difficulty.target');
+    expect(Config.safeParse({ feeder: { difficulty: { runs: { 'grpo-7b.v2': null } } } }).success).toBe(true);
   });
 
   it('parses rollouts as one reward list or a mean with a count', () => {

@@ -3,40 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { Feeder, FeederError } from '../../processors/feeder/feeder.js';
+import { Feeder } from '../../processors/feeder/feeder.js';
+import { FeederError } from '../../processors/feeder/feeder-error.js';
 import { epochOrder, epochSeed } from '../../processors/feeder/order.js';
 import { copiesOf, heldOutArticles } from '../../processors/sampler/selection.js';
-import { FeederConfig, type LeaseResponse } from '../../schemas/feeder.js';
+import { FeederConfig } from '../../schemas/feeder.js';
 import { RolloutBatch } from '../../schemas/rollout-batch.js';
 import { mix, poolItems, trainCopies } from './fixtures.js';
-
-const clock = () => {
-  let t = 1_000_000;
-  return {
-    now: () => t,
-    advance: (ms: number) => {
-      t += ms;
-    },
-  };
-};
-
-function feederWith(n: number, opts: { path?: string; now?: () => number; batchSize?: number } = {}) {
-  const feeder = Feeder.open(
-    opts.path ?? ':memory:',
-    { batchSize: opts.batchSize ?? 8, leaseMs: 1000 },
-    {
-      ...(opts.now ? { now: opts.now } : {}),
-    },
-  );
-  feeder.addItems(poolItems(n));
-  feeder.setMix(mix(1));
-  return feeder;
-}
-
-const leased = (r: LeaseResponse) => {
-  if (r.status !== 'leased') throw new Error(`expected a lease, got ${JSON.stringify(r)}`);
-  return r;
-};
+import { clock, feederWith, leased, openFeeder } from './setup.js';
 
 /** Leases and acks rank's batches until its epoch ends; returns the items' qa ids in order. */
 function drainRank(feeder: Feeder, run: string, rank: number, worldSize: number): string[] {
@@ -75,12 +49,12 @@ describe('feeder', () => {
 
   it('a file written before pools knew articles holds out by article once reopened', () => {
     const path = join(mkdtempSync(join(tmpdir(), 'feeder-')), 'feeder.sqlite');
-    feederWith(200, { path }).close();
+    feederWith(200, {}, { path }).close();
     const db = new Database(path);
     // A file of that time had no index on the column either (issue 44 added it).
     db.exec('DROP INDEX items_by_article; ALTER TABLE items DROP COLUMN article_id');
     db.close();
-    const feeder = Feeder.open(path, { batchSize: 8, leaseMs: 1000 });
+    const feeder = openFeeder({}, { path });
     const items = poolItems(200);
     const copies = trainCopies(items, mix(1));
     expect(feeder.status().selected).toBe(items.reduce((n, it) => n + copies(it), 0));
@@ -123,7 +97,7 @@ describe('feeder', () => {
 
   it('a lease that expires is delivered again, to the same rank, and the old lease cannot ack', () => {
     const c = clock();
-    const feeder = feederWith(50, { now: c.now });
+    const feeder = feederWith(50, {}, { now: c.now });
     const first = leased(feeder.lease({ run: 'exp', rank: 0, worldSize: 2 }));
     c.advance(500);
     // Still held: the next lease is another batch.
@@ -148,7 +122,7 @@ describe('feeder', () => {
 
   it('extend keeps a lease alive past its deadline', () => {
     const c = clock();
-    const feeder = feederWith(30, { now: c.now });
+    const feeder = feederWith(30, {}, { now: c.now });
     const l = leased(feeder.lease({ run: 'ext', rank: 0, worldSize: 1 }));
     c.advance(900);
     feeder.extend({ run: 'ext', batchId: l.batch.id, leaseId: l.leaseId, leaseMs: 5000 });
@@ -242,7 +216,9 @@ describe('feeder', () => {
   });
 
   it('answers leases from the selection before while a new mix version is selected in slices', async () => {
-    const feeder = feederWith(20_000);
+    // A clock that stands still: on a loaded machine the selection outlasts a lease of a second,
+    // and an expired batch of version 1 would be delivered again after the new selection.
+    const feeder = feederWith(20_000, {}, { now: clock().now });
     expect(leased(feeder.lease({ run: 'sl', rank: 0, worldSize: 1 })).batch.mixVersion).toBe(1);
     feeder.setMix(mix(2));
     // The new selection is made by the background work, a slice per turn of the event loop.
@@ -319,7 +295,7 @@ describe('feeder', () => {
   it('a restart loses no lease, ack or epoch position', () => {
     const path = join(mkdtempSync(join(tmpdir(), 'feeder-')), 'feeder.sqlite');
     const c = clock();
-    const a = feederWith(200, { path, now: c.now });
+    const a = feederWith(200, {}, { path, now: c.now });
     const acked = leased(a.lease({ run: 'rs', rank: 0, worldSize: 2 }));
     a.ack({
       run: 'rs',
@@ -331,7 +307,7 @@ describe('feeder', () => {
     const other = leased(a.lease({ run: 'rs', rank: 1, worldSize: 2 }));
     const status = a.runStatus('rs');
     a.close();
-    const b = Feeder.open(path, { batchSize: 8, leaseMs: 1000 }, { now: c.now });
+    const b = openFeeder({}, { path, now: c.now });
     expect(b.runStatus('rs')).toEqual(status);
     expect(b.mixVersion).toBe(1);
     expect(b.pendingRewards().rows).toHaveLength(
@@ -347,7 +323,7 @@ describe('feeder', () => {
     b.ack({ run: 'rs', batchId: next.batch.id, leaseId: next.leaseId });
     b.ack({ run: 'rs', batchId: other.batch.id, leaseId: other.leaseId });
     // The rest of the epoch comes after, in the same order as without the restart.
-    const fresh = feederWith(200, { now: c.now });
+    const fresh = feederWith(200, {}, { now: c.now });
     const ids = (f: Feeder) => {
       const out: string[] = [];
       for (const r of [0, 1]) out.push(...drainRank(f, 'rs', r, 2));

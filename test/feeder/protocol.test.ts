@@ -4,42 +4,24 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { Feeder, FeederError } from '../../processors/feeder/feeder.js';
+import { Feeder } from '../../processors/feeder/feeder.js';
+import { FeederError } from '../../processors/feeder/feeder-error.js';
 import { rolloutRow } from '../../processors/feeder/row.js';
 import { FeederConfig, type LeaseRequest, type LeaseResponse } from '../../schemas/feeder.js';
-import { mix, poolItems } from './fixtures.js';
+import { poolItems } from './fixtures.js';
+import { clock, feederWith, leased } from './setup.js';
 
 // The protocol as trainers fetch (issue 20): prefetch across an epoch's end, release, per-slot
 // acks with raw rewards, a batch size that changes between epochs, per-epoch counts, and bad
 // input refused with a reason and no change.
 
 function setup(opts: { items?: number; batchSize?: number; prefetchBatches?: number } = {}) {
-  let t = 1_000_000;
+  const c = clock();
   const path = join(mkdtempSync(join(tmpdir(), 'feeder-protocol-')), 'feeder.sqlite');
-  const feeder = Feeder.open(
-    path,
-    {
-      batchSize: opts.batchSize ?? 8,
-      leaseMs: 1000,
-      ...(opts.prefetchBatches === undefined ? {} : { prefetchBatches: opts.prefetchBatches }),
-    },
-    { now: () => t },
-  );
-  feeder.addItems(poolItems(opts.items ?? 40));
-  feeder.setMix(mix(1));
-  return {
-    feeder,
-    path,
-    advance: (ms: number) => {
-      t += ms;
-    },
-  };
+  const { items = 40, ...config } = opts;
+  const feeder = feederWith(items, config, { path, now: c.now });
+  return { feeder, path, advance: c.advance };
 }
-
-const leased = (r: LeaseResponse) => {
-  if (r.status !== 'leased') throw new Error(`expected a lease, got ${JSON.stringify(r)}`);
-  return r;
-};
 
 const slotKeys = (l: Extract<LeaseResponse, { status: 'leased' }>) =>
   l.batch.items.map((i) => `${i.extra_info.qa_id}#${i.extra_info.copy}`);
@@ -176,7 +158,9 @@ describe('feeder protocol', () => {
   it('plans the next epoch off the request path, in the order a lease would plan it', async () => {
     // The plan ahead is private: read here to check that it was made, and made before epoch 1.
     const ahead = (f: Feeder) =>
-      (f as unknown as { ahead: Map<string, { epoch: number; steps: unknown }> }).ahead.get('ahead');
+      (
+        f as unknown as { epochs: { ahead: Map<string, { epoch: number; steps: unknown }> } }
+      ).epochs.ahead.get('ahead');
     const order = async (background: boolean) => {
       const { feeder } = setup({ items: 200 });
       const req = { run: 'ahead', rank: 0, worldSize: 1 };

@@ -1,21 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { Feeder } from '../../processors/feeder/feeder.js';
+import type { Feeder } from '../../processors/feeder/feeder.js';
 import { nextBatchSize, paddingOf } from '../../processors/feeder/order.js';
-import type { LeaseResponse } from '../../schemas/feeder.js';
 import { mix, poolItems, trainCopies } from './fixtures.js';
+import { feederWith, type Leased, leased } from './setup.js';
 
 // Data-parallel ranks take the same number of steps per epoch (issue 20 follow-up): an epoch is cut
 // into whole rounds of worldSize batches, the last round an even split padded with repeats of the
 // epoch's first slots (fewer than worldSize), as torch's DistributedSampler pads.
-
-type Leased = Extract<LeaseResponse, { status: 'leased' }>;
-
-function feederWith(items: number, batchSize: number) {
-  const feeder = Feeder.open(':memory:', { batchSize, leaseMs: 60_000 });
-  feeder.addItems(poolItems(items));
-  feeder.setMix(mix(1));
-  return feeder;
-}
 
 /** Every rank leases and acks until its epoch ends, ranks taking turns; each rank's batches. */
 function epochByRank(feeder: Feeder, run: string, worldSize: number, epoch: number): Leased[][] {
@@ -30,10 +21,10 @@ function epochByRank(feeder: Feeder, run: string, worldSize: number, epoch: numb
         done.add(rank);
         continue;
       }
-      if (r.status !== 'leased') throw new Error(`expected a lease, got ${JSON.stringify(r)}`);
-      expect(r.batch.epoch).toBe(epoch);
-      byRank[rank]!.push(r);
-      feeder.ack({ run, batchId: r.batch.id, leaseId: r.leaseId, rank });
+      const l = leased(r);
+      expect(l.batch.epoch).toBe(epoch);
+      byRank[rank]!.push(l);
+      feeder.ack({ run, batchId: l.batch.id, leaseId: l.leaseId, rank });
     }
   }
   return byRank;
@@ -53,7 +44,7 @@ describe('feeder ranks', () => {
     const worldSize = 32;
     expect(selected.length).toBeGreaterThan(0);
     expect(selected.length).toBeLessThan(worldSize);
-    const feeder = feederWith(12, 4);
+    const feeder = feederWith(12, { batchSize: 4, leaseMs: 60_000 });
     for (let epoch = 0; epoch < 3; epoch++) {
       const byRank = epochByRank(feeder, 'small', worldSize, epoch);
       // One step per rank per epoch, one slot each: no rank races ahead through empty epochs.
@@ -73,7 +64,7 @@ describe('feeder ranks', () => {
     const selected = selectionOf(160);
     const [worldSize, batchSize] = [3, 8];
     expect(selected.length % (worldSize * batchSize)).not.toBe(0);
-    const feeder = feederWith(160, batchSize);
+    const feeder = feederWith(160, { batchSize, leaseMs: 60_000 });
     const byRank = epochByRank(feeder, 'even', worldSize, 0);
     const counts = byRank.map((b) => b.length);
     expect(new Set(counts).size).toBe(1);
@@ -87,10 +78,9 @@ describe('feeder ranks', () => {
 
   it('a new mix version mid-round still ends the epoch on a whole round', async () => {
     const worldSize = 4;
-    const feeder = feederWith(100, 4);
+    const feeder = feederWith(100, { batchSize: 4, leaseMs: 60_000 });
     // Rank 0 takes batch 0 of the first round; then Ecology leaves the mix.
-    const first = feeder.lease({ run: 'mv', rank: 0, worldSize });
-    if (first.status !== 'leased') throw new Error('expected a lease');
+    const first = leased(feeder.lease({ run: 'mv', rank: 0, worldSize }));
     feeder.ack({ run: 'mv', batchId: first.batch.id, leaseId: first.leaseId });
     feeder.setMix(
       mix(2, { quotas: { Genetics: mix(1).quotas.Genetics, Microbiology: mix(1).quotas.Microbiology } }),

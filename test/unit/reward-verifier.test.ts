@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Llm } from '../../llm/index.js';
 import { Feeder } from '../../processors/feeder/feeder.js';
 import {
@@ -12,8 +12,13 @@ import {
   REWARD_VERIFIER_CACHE_HITS,
   REWARD_VERIFIER_FALLBACKS,
   RewardVerifier,
-  SqliteJournal,
 } from '../../processors/reward-verifier.js';
+import {
+  REWARD_VERIFIER_JOURNAL_BYTES,
+  REWARD_VERIFIER_JOURNAL_ENTRIES,
+  VerifierJournal,
+  verifierJournalGauges,
+} from '../../processors/verifier-journal.js';
 import { readAnswer, score } from '../../reward/index.js';
 import { RewardConfig, type RewardVerifierConfig } from '../../schemas/config.js';
 import { RewardRequestItem, type RewardResult } from '../../schemas/feeder.js';
@@ -42,7 +47,7 @@ const BY_MEANING = 'Looking at the tissue layers, the hypodermis lies directly b
 
 let server: LlmServer;
 let dir: string;
-const open: { llm: Llm; journal: SqliteJournal; feeder?: Feeder }[] = [];
+const open: { llm: Llm; journal: VerifierJournal; feeder?: Feeder }[] = [];
 
 beforeAll(async () => {
   server = await start({ responder: byMeaning });
@@ -64,7 +69,8 @@ afterEach(async () => {
 });
 
 function verifierRig(config: Partial<RewardVerifierConfig> = {}, journalPath = ':memory:') {
-  const journal = new SqliteJournal(journalPath);
+  const verifierConfig = RewardConfig.parse({ verifier: config }).verifier!;
+  const journal = new VerifierJournal(journalPath, verifierConfig.journalEntries);
   const llm = new Llm(
     LlmConfig.parse({
       provider: 'openai',
@@ -76,11 +82,8 @@ function verifierRig(config: Partial<RewardVerifierConfig> = {}, journalPath = '
     { journal, registry: new Registry(), log: pino({ level: 'silent' }), env: { [KEY_ENV]: 'sk-test' } },
   );
   const registry = new Registry();
-  const verifier = new RewardVerifier({
-    llm,
-    config: RewardConfig.parse({ verifier: config }).verifier!,
-    registry,
-  });
+  const verifier = new RewardVerifier({ llm, config: verifierConfig, registry });
+  verifierJournalGauges(registry, journal);
   const feeder = Feeder.open(':memory:', { batchSize: 4, leaseMs: 60_000 });
   open.push({ llm, journal, feeder });
   const app = buildServer(feeder, { bodyLimit: 1 << 20, verifier });
@@ -88,7 +91,7 @@ function verifierRig(config: Partial<RewardVerifierConfig> = {}, journalPath = '
     ((await registry.getSingleMetric(name)?.get())?.values ?? [])
       .filter((v) => Object.entries(labels).every(([k, x]) => String(v.labels[k]) === x))
       .reduce((n, v) => n + v.value, 0);
-  return { verifier, app, metric, feeder };
+  return { verifier, app, metric, feeder, journal };
 }
 
 async function post(app: ReturnType<typeof buildServer>, url: string, payload: unknown) {
@@ -151,6 +154,61 @@ describe('the reward verifier (reward.verifier)', () => {
     expect(b.scores).toEqual(a.scores);
     expect(server.stats().requests).toBe(1);
     expect(await second.metric(REWARD_VERIFIER_CACHE_HITS, { where: 'journal' })).toBe(1);
+  });
+
+  it('keeps its journal under journalEntries over a long run of distinct verdicts; a restart answers the kept ones from it', async () => {
+    const journalPath = join(dir, 'bounded', 'verifier.sqlite');
+    const BOUND = 40;
+    const output = (i: number) => `In section ${i}, the hypodermis lies directly beneath the epidermis.`;
+    expect(readAnswer({ ...REFERENCE, output: output(7) }).undecided).not.toBeNull();
+    const first = verifierRig({ journalEntries: BOUND, cacheEntries: 1 }, journalPath);
+    let bytesAtBound = 0;
+    for (let i = 0; i < 400; i++) {
+      await post(first.app, '/v1/reward', { ...REFERENCE, output: output(i) });
+      expect(first.journal.size.entries).toBe(Math.min(i + 1, BOUND));
+      if (i + 1 === 2 * BOUND) bytesAtBound = first.journal.size.bytes;
+    }
+    expect(server.stats().requests).toBe(400);
+    expect(await first.metric(REWARD_VERIFIER_JOURNAL_ENTRIES)).toBe(BOUND);
+    // Freed pages are reused: 320 more verdicts through a full journal leave the file its size.
+    expect(await first.metric(REWARD_VERIFIER_JOURNAL_BYTES)).toBe(bytesAtBound);
+    const { llm, journal, feeder } = open.pop()!;
+    await llm.close();
+    journal.close();
+    feeder?.close();
+    server.resetStats();
+    // A restarted feeder: the newest BOUND verdicts come from the journal, an older one costs a call.
+    const second = verifierRig({ journalEntries: BOUND }, journalPath);
+    expect(second.journal.size.entries).toBe(BOUND);
+    for (let i = 400 - BOUND; i < 400; i++) {
+      const r = (await post(second.app, '/v1/reward', { ...REFERENCE, output: output(i) })) as RewardResult;
+      expect(r).toMatchObject({ score: 1, decidedBy: 'verifier' });
+    }
+    expect(server.stats().requests).toBe(0);
+    expect(await second.metric(REWARD_VERIFIER_CACHE_HITS, { where: 'journal' })).toBe(BOUND);
+    await post(second.app, '/v1/reward', { ...REFERENCE, output: output(0) });
+    expect(server.stats().requests).toBe(1);
+    expect(second.journal.size.entries).toBe(BOUND);
+  });
+
+  it('brings a journal over a lowered bound under it, a slice per turn of the event loop', async () => {
+    const journalPath = join(dir, 'lowered', 'verifier.sqlite');
+    const reply = {
+      content: '{"verdict":"correct"}',
+      model: 'verifier',
+      usage: { inputTokens: 50, outputTokens: 5 },
+      truncated: false,
+    };
+    const big = new VerifierJournal(journalPath, 10_000);
+    for (let i = 0; i < 2_500; i++) big.put(`k${i}`, reply);
+    big.close();
+    const small = new VerifierJournal(journalPath, 100);
+    // The first slice at open; the rest between turns, never the newest.
+    expect(small.size.entries).toBe(2_500 - 1_000);
+    await vi.waitFor(() => expect(small.size.entries).toBe(100), { timeout: 5_000, interval: 5 });
+    expect(small.get('k2499')).toBeDefined();
+    expect(small.get('k2399')).toBeUndefined();
+    small.close();
   });
 
   it('a verifier slow past the deadline gives the rules verdict within the deadline', async () => {
