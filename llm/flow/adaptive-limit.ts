@@ -79,7 +79,9 @@ export class AdaptiveLimit {
     };
     return {
       answered: (latencyMs) => {
-        if (number >= this.round.from) this.answered(latencyMs, sentWith);
+        // Used: as many in flight when it was sent, or now (the first of a burst goes out alone).
+        const used = Math.max(sentWith, this.inFlight) >= this.limit * USED;
+        if (number >= this.round.from) this.answered(latencyMs, sentWith, used);
         release();
       },
       overloaded: () => {
@@ -90,18 +92,18 @@ export class AdaptiveLimit {
     };
   }
 
-  private answered(latencyMs: number, sentWith: number): void {
+  private answered(latencyMs: number, sentWith: number, used: boolean): void {
     this.round.latencies.push(latencyMs);
     // A limit is raised only where it was used: a caller with fewer calls to make than the limit
     // says nothing of whether the server takes more (Netflix's limiters' rule, "app-limited").
-    if (sentWith >= this.limit * USED) this.round.used = true;
+    if (used) this.round.used = true;
     if (this.slowStart) {
       // Each reply is a round of its own, judged by the requests in flight when it was sent: +1 a
       // reply that met no queue doubles the limit a round trip; one that met a queue ends it.
       this.rounds.add(Math.max(latencyMs, 1e-3));
       const queue = sentWith * (1 - this.rounds.least() / Math.max(latencyMs, 1e-3));
       if (queue >= SLOW_START_QUEUE) this.slowStart = false;
-      else if (sentWith >= this.limit * USED) this.raise(this.limit + 1);
+      else if (used) this.raise(this.limit + 1);
       if (!this.slowStart) this.nextRound();
       return;
     }
