@@ -283,14 +283,16 @@ function numericGrader(truth: string, accepted: readonly string[]): Grader {
   };
 }
 
+/** A verb after a subject: one of subjectVerbs, or any word ending in -ed. */
+export const isVerb = (t: Token): boolean =>
+  t.kind === 'word' && ((t.key.length > 4 && t.key.endsWith('ed')) || RULES.subjectVerbs.has(t.key));
+
 /**
  * subjectOfSentence: the form at i opens its sentence (nothing but filler before it) and a verb
  * follows it: "Barbara McClintock discovered ...", "The sinoatrial node generates ...".
  */
 function subjectOfSentence(tokens: Token[], i: number): boolean {
-  const next = tokens[i + 1]!;
-  const verb = (next.key.length > 4 && next.key.endsWith('ed')) || RULES.subjectVerbs.has(next.key);
-  return verb && tokens.slice(0, i).every((t) => t.kind === 'punct' || RULES.fillers.has(t.key));
+  return isVerb(tokens[i + 1]!) && tokens.slice(0, i).every((t) => t.kind === 'punct' || RULES.fillers.has(t.key));
 }
 
 export function freeFormGrader(truth: string, aliases: readonly string[]): Grader {
@@ -309,10 +311,12 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
       tokens.forEach((t, i) => {
         if (t.kind !== 'form') return;
         // "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase, unless
-        // it is the subject of its sentence ("Barbara McClintock discovered transposition").
+        // it is the subject of its sentence ("Barbara McClintock discovered transposition") or
+        // written as a proper name ("Seymour Hersh first told ...", "the Colorado River").
         const next = tokens[i + 1];
         if (
           next?.kind === 'word' &&
+          !t.name &&
           !RULES.continuations.has(next.key) &&
           !RULES.heads.has(next.key) &&
           !RULES.fillers.has(next.key) &&

@@ -46,8 +46,10 @@ const RewardRules = z.strictObject({
     anaphors: wordSet,
     hedges: wordSet,
     alternatives: wordSet,
+    conclusions: wordSet,
     copulas: wordSet,
   }),
+  nameParticles: wordSet,
   answerLabels: phrases,
 });
 

@@ -1,6 +1,6 @@
 import type { RewardRequestItem, RewardResult } from '../schemas/feeder.js';
 import { anchor } from './anchor.js';
-import { freeFormGrader, type Grader, type Mention, mcqGrader } from './graders.js';
+import { freeFormGrader, type Grader, isVerb, type Mention, mcqGrader } from './graders.js';
 import { RULES } from './rules.js';
 import {
   ANSWER_LABEL,
@@ -83,7 +83,9 @@ export function readAnswer(input: Input): RulesReading {
         result: { score: 0, reason: `a box without the answer among the ${place.where}` },
         undecided: null,
       };
-    const verdict = judge(grader, place.sentences, place.where);
+    const verdict = place.whole
+      ? judgeWholeAnswer(grader, place.sentences, place.whole)
+      : judge(grader, place.sentences, place.where);
     if (verdict) return { result: verdict, undecided: null };
     if (place.decisive)
       return {
@@ -180,6 +182,8 @@ interface Place {
   readonly decisive: boolean;
   /** A box with something other than the answer in it. */
   readonly unknown?: boolean;
+  /** The whole answer, read by judgeWholeAnswer: its final sentence, which names no candidate. */
+  readonly whole?: Token[];
 }
 
 const startsWith = (tokens: Token[], phrase: string) =>
@@ -270,6 +274,9 @@ function* placesOf(text: string, grader: Grader): Generator<Place> {
   if (line !== null) yield { where: 'final answer line', sentences: line, decisive: false };
   const phrases = [...text.matchAll(ANSWER_PHRASE)].flatMap((m) => sentencesOf(m[1]!).slice(0, 1));
   if (phrases.length > 0) yield { where: 'answer phrase', sentences: phrases, decisive: false };
+  // An answer stated as such (a final line, "the answer is") that names no candidate is another
+  // answer: the reference elsewhere in the text is not read then.
+  const stated = line !== null || phrases.length > 0;
   const sentences = sentencesOf(text).filter((s) => !isQuestion(s));
   let end = sentences.length;
   while (end > 1 && sentences.length - end < MAX_AFTER_ANSWER && endsAnswer(grader, sentences[end - 1]!))
@@ -285,5 +292,53 @@ function* placesOf(text: string, grader: Grader): Generator<Place> {
   const alsoNamed = sentences
     .slice(0, end - 1)
     .filter((s) => candidatesOnly(grader, s) && (restated || !restatesOption(grader, s)));
-  yield { where: 'final sentence', sentences: [...alsoNamed, last], decisive: true };
+  const whole = grader.text && !stated;
+  yield { where: 'final sentence', sentences: [...alsoNamed, last], decisive: !whole };
+  if (whole) yield { where: 'answer', sentences, decisive: true, whole: last };
+}
+
+/**
+ * whereItOccurs: when the final sentence names no candidate, the reference wherever it occurs in
+ * the answer pays ("Jane Doe played the detective. She won an award for it."), as people grade,
+ * unless a refusal step finds what a policy could game:
+ * - deniedReference: it is quoted and denied somewhere ("It is not Jane Doe.");
+ * - listedReference: it is one of a list or a hedge (grader.decide);
+ * - takenBack: the final sentence offers an alternative ("Alternatively, ..."), concludes with
+ *   another answer ("So the structure in question is the AV node."), denies or hedges
+ *   what came before ("It is not, however, the only one."), or names another answer ("It is the AV
+ *   node.").
+ */
+function judgeWholeAnswer(grader: Grader, sentences: Token[][], last: Token[]): RewardResult | null {
+  const read = sentences.map((s) => readSentence(grader, s));
+  const positive = read.flatMap((r) => r.positive);
+  const denied = read.some((r) => r.negated > 0);
+  if (positive.length === 0)
+    return denied ? { score: 0, reason: 'only negated candidates in the answer' } : null;
+  if (denied) return { score: 0, reason: 'the reference is quoted and denied in the answer' };
+  if (takesBack(last)) return { score: 0, reason: 'the final sentence takes the answer back' };
+  return grader.decide(positive, 'answer');
+}
+
+/** takenBack: see judgeWholeAnswer. */
+function takesBack(last: Token[]): boolean {
+  const concludes = (t: Token) => RULES.endOfAnswer.alternatives.has(t.key) || RULES.endOfAnswer.conclusions.has(t.key);
+  if (last.some(concludes)) return true;
+  const first = last[0]!;
+  const refersBack = first.kind === 'word' && RULES.endOfAnswer.anaphors.has(first.key);
+  const doubts = last.some((t) => RULES.negators.has(t.key) || RULES.endOfAnswer.hedges.has(t.key));
+  return (refersBack && (doubts || namesAnother(last))) || opensWithAnotherName(last);
+}
+
+/** A word of a name, or a particle inside one ("Hugo Marie de Vries"). */
+const isNameWord = (t: Token, inside: boolean) =>
+  t.kind === 'word' && (/^[A-Z][a-z]/.test(t.text) || (inside && RULES.nameParticles.has(t.text)));
+
+/**
+ * "Hugo Marie de Vries rediscovered the laws.": a final sentence whose subject is a name of two
+ * words or more (the reference is no candidate there) names another answer of the same kind.
+ */
+function opensWithAnotherName(last: Token[]): boolean {
+  let k = 0;
+  while (k < last.length && isNameWord(last[k]!, k > 0)) k++;
+  return k >= 2 && k < last.length && isVerb(last[k]!);
 }
