@@ -42,10 +42,11 @@ const isListSeparator = (t: Token | undefined) =>
  * "S. aureus" in "E. coli, or maybe S. aureus", "E. coli and/or S. aureus", "E. coli (or S. aureus)".
  */
 function listedBeside(tokens: Token[], start: number, end: number): boolean {
-  const competes = (item: Token[]) => {
+  const competes = (item: Token[], separator: Token, after: Token | undefined) => {
     const words = item.filter(isWord);
     if (words.length === 0 || words.length > 4) return false;
     if (RULES.continuations.has(words[0]!.key) || words.some((w) => RULES.negators.has(w.key))) return false;
+    if (namesItAgain(words) || (separator.key === ',' && (apposition(words, after) || year(words)))) return false;
     return words.some((w) => !RULES.fillers.has(w.key));
   };
   // A full stop after one letter abbreviates ("S. aureus"): it ends no item.
@@ -62,21 +63,38 @@ function listedBeside(tokens: Token[], start: number, end: number): boolean {
   let j = end;
   while (parens(tokens[j])) j++;
   if (isListSeparator(tokens[j])) {
+    const separator = tokens[j]!;
     for (j++; joins(tokens[j]); j++);
     const item: Token[] = [];
     for (; j < tokens.length && !stops(j); j++) item.push(tokens[j]!);
-    if (competes(item)) return true;
+    if (competes(item, separator, tokens[j])) return true;
   }
   j = start - 1;
   while (parens(tokens[j])) j--;
   if (isListSeparator(tokens[j])) {
+    const separator = tokens[j]!;
     for (j--; joins(tokens[j]); j--);
     const item: Token[] = [];
     for (; j >= 0 && !stops(j); j--) item.unshift(tokens[j]!);
-    if (competes(item)) return true;
+    if (competes(item, separator, tokens[end])) return true;
   }
   return false;
 }
+
+/** namesItAgain: the other item holds the reference too ("rue or common rue"): one thing, twice. */
+const namesItAgain = (words: Token[]) => words.some((w) => w.kind === 'form');
+
+/**
+ * apposition: after a comma, a phrase that describes the answer ("Pour Moi, a French-bred colt",
+ * "The Observer, published in London", "lignite, also known as brown coal"), not another item:
+ * it opens with an article, a participle or an apposition word, and no list word follows it.
+ */
+const apposition = (words: Token[], after: Token | undefined) =>
+  (RULES.appositions.has(words[0]!.key) || (words[0]!.key.length > 4 && words[0]!.key.endsWith('ed'))) &&
+  !(after !== undefined && RULES.listWords.has(after.key));
+
+/** A year after a comma ("July 20, 1969"): a date, not another item, beside a text answer. */
+const year = (words: Token[]) => words.length === 1 && words[0]!.kind === 'num' && /^\d{4}$/.test(words[0]!.key);
 
 const BOUND_SYMBOLS = new Set(RULES.bounds.symbols.split(' '));
 const BOUND_PHRASES = RULES.bounds.phrases.map((p) => p.split(' '));

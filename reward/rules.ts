@@ -49,6 +49,7 @@ const RewardRules = z.strictObject({
     conclusions: wordSet,
     copulas: wordSet,
   }),
+  appositions: wordSet,
   nameParticles: wordSet,
   answerLabels: phrases,
 });
