@@ -51,6 +51,7 @@ const RewardRules = z.strictObject({
   }),
   appositions: wordSet,
   nameParticles: wordSet,
+  notes: phrases,
   answerLabels: phrases,
 });
 

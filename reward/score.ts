@@ -248,13 +248,17 @@ function finalAnswerLine(text: string, grader: Grader): Token[][] | null {
   if (!lines.some((l) => ANSWER_LABEL.test(l))) return null;
   const content = lines.flatMap((l, k) => (HAS_CONTENT.test(l) ? [k] : []));
   let at = content.length - 1;
-  while (at > 0 && sentencesOf(lines[content[at]!]!).every((s) => endsAnswer(grader, s))) at--;
+  while (at > 0 && (NOTE.test(lines[content[at]!]!) || sentencesOf(lines[content[at]!]!).every((s) => endsAnswer(grader, s))))
+    at--;
   if (at < 0) return null;
   const last = content[at]!;
   const labelled = lines.slice(0, last + 1).filter((l) => ANSWER_LABEL.test(l)).length;
   if (labelled !== 1 || !ANSWER_LABEL.test(lines[last]!)) return null;
-  return sentencesOf(lines[last]!.replace(ANSWER_LABEL, '')).slice(0, 1);
+  return sentencesOf(lines[last]!.replace(ANSWER_LABEL, ''));
 }
+
+/** notesAfter: a line after the final answer that opens as a note ("Note: ...", "Please note ..."). */
+const NOTE = new RegExp(`^[\\s>*-]*(?:${RULES.notes.map((p) => p.replace(/ /g, '\\s+')).join('|')})\\b`, 'i');
 
 function* placesOf(text: string, grader: Grader): Generator<Place> {
   const boxes = boxed(text);
