@@ -81,17 +81,24 @@ function listedBeside(tokens: Token[], start: number, end: number): boolean {
   return false;
 }
 
-/** namesItAgain: the other item holds the reference too ("rue or common rue"): one thing, twice. */
-const namesItAgain = (words: Token[]) => words.some((w) => w.kind === 'form');
+/**
+ * namesItAgain: the other item is another accepted form of the reference ("Dionysus (or Bacchus)",
+ * "Beijing, or Peking"): one thing named twice, not two candidates.
+ */
+const namesItAgain = (words: Token[]) =>
+  words.some((w) => w.kind === 'form') && words.every((w) => w.kind === 'form' || RULES.fillers.has(w.key));
 
 /**
  * apposition: after a comma, a phrase that describes the answer ("Pour Moi, a French-bred colt",
  * "The Observer, published in London", "lignite, also known as brown coal"), not another item:
  * it opens with an article, a participle or an apposition word, and no list word follows it.
  */
-const apposition = (words: Token[], after: Token | undefined) =>
-  (RULES.appositions.has(words[0]!.key) || (words[0]!.key.length > 4 && words[0]!.key.endsWith('ed'))) &&
-  !(after !== undefined && RULES.listWords.has(after.key));
+const apposition = (words: Token[], after: Token | undefined) => {
+  const first = words[0]!;
+  // Written in lower case: "A. aaaaa" after a comma is a binomial, not the article.
+  const describes = RULES.appositions.has(first.text) || (first.key.length > 4 && /^[a-z]+ed$/.test(first.text));
+  return describes && !(after !== undefined && RULES.listWords.has(after.key));
+};
 
 /** A year after a comma ("July 20, 1969"): a date, not another item, beside a text answer. */
 const year = (words: Token[]) => words.length === 1 && words[0]!.kind === 'num' && /^\d{4}$/.test(words[0]!.key);

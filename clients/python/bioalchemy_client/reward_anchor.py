@@ -10,7 +10,7 @@ from operator import itemgetter
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from bioalchemy_client.reward_rules import _ENDINGS_ADDED, _ENDINGS_IRREGULAR, _ENDINGS_SWAPS, _RULES
-from bioalchemy_client.reward_text import _A, _DOT, _S, MARK_CLOSE, MARK_OPEN, _at, _is_alnum, _trim, prepare
+from bioalchemy_client.reward_text import _A, _DOT, _S, MARK_CLOSE, MARK_NAME, MARK_OPEN, _at, _is_alnum, _trim, prepare
 
 
 class Form(NamedTuple):
@@ -176,6 +176,25 @@ def anchor(prepared: str, forms: Sequence[Form]) -> str:
     for start, end, stands, _written in found:
         if start < pos:
             continue
-        out.append(text[pos:start] + MARK_OPEN + stands + MARK_CLOSE)
+        name = MARK_NAME if stands == ANSWER and _written_as_name(text, start, end) else ""
+        out.append(text[pos:start] + MARK_OPEN + name + stands + MARK_CLOSE)
         pos = end
     return "".join(out) + text[pos:]
+
+
+_TITLE_WORD = re.compile(r"[A-Z][a-z]", _A)
+
+
+def _written_as_name(text: str, start: int, end: int) -> bool:
+    """written_as_name: the occurrence is written as a proper name, each word capitalised ("Seymour Hersh", "the
+    Colorado River"), not only opened by a capital that starts a sentence. A name may run on into a verb or a
+    longer name ("Seymour Hersh first told ...") and still be the answer."""
+    words = re.split(_S + "+", text[start:end])
+    if not all(_TITLE_WORD.match(w) for w in words):
+        return False
+    if len(words) > 1:
+        return True
+    k = start - 1
+    while k >= 0 and text[k] in " \t\"'([\u201c\u201d":
+        k -= 1
+    return k >= 0 and text[k] not in ".!?:\n"

@@ -9,7 +9,7 @@ from typing import Callable, List, NamedTuple, Optional, Sequence
 
 from bioalchemy_client.reward_anchor import ANSWER, Form, binomial_forms, form_key
 from bioalchemy_client.reward_names import is_short_form, shorter_names, written_forms
-from bioalchemy_client.reward_rules import (_BOUND_PHRASES, _BOUND_SYMBOLS, _CONTINUATIONS, _COUNT_WORDS, _DISJUNCTIONS,
+from bioalchemy_client.reward_rules import (_APPOSITIONS, _BOUND_PHRASES, _BOUND_SYMBOLS, _CONTINUATIONS, _COUNT_WORDS, _DISJUNCTIONS,
                                             _FILLERS, _HEADS, _LETTER_LINKS, _LETTER_PREFIXES, _LIST_PUNCTUATION,
                                             _LIST_WORDS, _NEGATORS, _SCALES, _SUBJECT_VERBS, _UNIT_WORDS, _UNITS)
 from bioalchemy_client.reward_text import _A, _DOT, _S, Token, _get, _is_word, _trim, prepare, tokenize
@@ -44,11 +44,13 @@ def _is_list_separator(t: Optional[Token]) -> bool:
 def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
     """Another short item in a list right beside [start, end): "decrease" in "increase or decrease",
     "S. aureus" in "E. coli, or maybe S. aureus", "E. coli and/or S. aureus", "E. coli (or S. aureus)"."""
-    def competes(item):
+    def competes(item, separator, after):
         words = [t for t in item if _is_word(t)]
         if not words or len(words) > 4:
             return False
         if words[0].key in _CONTINUATIONS or any(w.key in _NEGATORS for w in words):
+            return False
+        if _names_it_again(words) or (separator.key == "," and (_apposition(words, after) or _year(words))):
             return False
         return any(w.key not in _FILLERS for w in words)
 
@@ -73,6 +75,7 @@ def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
     while parens(_get(tokens, j)):
         j += 1
     if _is_list_separator(_get(tokens, j)):
+        separator = tokens[j]
         j += 1
         while joins(_get(tokens, j)):
             j += 1
@@ -80,12 +83,13 @@ def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
         while j < len(tokens) and not stops(j):
             item.append(tokens[j])
             j += 1
-        if competes(item):
+        if competes(item, separator, _get(tokens, j)):
             return True
     j = start - 1
     while parens(_get(tokens, j)):
         j -= 1
     if _is_list_separator(_get(tokens, j)):
+        separator = tokens[j]
         j -= 1
         while joins(_get(tokens, j)):
             j -= 1
@@ -93,9 +97,34 @@ def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
         while j >= 0 and not stops(j):
             item.insert(0, tokens[j])
             j -= 1
-        if competes(item):
+        if competes(item, separator, _get(tokens, end)):
             return True
     return False
+
+
+_YEAR = re.compile(r"\d{4}", _A)
+_PARTICIPLE = re.compile(r"[a-z]+ed", _A)
+
+
+def _names_it_again(words: List[Token]) -> bool:
+    """names_it_again: the other item is another accepted form of the reference ("Dionysus (or Bacchus)",
+    "Beijing, or Peking"): one thing named twice, not two candidates."""
+    return any(w.kind == "form" for w in words) and all(w.kind == "form" or w.key in _FILLERS for w in words)
+
+
+def _apposition(words: List[Token], after: Optional[Token]) -> bool:
+    """apposition: after a comma, a phrase that describes the answer ("Pour Moi, a French-bred colt", "The
+    Observer, published in London", "lignite, also known as brown coal"), not another item: it opens with an
+    article, a participle or an apposition word, and no list word follows it."""
+    first = words[0]
+    # Written in lower case: "A. aaaaa" after a comma is a binomial, not the article.
+    describes = first.text in _APPOSITIONS or (len(first.key) > 4 and _PARTICIPLE.fullmatch(first.text) is not None)
+    return describes and not (after is not None and after.key in _LIST_WORDS)
+
+
+def _year(words: List[Token]) -> bool:
+    """A year after a comma ("July 20, 1969"): a date, not another item, beside a text answer."""
+    return len(words) == 1 and words[0].kind == "num" and _YEAR.fullmatch(words[0].key) is not None
 
 
 def _bound_before(tokens: List[Token], i: int) -> Optional[str]:
@@ -302,12 +331,15 @@ def _numeric_grader(truth: str, accepted: Sequence[str]) -> _Grader:
     return _Grader(False, [], mentions, decide)
 
 
+def is_verb(t: Token) -> bool:
+    """A verb after a subject: one of subjectVerbs, or any word ending in -ed."""
+    return t.kind == "word" and ((len(t.key) > 4 and t.key.endswith("ed")) or t.key in _SUBJECT_VERBS)
+
+
 def _subject_of_sentence(tokens: List[Token], i: int) -> bool:
     """The form at i opens its sentence (nothing but filler before it) and a verb follows it: "Barbara
     McClintock discovered ...", "The sinoatrial node generates ..."."""
-    nxt = tokens[i + 1]
-    verb = (len(nxt.key) > 4 and nxt.key.endswith("ed")) or nxt.key in _SUBJECT_VERBS
-    return verb and all(t.kind == "punct" or t.key in _FILLERS for t in tokens[:i])
+    return is_verb(tokens[i + 1]) and all(t.kind == "punct" or t.key in _FILLERS for t in tokens[:i])
 
 
 def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
@@ -325,9 +357,10 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
             if t.kind != "form":
                 continue
             # "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase, unless it is the
-            # subject of its sentence ("Barbara McClintock discovered transposition").
+            # subject of its sentence ("Barbara McClintock discovered transposition") or written as a proper
+            # name ("Seymour Hersh first told ...", "the Colorado River").
             nxt = _get(tokens, i + 1)
-            if (nxt is not None and nxt.kind == "word" and nxt.key not in _CONTINUATIONS and nxt.key not in _HEADS
+            if (nxt is not None and nxt.kind == "word" and not t.name and nxt.key not in _CONTINUATIONS and nxt.key not in _HEADS
                     and nxt.key not in _FILLERS and not nxt.key.endswith("ly") and not _subject_of_sentence(tokens, i)):
                 continue
             out.append(Mention(ANSWER, None, None, i, i + 1, _listed_beside(tokens, i, i + 1)))
