@@ -275,17 +275,38 @@ function sameNumber(
   return as.some((x) => bs.some((y) => numbersMatch(x, y, tolerance)));
 }
 
+const YEAR = /^(?:1[0-9]{3}|20[0-9]{2})$/;
+
+/** A year as a sentence writes one: four digits and no unit ("in 1830"). */
+const isYear = (n: Mention) => n.end - n.start === 1 && YEAR.test(n.value);
+
+/** dayOfDate: a number of 1 to 31 beside a month ("15 September 1830", "July 4") is a date's day. */
+function dayOfDate(tokens: Token[], n: Mention): boolean {
+  if (n.end - n.start !== 1 || !/^\d{1,2}$/.test(n.value) || Number(n.value) > 31) return false;
+  const month = (t: Token | undefined) => t !== undefined && t.kind === 'word' && RULES.months.has(t.key);
+  return month(tokens[n.start - 1]) || month(tokens[n.end]) || (tokens[n.end]?.key === 'of' && month(tokens[n.end + 1]));
+}
+
+/** "one" before a word that is no unit is a determiner ("one of the largest", "one side"), no count. */
+const determiner = (tokens: Token[], n: Mention) =>
+  n.end - n.start === 1 && tokens[n.start]!.key === 'one' && tokens[n.end]?.kind === 'word';
+
 function numericGrader(truth: string, accepted: readonly string[]): Grader {
   const numbers = accepted.map(numericForm).filter((n) => n !== null);
-  const years = numbers.filter((n) => n.exact && /^(?:1[0-9]{3}|20[0-9]{2})$/.test(n.key));
+  const years = numbers.filter((n) => n.exact && YEAR.test(n.key));
   return {
     text: false,
     forms: [],
+    // sameKind: a year beside a count that is no year ("56 years, from 1216 to 1272"), the day of a
+    // date ("15 September 1830") and "one" as a determiner compete with nothing.
     mentions(tokens) {
       const out: Mention[] = [];
       for (let i = 0; i < tokens.length; ) {
         const n = numberAt(tokens, i);
-        if (n) out.push(footnoteResidue(n, years));
+        if (n) {
+          const m = footnoteResidue(n, years);
+          if (!dayOfDate(tokens, m) && !determiner(tokens, m) && (years.length > 0 || !isYear(m))) out.push(m);
+        }
         i = n ? n.end : i + 1;
       }
       return out;

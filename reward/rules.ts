@@ -49,6 +49,7 @@ const RewardRules = z.strictObject({
     conclusions: wordSet,
     copulas: wordSet,
   }),
+  months: wordSet,
   appositions: wordSet,
   nameParticles: wordSet,
   notes: phrases,
