@@ -175,6 +175,8 @@ export function anchor(text: string, forms: readonly Form[]): string {
 }
 
 const TITLE_WORD = /^[A-Z][a-z]/;
+/** Initials in a name: "MC Hammer", "J.M.W. Turner". */
+const INITIALS = /^(?:[A-Z]{1,2}|(?:[A-Z]\.)+)$/;
 
 /**
  * writtenAsName: the occurrence is written as a proper name, each word capitalised ("Seymour
@@ -183,9 +185,13 @@ const TITLE_WORD = /^[A-Z][a-z]/;
  */
 function writtenAsName(text: string, start: number, end: number): boolean {
   const words = text.slice(start, end).split(/\s+/);
-  if (!words.every((w) => TITLE_WORD.test(w))) return false;
+  const inside = (w: string, k: number) => k > 0 && k < words.length - 1 && RULES.nameParticles.has(w);
+  if (!words.every((w, k) => TITLE_WORD.test(w) || INITIALS.test(w) || inside(w, k))) return false;
+  if (!words.some((w) => TITLE_WORD.test(w))) return false;
   if (words.length > 1) return true;
+  // One word that opens a sentence is a name when another capitalised word follows it ("Mozilla
+  // Corporation"), not when its capital only opens the sentence ("Kinase inhibitors ...").
   let k = start - 1;
   while (k >= 0 && ` \t"'([\u201c\u201d`.includes(text[k]!)) k--;
-  return k >= 0 && !'.!?:\n'.includes(text[k]!);
+  return (k >= 0 && !'.!?:\n'.includes(text[k]!)) || /^\s+[A-Z][a-z]/.test(text.slice(end, end + 3));
 }

@@ -10,6 +10,7 @@ import {
   dropFootnotes,
   finalText,
   isQuestion,
+  isWord,
   prepare,
   sentencesOf,
   type Token,
@@ -149,12 +150,19 @@ function readSentence(grader: Grader, tokens: Token[]): { positive: Mention[]; n
       if (clauseOf[m.start] !== clauseOf[k]) continue;
       let between = m.end;
       while (between < k && skippable(tokens[between]!) && !mentionAt.has(between)) between++;
-      if (m.start > k || between === k) negated.add(m);
+      if ((m.start > k && !copulaBetween(tokens, k, m.start)) || between === k) negated.add(m);
     }
   });
   const positive = mentions.filter((m) => !negated.has(m));
   return { positive, negated: negated.size };
 }
+
+/**
+ * A copula between a negation and the candidate after it states the candidate: the negation is in
+ * the subject ("The scientist who never married him was George Eliot", "(not 1934) was Chadwick").
+ */
+const copulaBetween = (tokens: Token[], from: number, to: number) =>
+  tokens.slice(from + 1, to).some((t) => RULES.endOfAnswer.copulas.has(t.key));
 
 /** A sentence of nothing but candidates and filler ("C", "3 copies", "A is possible."). */
 function candidatesOnly(grader: Grader, tokens: Token[]): boolean {
@@ -307,8 +315,8 @@ function* placesOf(text: string, grader: Grader): Generator<Place> {
  * unless a refusal step finds what a policy could game:
  * - deniedReference: it is quoted and denied somewhere ("It is not Jane Doe.");
  * - listedReference: it is one of a list or a hedge (grader.decide);
- * - takenBack: the final sentence offers an alternative ("Alternatively, ..."), concludes with
- *   another answer ("So the structure in question is the AV node."), denies or hedges
+ * - takenBack: the final sentence offers an alternative ("Alternatively, ..."), opens a
+ *   conclusion with another answer ("So the structure in question is the AV node."), denies or hedges
  *   what came before ("It is not, however, the only one."), or names another answer ("It is the AV
  *   node.").
  */
@@ -325,13 +333,24 @@ function judgeWholeAnswer(grader: Grader, sentences: Token[][], last: Token[]): 
 
 /** takenBack: see judgeWholeAnswer. */
 function takesBack(last: Token[]): boolean {
-  const concludes = (t: Token) => RULES.endOfAnswer.alternatives.has(t.key) || RULES.endOfAnswer.conclusions.has(t.key);
-  if (last.some(concludes)) return true;
+  if (last.some((t) => RULES.endOfAnswer.alternatives.has(t.key))) return true;
   const first = last[0]!;
+  if (RULES.endOfAnswer.conclusions.has(first.key)) return true;
   const refersBack = first.kind === 'word' && RULES.endOfAnswer.anaphors.has(first.key);
   const doubts = last.some((t) => RULES.negators.has(t.key) || RULES.endOfAnswer.hedges.has(t.key));
-  return (refersBack && (doubts || namesAnother(last))) || opensWithAnotherName(last);
+  return (refersBack && (doubts || namesAnotherPlainly(last))) || opensWithAnotherName(last);
 }
+
+/**
+ * namesAnother, where what follows the copula is only a name: "They were married in 1200." and
+ * "It was written in 1594." say more of the answer, they name no other one.
+ */
+const namesAnotherPlainly = (tokens: Token[]) =>
+  namesAnother(tokens) &&
+  !tokens
+    .filter(isWord)
+    .slice(2)
+    .some((t) => t.kind === 'num' || RULES.continuations.has(t.key) || /^[a-z]{3,}ed$/.test(t.text));
 
 /** A word of a name, or a particle inside one ("Hugo Marie de Vries"). */
 const isNameWord = (t: Token, inside: boolean) =>
@@ -342,7 +361,9 @@ const isNameWord = (t: Token, inside: boolean) =>
  * words or more (the reference is no candidate there) names another answer of the same kind.
  */
 function opensWithAnotherName(last: Token[]): boolean {
-  let k = 0;
-  while (k < last.length && isNameWord(last[k]!, k > 0)) k++;
-  return k >= 2 && k < last.length && isVerb(last[k]!);
+  // "The Queen presented ...": an article opens a description, not a name.
+  let k = ['the', 'a', 'an'].includes(last[0]!.key) ? 1 : 0;
+  const start = k;
+  while (k < last.length && isNameWord(last[k]!, k > start)) k++;
+  return k - start >= 2 && k < last.length && isVerb(last[k]!);
 }
