@@ -27,11 +27,12 @@ from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 from bioalchemy_client.reward_anchor import ANSWER, Form, _patterns_of, anchor, binomial_forms, form_key
 from bioalchemy_client.reward_graders import (LETTERS, NUMERIC_TOLERANCE, Mention, _free_form_grader,
                                               _Grader, _mcq_grader, accepted_forms, is_verb, numeric_form)
-from bioalchemy_client.reward_rules import (_ALTERNATIVES, _ANAPHORS, _CLAUSE_WORDS, _CONCLUSIONS, _COPULAS, _FILLERS,
+from bioalchemy_client.reward_rules import (_ALTERNATIVES, _ANAPHORS, _CLAUSE_WORDS, _CONCLUSIONS, _CONTINUATIONS,
+                                           _COPULAS, _FILLERS,
                                            _HEDGES, _NAME_PARTICLES, _NEGATORS, _NOTES, _REMARK_LABELS, _REMARKS,
                                            _RULES)
 from bioalchemy_client.reward_text import (_A, _ANSWER_LABEL, _ANSWER_PHRASE, _S, MARK_CLOSE, MARK_OPEN, Token,
-                                           _is_question, after_revision, boxed, drop_footnotes, final_text,
+                                           _is_question, _is_word, after_revision, boxed, drop_footnotes, final_text,
                                            prepare, sentences_of, tokenize)
 
 
@@ -67,10 +68,16 @@ def _read_sentence(grader: _Grader, tokens: List[Token]) -> Tuple[List[Mention],
             between = m.end
             while between < k and skippable(tokens[between]) and between not in mention_at:
                 between += 1
-            if m.start > k or between == k:
+            if (m.start > k and not _copula_between(tokens, k, m.start)) or between == k:
                 negated.add(index)
     positive = [m for index, m in enumerate(mentions) if index not in negated]
     return positive, len(negated)
+
+
+def _copula_between(tokens: List[Token], start: int, end: int) -> bool:
+    """A copula between a negation and the candidate after it states the candidate: the negation is in the
+    subject ("The scientist who never married him was George Eliot", "(not 1934) was Chadwick")."""
+    return any(t.key in _COPULAS for t in tokens[start + 1:end])
 
 
 def _candidates_only(grader: _Grader, tokens: List[Token]) -> bool:
@@ -239,12 +246,25 @@ def _judge_whole_answer(grader: _Grader, sentences: List[List[Token]], last: Lis
 
 def _takes_back(last: List[Token]) -> bool:
     """taken_back: see _judge_whole_answer."""
-    if any(t.key in _ALTERNATIVES or t.key in _CONCLUSIONS for t in last):
+    if any(t.key in _ALTERNATIVES for t in last):
         return True
     first = last[0]
+    if first.key in _CONCLUSIONS:
+        return True
     refers_back = first.kind == "word" and first.key in _ANAPHORS
     doubts = any(t.key in _NEGATORS or t.key in _HEDGES for t in last)
-    return (refers_back and (doubts or _names_another(last))) or _opens_with_another_name(last)
+    return (refers_back and (doubts or _names_another_plainly(last))) or _opens_with_another_name(last)
+
+
+_PARTICIPLE = re.compile("[a-z]{3,}ed", _A)
+
+
+def _names_another_plainly(tokens: List[Token]) -> bool:
+    """_names_another, where what follows the copula is only a name: "They were married in 1200." and "It was
+    written in 1594." say more of the answer, they name no other one."""
+    rest = [t for t in tokens if _is_word(t)][2:]
+    return _names_another(tokens) and not any(
+        t.kind == "num" or t.key in _CONTINUATIONS or _PARTICIPLE.fullmatch(t.text) for t in rest)
 
 
 _NAME_WORD = re.compile("[A-Z][a-z]", _A)
@@ -258,10 +278,12 @@ def _is_name_word(t: Token, inside: bool) -> bool:
 def _opens_with_another_name(last: List[Token]) -> bool:
     """"Hugo Marie de Vries rediscovered the laws.": a final sentence whose subject is a name of two words or
     more (the reference is no candidate there) names another answer of the same kind."""
-    k = 0
-    while k < len(last) and _is_name_word(last[k], k > 0):
+    # "The Queen presented ...": an article opens a description, not a name.
+    k = 1 if last[0].key in ("the", "a", "an") else 0
+    start = k
+    while k < len(last) and _is_name_word(last[k], k > start):
         k += 1
-    return 2 <= k < len(last) and is_verb(last[k])
+    return k - start >= 2 and k < len(last) and is_verb(last[k])
 
 
 _ANY_ALNUM = re.compile(r"[A-Za-z0-9]", _A)

@@ -9,7 +9,7 @@ from typing import Callable, List, NamedTuple, Optional, Sequence
 
 from bioalchemy_client.reward_anchor import ANSWER, Form, binomial_forms, form_key
 from bioalchemy_client.reward_names import is_short_form, shorter_names, written_forms
-from bioalchemy_client.reward_rules import (_APPOSITIONS, _BOUND_PHRASES, _BOUND_SYMBOLS, _CONTINUATIONS, _COUNT_WORDS, _DISJUNCTIONS,
+from bioalchemy_client.reward_rules import (_APPOSITIONS, _BOUND_PHRASES, _MONTHS, _BOUND_SYMBOLS, _CONTINUATIONS, _COUNT_WORDS, _DISJUNCTIONS,
                                             _FILLERS, _HEADS, _LETTER_LINKS, _LETTER_PREFIXES, _LIST_PUNCTUATION,
                                             _LIST_WORDS, _NEGATORS, _SCALES, _SUBJECT_VERBS, _UNIT_WORDS, _UNITS)
 from bioalchemy_client.reward_text import _A, _DOT, _S, Token, _get, _is_word, _trim, prepare, tokenize
@@ -302,17 +302,48 @@ def _same_number(a: tuple, b: tuple, tolerance: float) -> bool:
     return any(_numbers_match(x, y, tolerance) for x in xs for y in ys)
 
 
+def _is_year(n: Mention) -> bool:
+    """A year as a sentence writes one: four digits and no unit ("in 1830")."""
+    return n.end - n.start == 1 and _YEAR_KEY.match(n.value) is not None
+
+
+_DAY = re.compile(r"\d{1,2}\Z", _A)
+
+
+def _day_of_date(tokens: List[Token], n: Mention) -> bool:
+    """day_of_date: a number of 1 to 31 beside a month ("15 September 1830", "July 4") is a date's day."""
+    if n.end - n.start != 1 or not _DAY.match(n.value) or int(n.value) > 31:
+        return False
+
+    def month(t):
+        return t is not None and t.kind == "word" and t.key in _MONTHS
+
+    after = _get(tokens, n.end)
+    return (month(_get(tokens, n.start - 1)) or month(after)
+            or (after is not None and after.key == "of" and month(_get(tokens, n.end + 1))))
+
+
+def _determiner(tokens: List[Token], n: Mention) -> bool:
+    """"one" before a word that is no unit is a determiner ("one of the largest", "one side"), no count."""
+    after = _get(tokens, n.end)
+    return n.end - n.start == 1 and tokens[n.start].key == "one" and after is not None and after.kind == "word"
+
+
 def _numeric_grader(truth: str, accepted: Sequence[str]) -> _Grader:
     numbers = [n for n in map(numeric_form, accepted) if n is not None]
     years = [n for n in numbers if n[3] and _YEAR_KEY.match(n[2])]
 
+    # same_kind: a year beside a count that is no year ("56 years, from 1216 to 1272"), the day of a date ("15
+    # September 1830") and "one" as a determiner compete with nothing.
     def mentions(tokens):
         out = []
         i = 0
         while i < len(tokens):
             n = _number_at(tokens, i)
             if n:
-                out.append(_footnote_residue(n, years))
+                m = _footnote_residue(n, years)
+                if not _day_of_date(tokens, m) and not _determiner(tokens, m) and (years or not _is_year(m)):
+                    out.append(m)
             i = n.end if n else i + 1
         return out
 

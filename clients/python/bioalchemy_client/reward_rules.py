@@ -53,6 +53,7 @@ _HEDGES = _word_set(_RULES["endOfAnswer"]["hedges"])
 _ALTERNATIVES = _word_set(_RULES["endOfAnswer"]["alternatives"])
 _CONCLUSIONS = _word_set(_RULES["endOfAnswer"]["conclusions"])
 _COPULAS = _word_set(_RULES["endOfAnswer"]["copulas"])
+_MONTHS = _word_set(_RULES["months"])
 _APPOSITIONS = _word_set(_RULES["appositions"])
 _NAME_PARTICLES = _word_set(_RULES["nameParticles"])
 _NOTES: List[str] = _RULES["notes"]["phrases"]
