@@ -26,6 +26,8 @@ export interface Mention {
 export interface Grader {
   /** Free-form text: a box that names nothing known is another answer, not an empty one. */
   readonly text: boolean;
+  /** Free-form: when the final sentence names no candidate, the whole answer is read (score.ts). */
+  readonly wholeAnswer: boolean;
   /** What the anchor marks before the text is read. */
   readonly forms: readonly Form[];
   mentions(sentence: Token[]): Mention[];
@@ -44,10 +46,12 @@ const isListSeparator = (t: Token | undefined) =>
 function listedBeside(tokens: Token[], start: number, end: number): boolean {
   const competes = (item: Token[], separator: Token, after: Token | undefined) => {
     const words = item.filter(isWord);
-    if (words.length === 0 || words.length > 4) return false;
+    if (words.length === 0) return false;
     if (RULES.continuations.has(words[0]!.key) || words.some((w) => RULES.negators.has(w.key))) return false;
     if (namesItAgain(words) || (separator.key === ',' && (apposition(words, after) || year(words)))) return false;
-    return words.some((w) => !RULES.fillers.has(w.key));
+    // What the item names, after the filler that opens it ("I believe it is E. coli or S. aureus").
+    const opens = words.findIndex((w) => !RULES.fillers.has(w.key));
+    return opens >= 0 && words.length - opens <= 4;
   };
   // A full stop after one letter abbreviates ("S. aureus"): it ends no item.
   const stops = (j: number) => {
@@ -188,6 +192,7 @@ export function mcqGrader(truth: string, options: readonly string[]): Grader {
   };
   return {
     text: false,
+    wholeAnswer: false,
     forms,
     mentions(tokens) {
       const out: Mention[] = [];
@@ -296,6 +301,7 @@ function numericGrader(truth: string, accepted: readonly string[]): Grader {
   const years = numbers.filter((n) => n.exact && YEAR.test(n.key));
   return {
     text: false,
+    wholeAnswer: true,
     forms: [],
     // sameKind: a year beside a count that is no year ("56 years, from 1216 to 1272"), the day of a
     // date ("15 September 1830") and "one" as a determiner compete with nothing.
@@ -350,6 +356,7 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
   }));
   return {
     text: true,
+    wholeAnswer: true,
     forms,
     written: (text) => writtenForms(text, accepted).map((f) => ({ text: f, stands: ANSWER })),
     mentions(tokens) {

@@ -304,7 +304,7 @@ function* placesOf(text: string, grader: Grader): Generator<Place> {
   const alsoNamed = sentences
     .slice(0, end - 1)
     .filter((s) => candidatesOnly(grader, s) && (restated || !restatesOption(grader, s)));
-  const whole = grader.text && !stated;
+  const whole = grader.wholeAnswer && !stated;
   yield { where: 'final sentence', sentences: [...alsoNamed, last], decisive: !whole };
   if (whole) yield { where: 'answer', sentences, decisive: true, whole: last };
 }

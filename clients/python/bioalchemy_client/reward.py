@@ -217,7 +217,7 @@ def _places_of(text: str, grader: _Grader) -> Iterator[_Place]:
     restated = _restates_option(grader, last)
     also_named = [s for s in sentences[:end - 1]
                   if _candidates_only(grader, s) and (restated or not _restates_option(grader, s))]
-    whole = grader.text and not stated
+    whole = grader.whole_answer and not stated
     yield _Place("final sentence", also_named + [last], not whole)
     if whole:
         yield _Place("answer", sentences, True, whole=last)

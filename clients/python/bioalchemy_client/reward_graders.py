@@ -4,6 +4,7 @@ the verifiable reward (bioalchemy_client/reward.py)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Callable, List, NamedTuple, Optional, Sequence
 
@@ -33,6 +34,7 @@ class _Grader(NamedTuple):
     mentions: Callable[[List[Token]], List[Mention]]
     decide: Callable[[List[Mention], str], dict]
     written: Optional[Callable[[str], List[Form]]] = None  # more forms the output itself writes (reward_names.py)
+    whole_answer: bool = False  # free-form: when the final sentence names no candidate, the whole answer is read
 
 
 def _is_list_separator(t: Optional[Token]) -> bool:
@@ -46,13 +48,15 @@ def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
     "S. aureus" in "E. coli, or maybe S. aureus", "E. coli and/or S. aureus", "E. coli (or S. aureus)"."""
     def competes(item, separator, after):
         words = [t for t in item if _is_word(t)]
-        if not words or len(words) > 4:
+        if not words:
             return False
         if words[0].key in _CONTINUATIONS or any(w.key in _NEGATORS for w in words):
             return False
         if _names_it_again(words) or (separator.key == "," and (_apposition(words, after) or _year(words))):
             return False
-        return any(w.key not in _FILLERS for w in words)
+        # What the item names, after the filler that opens it ("I believe it is E. coli or S. aureus").
+        named = list(itertools.dropwhile(lambda w: w.key in _FILLERS, words))
+        return 0 < len(named) <= 4
 
     def stops(j):
         t = tokens[j]
@@ -236,7 +240,7 @@ def _mcq_grader(truth: str, options: Sequence[str]) -> _Grader:
             return {"score": 1, "reason": f"{want} in the {where}"}
         return {"score": 0, "reason": f"{named[0]} in the {where}, expected {want}"}
 
-    return _Grader(False, forms, mentions, decide)
+    return _Grader(False, forms, mentions, decide, whole_answer=False)
 
 
 _LONG_SHORT = re.compile(r"^(" + _DOT + r"+?)" + _S + r"*\(([^()]+)\)" + _S + r"*\Z", _A)
@@ -359,7 +363,7 @@ def _numeric_grader(truth: str, accepted: Sequence[str]) -> _Grader:
             return {"score": 1, "reason": f"{first.value} matches in the {where}"}
         return {"score": 0, "reason": f"{first.value} is not {truth} ({where})"}
 
-    return _Grader(False, [], mentions, decide)
+    return _Grader(False, [], mentions, decide, whole_answer=True)
 
 
 def is_verb(t: Token) -> bool:
@@ -402,4 +406,4 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
             return {"score": 0, "reason": f"the answer is one of a list or a hedge in the {where}"}
         return {"score": 1, "reason": f"matches in the {where}"}
 
-    return _Grader(True, forms, mentions, decide, written)
+    return _Grader(True, forms, mentions, decide, written, whole_answer=True)
