@@ -44,11 +44,12 @@ const isListSeparator = (t: Token | undefined) =>
  * "S. aureus" in "E. coli, or maybe S. aureus", "E. coli and/or S. aureus", "E. coli (or S. aureus)".
  */
 function listedBeside(tokens: Token[], start: number, end: number): boolean {
-  const competes = (item: Token[], separator: Token, after: Token | undefined) => {
+  const competes = (item: Token[], separator: Token, after: Token | undefined, before: boolean) => {
     const words = item.filter(isWord);
     if (words.length === 0) return false;
     if (RULES.continuations.has(words[0]!.key) || words.some((w) => RULES.negators.has(w.key))) return false;
-    if (namesItAgain(words) || (separator.key === ',' && (apposition(words, after) || year(words)))) return false;
+    if (namesItAgain(words, before)) return false;
+    if (separator.key === ',' && (apposition(words, after) || year(words))) return false;
     // What the item names, after the filler that opens it ("I believe it is E. coli or S. aureus").
     const opens = words.findIndex((w) => !RULES.fillers.has(w.key));
     return opens >= 0 && words.length - opens <= 4;
@@ -71,7 +72,7 @@ function listedBeside(tokens: Token[], start: number, end: number): boolean {
     for (j++; joins(tokens[j]); j++);
     const item: Token[] = [];
     for (; j < tokens.length && !stops(j); j++) item.push(tokens[j]!);
-    if (competes(item, separator, tokens[j])) return true;
+    if (competes(item, separator, tokens[j], false)) return true;
   }
   j = start - 1;
   while (parens(tokens[j])) j--;
@@ -80,17 +81,21 @@ function listedBeside(tokens: Token[], start: number, end: number): boolean {
     for (j--; joins(tokens[j]); j--);
     const item: Token[] = [];
     for (; j >= 0 && !stops(j); j--) item.unshift(tokens[j]!);
-    if (competes(item, separator, tokens[end])) return true;
+    if (competes(item, separator, tokens[end], true)) return true;
   }
   return false;
 }
 
 /**
  * namesItAgain: the other item is another accepted form of the reference ("Dionysus (or Bacchus)",
- * "Beijing, or Peking"): one thing named twice, not two candidates.
+ * "the god Bacchus or Dionysus"): one thing named twice, not two candidates. An item after the
+ * reference is nothing but forms and filler; one before it (which runs back to where the sentence
+ * starts) ends with a form right before the separator.
  */
-const namesItAgain = (words: Token[]) =>
-  words.some((w) => w.kind === 'form') && words.every((w) => w.kind === 'form' || RULES.fillers.has(w.key));
+const namesItAgain = (words: Token[], before: boolean) =>
+  before
+    ? words.at(-1)!.kind === 'form'
+    : words.some((w) => w.kind === 'form') && words.every((w) => w.kind === 'form' || RULES.fillers.has(w.key));
 
 /**
  * apposition: after a comma, a phrase that describes the answer ("Pour Moi, a French-bred colt",

@@ -46,13 +46,15 @@ def _is_list_separator(t: Optional[Token]) -> bool:
 def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
     """Another short item in a list right beside [start, end): "decrease" in "increase or decrease",
     "S. aureus" in "E. coli, or maybe S. aureus", "E. coli and/or S. aureus", "E. coli (or S. aureus)"."""
-    def competes(item, separator, after):
+    def competes(item, separator, after, before):
         words = [t for t in item if _is_word(t)]
         if not words:
             return False
         if words[0].key in _CONTINUATIONS or any(w.key in _NEGATORS for w in words):
             return False
-        if _names_it_again(words) or (separator.key == "," and (_apposition(words, after) or _year(words))):
+        if _names_it_again(words, before):
+            return False
+        if separator.key == "," and (_apposition(words, after) or _year(words)):
             return False
         # What the item names, after the filler that opens it ("I believe it is E. coli or S. aureus").
         named = list(itertools.dropwhile(lambda w: w.key in _FILLERS, words))
@@ -87,7 +89,7 @@ def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
         while j < len(tokens) and not stops(j):
             item.append(tokens[j])
             j += 1
-        if competes(item, separator, _get(tokens, j)):
+        if competes(item, separator, _get(tokens, j), False):
             return True
     j = start - 1
     while parens(_get(tokens, j)):
@@ -101,7 +103,7 @@ def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
         while j >= 0 and not stops(j):
             item.insert(0, tokens[j])
             j -= 1
-        if competes(item, separator, _get(tokens, end)):
+        if competes(item, separator, _get(tokens, end), True):
             return True
     return False
 
@@ -110,9 +112,13 @@ _YEAR = re.compile(r"\d{4}", _A)
 _PARTICIPLE = re.compile(r"[a-z]+ed", _A)
 
 
-def _names_it_again(words: List[Token]) -> bool:
-    """names_it_again: the other item is another accepted form of the reference ("Dionysus (or Bacchus)",
-    "Beijing, or Peking"): one thing named twice, not two candidates."""
+def _names_it_again(words: List[Token], before: bool) -> bool:
+    """names_it_again: the other item is another accepted form of the reference ("Dionysus (or Bacchus)", "the
+    god Bacchus or Dionysus"): one thing named twice, not two candidates. An item after the reference is nothing
+    but forms and filler; one before it (which runs back to where the sentence starts) ends with a form right
+    before the separator."""
+    if before:
+        return words[-1].kind == "form"
     return any(w.kind == "form" for w in words) and all(w.kind == "form" or w.key in _FILLERS for w in words)
 
 
