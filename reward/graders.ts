@@ -95,7 +95,8 @@ function listedBeside(tokens: Token[], start: number, end: number): boolean {
 const namesItAgain = (words: Token[], before: boolean) =>
   before
     ? words.at(-1)!.kind === 'form'
-    : words.some((w) => w.kind === 'form') && words.every((w) => w.kind === 'form' || RULES.fillers.has(w.key));
+    : words.some((w) => w.kind === 'form') &&
+      words.every((w) => w.kind === 'form' || RULES.fillers.has(w.key));
 
 /**
  * apposition: after a comma, a phrase that describes the answer ("Pour Moi, a French-bred colt",
@@ -105,12 +106,14 @@ const namesItAgain = (words: Token[], before: boolean) =>
 const apposition = (words: Token[], after: Token | undefined) => {
   const first = words[0]!;
   // Written in lower case: "A. aaaaa" after a comma is a binomial, not the article.
-  const describes = RULES.appositions.has(first.text) || (first.key.length > 4 && /^[a-z]+ed$/.test(first.text));
+  const describes =
+    RULES.appositions.has(first.text) || (first.key.length > 4 && /^[a-z]+ed$/.test(first.text));
   return describes && !(after !== undefined && RULES.listWords.has(after.key));
 };
 
 /** A year after a comma ("July 20, 1969"): a date, not another item, beside a text answer. */
-const year = (words: Token[]) => words.length === 1 && words[0]!.kind === 'num' && /^\d{4}$/.test(words[0]!.key);
+const year = (words: Token[]) =>
+  words.length === 1 && words[0]!.kind === 'num' && /^\d{4}$/.test(words[0]!.key);
 
 const BOUND_SYMBOLS = new Set(RULES.bounds.symbols.split(' '));
 const BOUND_PHRASES = RULES.bounds.phrases.map((p) => p.split(' '));
@@ -294,7 +297,11 @@ const isYear = (n: Mention) => n.end - n.start === 1 && YEAR.test(n.value);
 function dayOfDate(tokens: Token[], n: Mention): boolean {
   if (n.end - n.start !== 1 || !/^\d{1,2}$/.test(n.value) || Number(n.value) > 31) return false;
   const month = (t: Token | undefined) => t !== undefined && t.kind === 'word' && RULES.months.has(t.key);
-  return month(tokens[n.start - 1]) || month(tokens[n.end]) || (tokens[n.end]?.key === 'of' && month(tokens[n.end + 1]));
+  return (
+    month(tokens[n.start - 1]) ||
+    month(tokens[n.end]) ||
+    (tokens[n.end]?.key === 'of' && month(tokens[n.end + 1]))
+  );
 }
 
 /** "one" before a word that is no unit is a determiner ("one of the largest", "one side"), no count. */
@@ -316,7 +323,8 @@ function numericGrader(truth: string, accepted: readonly string[]): Grader {
         const n = numberAt(tokens, i);
         if (n) {
           const m = footnoteResidue(n, years);
-          if (!dayOfDate(tokens, m) && !determiner(tokens, m) && (years.length > 0 || !isYear(m))) out.push(m);
+          if (!dayOfDate(tokens, m) && !determiner(tokens, m) && (years.length > 0 || !isYear(m)))
+            out.push(m);
         }
         i = n ? n.end : i + 1;
       }
@@ -349,7 +357,9 @@ export const isVerb = (t: Token): boolean =>
  * follows it: "Barbara McClintock discovered ...", "The sinoatrial node generates ...".
  */
 function subjectOfSentence(tokens: Token[], i: number): boolean {
-  return isVerb(tokens[i + 1]!) && tokens.slice(0, i).every((t) => t.kind === 'punct' || RULES.fillers.has(t.key));
+  return (
+    isVerb(tokens[i + 1]!) && tokens.slice(0, i).every((t) => t.kind === 'punct' || RULES.fillers.has(t.key))
+  );
 }
 
 export function freeFormGrader(truth: string, aliases: readonly string[]): Grader {

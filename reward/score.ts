@@ -256,7 +256,10 @@ function finalAnswerLine(text: string, grader: Grader): Token[][] | null {
   if (!lines.some((l) => ANSWER_LABEL.test(l))) return null;
   const content = lines.flatMap((l, k) => (HAS_CONTENT.test(l) ? [k] : []));
   let at = content.length - 1;
-  while (at > 0 && (NOTE.test(lines[content[at]!]!) || sentencesOf(lines[content[at]!]!).every((s) => endsAnswer(grader, s))))
+  while (
+    at > 0 &&
+    (NOTE.test(lines[content[at]!]!) || sentencesOf(lines[content[at]!]!).every((s) => endsAnswer(grader, s)))
+  )
     at--;
   if (at < 0) return null;
   const last = content[at]!;

@@ -43,12 +43,14 @@ interface Pair {
 }
 const name = fc
   .tuple(word, word, word)
-  .filter(([a, b, c]) => b[0] !== c[0] && b !== c)
-  .map(([first, last, otherLast]): Pair => ({
-    kind: 'name',
-    reference: `${capital(first)} ${capital(last)}`,
-    other: `${capital(first)} ${capital(otherLast)}`,
-  }));
+  .filter(([, last, otherLast]) => last[0] !== otherLast[0])
+  .map(
+    ([first, last, otherLast]): Pair => ({
+      kind: 'name',
+      reference: `${capital(first)} ${capital(last)}`,
+      other: `${capital(first)} ${capital(otherLast)}`,
+    }),
+  );
 const term = fc
   .tuple(word, word)
   .filter(([a, b]) => a[0] !== b[0])
@@ -64,7 +66,13 @@ const year = fc
 const pair = fc.oneof(name, term, count, year);
 
 /** Correct answers as people write them, the reference standing for X. */
-const ANSWERS = ['X.', 'The answer is X.', 'I believe it is X.', 'Answer: X', 'It was X, as the record shows.'];
+const ANSWERS = [
+  'X.',
+  'The answer is X.',
+  'I believe it is X.',
+  'Answer: X',
+  'It was X, as the record shows.',
+];
 /** Sentences that name nothing, deny nothing and hedge nothing. */
 const NEUTRAL = [
   'Many sources agree on this point.',
@@ -139,7 +147,8 @@ describe('the reward against people (issue 50), as properties', () => {
           const want = pays(reference, output).score;
           expect(want).toBe(right ? 1 : 0);
           // Numbers have no case or accents; an article before a number is no article of it.
-          const changed = kind === 'count' || kind === 'year' ? variants(output, x).slice(4) : variants(output, x);
+          const changed =
+            kind === 'count' || kind === 'year' ? variants(output, x).slice(4) : variants(output, x);
           for (const v of changed) {
             const r = pays(reference, v);
             expect(r.score, `${r.reason} | ${v}`).toBe(want);
