@@ -185,6 +185,8 @@ export function mcqGrader(truth: string, options: readonly string[]): Grader {
     const next = tokens[i + 1];
     if (t.text === t.text.toUpperCase()) {
       if (prev?.kind === 'word' && RULES.letterPrefixes.has(prev.key)) return null;
+      // A unit after a number ("25°C", "300 K") is no option.
+      if (prev?.kind === 'num' && RULES.units.has(t.text)) return null;
       if (next?.kind === 'word' && next.space && /^[a-z]/.test(next.text) && !RULES.letterLinks.has(next.key))
         return null;
       const after = tokens[i + 2];

@@ -216,6 +216,9 @@ def _mcq_grader(truth: str, options: Sequence[str]) -> _Grader:
         if t.text == t.text.upper():
             if prev is not None and prev.kind == "word" and prev.key in _LETTER_PREFIXES:
                 return None
+            # A unit after a number ("25°C", "300 K") is no option.
+            if prev is not None and prev.kind == "num" and t.text in _UNITS:
+                return None
             if (nxt is not None and nxt.kind == "word" and nxt.space and _LOWER_START.match(nxt.text)
                     and nxt.key not in _LETTER_LINKS):
                 return None
