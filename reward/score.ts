@@ -38,6 +38,9 @@ import {
 //    ..." phrase; else the last sentence that is not a question, a remark or an elaboration
 //    (endOfAnswer), with every earlier sentence that is nothing but candidates ("C", "3 copies")
 //    and no restated option ("Choice A: Mitochondria"). The first place that names anything decides.
+//    Free-form (issue 50): when no answer is stated as such and the final sentence names no
+//    candidate, the whole answer is read (judgeWholeAnswer): the reference where it occurs pays,
+//    unless a named refusal step finds what a policy could game (denied, listed, taken back).
 // 5. judge: a candidate in a clause with a negation is no answer ("not C", "C is wrong"); a
 //    conflicting candidate beside it scores 0: another option, another value or a bound
 //    ("p < 0.05 or p > 0.05"), another item of a list ("E. coli or S. aureus"), another box.
