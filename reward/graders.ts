@@ -366,7 +366,10 @@ function subjectOfSentence(tokens: Token[], i: number): boolean {
 
 export function freeFormGrader(truth: string, aliases: readonly string[]): Grader {
   const accepted = acceptedForms(truth, aliases);
-  if (numericForm(truth) !== null) return numericGrader(truth, accepted);
+  // A number is read as one only when every accepted form is a number: a reference written as one
+  // with aliases in words ("234U", "Uranium") is a name.
+  if (numericForm(truth) !== null && accepted.every((f) => numericForm(f) !== null))
+    return numericGrader(truth, accepted);
   const forms = [...accepted, ...binomialForms(accepted), ...shorterNames(accepted)].map((text) => ({
     text,
     stands: ANSWER,

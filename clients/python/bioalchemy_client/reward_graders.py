@@ -388,7 +388,9 @@ def _subject_of_sentence(tokens: List[Token], i: int) -> bool:
 
 def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
     accepted = accepted_forms(truth, aliases)
-    if numeric_form(truth) is not None:
+    # A number is read as one only when every accepted form is a number: a reference written as one with aliases
+    # in words ("234U", "Uranium") is a name.
+    if numeric_form(truth) is not None and all(numeric_form(f) is not None for f in accepted):
         return _numeric_grader(truth, accepted)
     forms = [Form(text, ANSWER) for text in [*accepted, *binomial_forms(accepted), *shorter_names(accepted)]]
 
