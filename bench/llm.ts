@@ -372,7 +372,7 @@ export async function run(): Promise<string[]> {
         : `  curator skipped: ${t.curatorSkipped}`,
     );
   }
-  const drift = await cpuDrift(20_000);
+  const drift = await cpuDrift(10_000);
   lines.push(
     `CPU per call through the layer over a run of ${drift.calls} calls at zero latency: first tenth ${drift.first.toFixed(0)} us, last tenth ${drift.last.toFixed(0)} us (${(drift.last / drift.first).toFixed(2)}x; a cost that grows with the calls made shows here)`,
   );

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { acceptedForms, score } from '../reward/index.js';
 import { finalText } from '../reward/text.js';
 import { fmt } from './harness.js';
+import { run as againstPeople } from './reward-dev.js';
 
 // `npm run bench -- reward`: the verifiable reward's cost per output, in TypeScript (grade, the
 // feeder's /v1/reward) and in Python (trainers' compute_score), beside two figures of the same
@@ -190,7 +191,7 @@ function agreement(): string[] {
 }
 
 export async function run(): Promise<string[]> {
-  const agreed = agreement();
+  const agreed = [...agreement(), '### the development set (issue 50)', ...(await againstPeople())];
   const lists = items();
   // Inside the checkout, so tsx compiles the old TypeScript as it does the project's.
   mkdirSync(join(ROOT, '.cache'), { recursive: true });

@@ -1,5 +1,5 @@
 import { RULES } from './rules.js';
-import { isAlnum, isDigit, MARK_CLOSE, MARK_OPEN, prepare } from './text.js';
+import { isAlnum, isDigit, MARK_CLOSE, MARK_NAME, MARK_OPEN, prepare } from './text.js';
 
 // The anchor: the reference's accepted forms are found in the whole prepared text first, each
 // occurrence marked as one token standing for the answer (or an option's letter), and only then
@@ -167,8 +167,31 @@ export function anchor(text: string, forms: readonly Form[]): string {
   let pos = 0;
   for (const f of found) {
     if (f.start < pos) continue;
-    out += text.slice(pos, f.start) + MARK_OPEN + f.stands + MARK_CLOSE;
+    const name = f.stands === ANSWER && writtenAsName(text, f.start, f.end) ? MARK_NAME : '';
+    out += text.slice(pos, f.start) + MARK_OPEN + name + f.stands + MARK_CLOSE;
     pos = f.end;
   }
   return out + text.slice(pos);
+}
+
+const TITLE_WORD = /^[A-Z][a-z]/;
+/** Initials in a name: "MC Hammer", "J.M.W. Turner". */
+const INITIALS = /^(?:[A-Z]{1,2}|(?:[A-Z]\.)+)$/;
+
+/**
+ * writtenAsName: the occurrence is written as a proper name, each word capitalised ("Seymour
+ * Hersh", "the Colorado River"), not only opened by a capital that starts a sentence. A name may
+ * run on into a verb or a longer name ("Seymour Hersh first told ...") and still be the answer.
+ */
+function writtenAsName(text: string, start: number, end: number): boolean {
+  const words = text.slice(start, end).split(/\s+/);
+  const inside = (w: string, k: number) => k > 0 && k < words.length - 1 && RULES.nameParticles.has(w);
+  if (!words.every((w, k) => TITLE_WORD.test(w) || INITIALS.test(w) || inside(w, k))) return false;
+  if (!words.some((w) => TITLE_WORD.test(w))) return false;
+  if (words.length > 1) return true;
+  // One word that opens a sentence is a name when another capitalised word follows it ("Mozilla
+  // Corporation"), not when its capital only opens the sentence ("Kinase inhibitors ...").
+  let k = start - 1;
+  while (k >= 0 && ` \t"'([\u201c\u201d`.includes(text[k]!)) k--;
+  return (k >= 0 && !'.!?:\n'.includes(text[k]!)) || /^\s+[A-Z][a-z]/.test(text.slice(end, end + 3));
 }

@@ -26,6 +26,8 @@ export interface Mention {
 export interface Grader {
   /** Free-form text: a box that names nothing known is another answer, not an empty one. */
   readonly text: boolean;
+  /** Free-form: when the final sentence names no candidate, the whole answer is read (score.ts). */
+  readonly wholeAnswer: boolean;
   /** What the anchor marks before the text is read. */
   readonly forms: readonly Form[];
   mentions(sentence: Token[]): Mention[];
@@ -42,11 +44,15 @@ const isListSeparator = (t: Token | undefined) =>
  * "S. aureus" in "E. coli, or maybe S. aureus", "E. coli and/or S. aureus", "E. coli (or S. aureus)".
  */
 function listedBeside(tokens: Token[], start: number, end: number): boolean {
-  const competes = (item: Token[]) => {
+  const competes = (item: Token[], separator: Token, after: Token | undefined, before: boolean) => {
     const words = item.filter(isWord);
-    if (words.length === 0 || words.length > 4) return false;
+    if (words.length === 0) return false;
     if (RULES.continuations.has(words[0]!.key) || words.some((w) => RULES.negators.has(w.key))) return false;
-    return words.some((w) => !RULES.fillers.has(w.key));
+    if (namesItAgain(words, before)) return false;
+    if (separator.key === ',' && (apposition(words, after) || year(words))) return false;
+    // What the item names, after the filler that opens it ("I believe it is E. coli or S. aureus").
+    const opens = words.findIndex((w) => !RULES.fillers.has(w.key));
+    return opens >= 0 && words.length - opens <= 4;
   };
   // A full stop after one letter abbreviates ("S. aureus"): it ends no item.
   const stops = (j: number) => {
@@ -62,21 +68,52 @@ function listedBeside(tokens: Token[], start: number, end: number): boolean {
   let j = end;
   while (parens(tokens[j])) j++;
   if (isListSeparator(tokens[j])) {
+    const separator = tokens[j]!;
     for (j++; joins(tokens[j]); j++);
     const item: Token[] = [];
     for (; j < tokens.length && !stops(j); j++) item.push(tokens[j]!);
-    if (competes(item)) return true;
+    if (competes(item, separator, tokens[j], false)) return true;
   }
   j = start - 1;
   while (parens(tokens[j])) j--;
   if (isListSeparator(tokens[j])) {
+    const separator = tokens[j]!;
     for (j--; joins(tokens[j]); j--);
     const item: Token[] = [];
     for (; j >= 0 && !stops(j); j--) item.unshift(tokens[j]!);
-    if (competes(item)) return true;
+    if (competes(item, separator, tokens[end], true)) return true;
   }
   return false;
 }
+
+/**
+ * namesItAgain: the other item is another accepted form of the reference ("Dionysus (or Bacchus)",
+ * "the god Bacchus or Dionysus"): one thing named twice, not two candidates. An item after the
+ * reference is nothing but forms and filler; one before it (which runs back to where the sentence
+ * starts) ends with a form right before the separator.
+ */
+const namesItAgain = (words: Token[], before: boolean) =>
+  before
+    ? words.at(-1)!.kind === 'form'
+    : words.some((w) => w.kind === 'form') &&
+      words.every((w) => w.kind === 'form' || RULES.fillers.has(w.key));
+
+/**
+ * apposition: after a comma, a phrase that describes the answer ("Pour Moi, a French-bred colt",
+ * "The Observer, published in London", "lignite, also known as brown coal"), not another item:
+ * it opens with an article, a participle or an apposition word, and no list word follows it.
+ */
+const apposition = (words: Token[], after: Token | undefined) => {
+  const first = words[0]!;
+  // Written in lower case: "A. aaaaa" after a comma is a binomial, not the article.
+  const describes =
+    RULES.appositions.has(first.text) || (first.key.length > 4 && /^[a-z]+ed$/.test(first.text));
+  return describes && !(after !== undefined && RULES.listWords.has(after.key));
+};
+
+/** A year after a comma ("July 20, 1969"): a date, not another item, beside a text answer. */
+const year = (words: Token[]) =>
+  words.length === 1 && words[0]!.kind === 'num' && /^\d{4}$/.test(words[0]!.key);
 
 const BOUND_SYMBOLS = new Set(RULES.bounds.symbols.split(' '));
 const BOUND_PHRASES = RULES.bounds.phrases.map((p) => p.split(' '));
@@ -148,6 +185,8 @@ export function mcqGrader(truth: string, options: readonly string[]): Grader {
     const next = tokens[i + 1];
     if (t.text === t.text.toUpperCase()) {
       if (prev?.kind === 'word' && RULES.letterPrefixes.has(prev.key)) return null;
+      // A unit after a number ("25°C", "300 K") is no option.
+      if (prev?.kind === 'num' && RULES.units.has(t.text)) return null;
       if (next?.kind === 'word' && next.space && /^[a-z]/.test(next.text) && !RULES.letterLinks.has(next.key))
         return null;
       const after = tokens[i + 2];
@@ -163,6 +202,7 @@ export function mcqGrader(truth: string, options: readonly string[]): Grader {
   };
   return {
     text: false,
+    wholeAnswer: false,
     forms,
     mentions(tokens) {
       const out: Mention[] = [];
@@ -250,17 +290,44 @@ function sameNumber(
   return as.some((x) => bs.some((y) => numbersMatch(x, y, tolerance)));
 }
 
+const YEAR = /^(?:1[0-9]{3}|20[0-9]{2})$/;
+
+/** A year as a sentence writes one: four digits and no unit ("in 1830"). */
+const isYear = (n: Mention) => n.end - n.start === 1 && YEAR.test(n.value);
+
+/** dayOfDate: a number of 1 to 31 beside a month ("15 September 1830", "July 4") is a date's day. */
+function dayOfDate(tokens: Token[], n: Mention): boolean {
+  if (n.end - n.start !== 1 || !/^\d{1,2}$/.test(n.value) || Number(n.value) > 31) return false;
+  const month = (t: Token | undefined) => t !== undefined && t.kind === 'word' && RULES.months.has(t.key);
+  return (
+    month(tokens[n.start - 1]) ||
+    month(tokens[n.end]) ||
+    (tokens[n.end]?.key === 'of' && month(tokens[n.end + 1]))
+  );
+}
+
+/** "one" before a word that is no unit is a determiner ("one of the largest", "one side"), no count. */
+const determiner = (tokens: Token[], n: Mention) =>
+  n.end - n.start === 1 && tokens[n.start]!.key === 'one' && tokens[n.end]?.kind === 'word';
+
 function numericGrader(truth: string, accepted: readonly string[]): Grader {
   const numbers = accepted.map(numericForm).filter((n) => n !== null);
-  const years = numbers.filter((n) => n.exact && /^(?:1[0-9]{3}|20[0-9]{2})$/.test(n.key));
+  const years = numbers.filter((n) => n.exact && YEAR.test(n.key));
   return {
     text: false,
+    wholeAnswer: true,
     forms: [],
+    // sameKind: a year beside a count that is no year ("56 years, from 1216 to 1272"), the day of a
+    // date ("15 September 1830") and "one" as a determiner compete with nothing.
     mentions(tokens) {
       const out: Mention[] = [];
       for (let i = 0; i < tokens.length; ) {
         const n = numberAt(tokens, i);
-        if (n) out.push(footnoteResidue(n, years));
+        if (n) {
+          const m = footnoteResidue(n, years);
+          if (!dayOfDate(tokens, m) && !determiner(tokens, m) && (years.length > 0 || !isYear(m)))
+            out.push(m);
+        }
         i = n ? n.end : i + 1;
       }
       return out;
@@ -283,25 +350,33 @@ function numericGrader(truth: string, accepted: readonly string[]): Grader {
   };
 }
 
+/** A verb after a subject: one of subjectVerbs, or any word ending in -ed. */
+export const isVerb = (t: Token): boolean =>
+  t.kind === 'word' && ((t.key.length > 4 && t.key.endsWith('ed')) || RULES.subjectVerbs.has(t.key));
+
 /**
  * subjectOfSentence: the form at i opens its sentence (nothing but filler before it) and a verb
  * follows it: "Barbara McClintock discovered ...", "The sinoatrial node generates ...".
  */
 function subjectOfSentence(tokens: Token[], i: number): boolean {
-  const next = tokens[i + 1]!;
-  const verb = (next.key.length > 4 && next.key.endsWith('ed')) || RULES.subjectVerbs.has(next.key);
-  return verb && tokens.slice(0, i).every((t) => t.kind === 'punct' || RULES.fillers.has(t.key));
+  return (
+    isVerb(tokens[i + 1]!) && tokens.slice(0, i).every((t) => t.kind === 'punct' || RULES.fillers.has(t.key))
+  );
 }
 
 export function freeFormGrader(truth: string, aliases: readonly string[]): Grader {
   const accepted = acceptedForms(truth, aliases);
-  if (numericForm(truth) !== null) return numericGrader(truth, accepted);
+  // A number is read as one only when every accepted form is a number: a reference written as one
+  // with aliases in words ("234U", "Uranium") is a name.
+  if (numericForm(truth) !== null && accepted.every((f) => numericForm(f) !== null))
+    return numericGrader(truth, accepted);
   const forms = [...accepted, ...binomialForms(accepted), ...shorterNames(accepted)].map((text) => ({
     text,
     stands: ANSWER,
   }));
   return {
     text: true,
+    wholeAnswer: true,
     forms,
     written: (text) => writtenForms(text, accepted).map((f) => ({ text: f, stands: ANSWER })),
     mentions(tokens) {
@@ -309,10 +384,12 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
       tokens.forEach((t, i) => {
         if (t.kind !== 'form') return;
         // "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase, unless
-        // it is the subject of its sentence ("Barbara McClintock discovered transposition").
+        // it is the subject of its sentence ("Barbara McClintock discovered transposition") or
+        // written as a proper name ("Seymour Hersh first told ...", "the Colorado River").
         const next = tokens[i + 1];
         if (
           next?.kind === 'word' &&
+          !t.name &&
           !RULES.continuations.has(next.key) &&
           !RULES.heads.has(next.key) &&
           !RULES.fillers.has(next.key) &&

@@ -22,7 +22,12 @@ const NAME_WORD = /^(?:[A-Z][A-Za-z'-]*[a-z]|[A-Z]\.)$/;
 
 /** The words of a person's name of two to four words, first and last written out, or null. */
 function personName(form: string): string[] | null {
-  const words = form.trim().split(/\s+/);
+  // Accents dropped, as outputs often drop them ("Jose Rizal" for José Protasio Rizal).
+  const words = form
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .trim()
+    .split(/\s+/);
   if (words.length < 2 || words.length > 4 || !words.every((w) => NAME_WORD.test(w))) return null;
   return words[0]!.endsWith('.') || words.at(-1)!.endsWith('.') ? null : words;
 }

@@ -46,8 +46,13 @@ const RewardRules = z.strictObject({
     anaphors: wordSet,
     hedges: wordSet,
     alternatives: wordSet,
+    conclusions: wordSet,
     copulas: wordSet,
   }),
+  months: wordSet,
+  appositions: wordSet,
+  nameParticles: wordSet,
+  notes: phrases,
   answerLabels: phrases,
 });
 

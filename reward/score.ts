@@ -1,6 +1,6 @@
 import type { RewardRequestItem, RewardResult } from '../schemas/feeder.js';
 import { anchor } from './anchor.js';
-import { freeFormGrader, type Grader, type Mention, mcqGrader } from './graders.js';
+import { freeFormGrader, type Grader, isVerb, type Mention, mcqGrader } from './graders.js';
 import { RULES } from './rules.js';
 import {
   ANSWER_LABEL,
@@ -10,6 +10,7 @@ import {
   dropFootnotes,
   finalText,
   isQuestion,
+  isWord,
   prepare,
   sentencesOf,
   type Token,
@@ -37,6 +38,9 @@ import {
 //    ..." phrase; else the last sentence that is not a question, a remark or an elaboration
 //    (endOfAnswer), with every earlier sentence that is nothing but candidates ("C", "3 copies")
 //    and no restated option ("Choice A: Mitochondria"). The first place that names anything decides.
+//    Free-form (issue 50): when no answer is stated as such and the final sentence names no
+//    candidate, the whole answer is read (judgeWholeAnswer): the reference where it occurs pays,
+//    unless a named refusal step finds what a policy could game (denied, listed, taken back).
 // 5. judge: a candidate in a clause with a negation is no answer ("not C", "C is wrong"); a
 //    conflicting candidate beside it scores 0: another option, another value or a bound
 //    ("p < 0.05 or p > 0.05"), another item of a list ("E. coli or S. aureus"), another box.
@@ -83,7 +87,9 @@ export function readAnswer(input: Input): RulesReading {
         result: { score: 0, reason: `a box without the answer among the ${place.where}` },
         undecided: null,
       };
-    const verdict = judge(grader, place.sentences, place.where);
+    const verdict = place.whole
+      ? judgeWholeAnswer(grader, place.sentences, place.whole)
+      : judge(grader, place.sentences, place.where);
     if (verdict) return { result: verdict, undecided: null };
     if (place.decisive)
       return {
@@ -147,12 +153,19 @@ function readSentence(grader: Grader, tokens: Token[]): { positive: Mention[]; n
       if (clauseOf[m.start] !== clauseOf[k]) continue;
       let between = m.end;
       while (between < k && skippable(tokens[between]!) && !mentionAt.has(between)) between++;
-      if (m.start > k || between === k) negated.add(m);
+      if ((m.start > k && !copulaBetween(tokens, k, m.start)) || between === k) negated.add(m);
     }
   });
   const positive = mentions.filter((m) => !negated.has(m));
   return { positive, negated: negated.size };
 }
+
+/**
+ * A copula between a negation and the candidate after it states the candidate: the negation is in
+ * the subject ("The scientist who never married him was George Eliot", "(not 1934) was Chadwick").
+ */
+const copulaBetween = (tokens: Token[], from: number, to: number) =>
+  tokens.slice(from + 1, to).some((t) => RULES.endOfAnswer.copulas.has(t.key));
 
 /** A sentence of nothing but candidates and filler ("C", "3 copies", "A is possible."). */
 function candidatesOnly(grader: Grader, tokens: Token[]): boolean {
@@ -180,6 +193,8 @@ interface Place {
   readonly decisive: boolean;
   /** A box with something other than the answer in it. */
   readonly unknown?: boolean;
+  /** The whole answer, read by judgeWholeAnswer: its final sentence, which names no candidate. */
+  readonly whole?: Token[];
 }
 
 const startsWith = (tokens: Token[], phrase: string) =>
@@ -244,13 +259,20 @@ function finalAnswerLine(text: string, grader: Grader): Token[][] | null {
   if (!lines.some((l) => ANSWER_LABEL.test(l))) return null;
   const content = lines.flatMap((l, k) => (HAS_CONTENT.test(l) ? [k] : []));
   let at = content.length - 1;
-  while (at > 0 && sentencesOf(lines[content[at]!]!).every((s) => endsAnswer(grader, s))) at--;
+  while (
+    at > 0 &&
+    (NOTE.test(lines[content[at]!]!) || sentencesOf(lines[content[at]!]!).every((s) => endsAnswer(grader, s)))
+  )
+    at--;
   if (at < 0) return null;
   const last = content[at]!;
   const labelled = lines.slice(0, last + 1).filter((l) => ANSWER_LABEL.test(l)).length;
   if (labelled !== 1 || !ANSWER_LABEL.test(lines[last]!)) return null;
-  return sentencesOf(lines[last]!.replace(ANSWER_LABEL, '')).slice(0, 1);
+  return sentencesOf(lines[last]!.replace(ANSWER_LABEL, ''));
 }
+
+/** notesAfter: a line after the final answer that opens as a note ("Note: ...", "Please note ..."). */
+const NOTE = new RegExp(`^[\\s>*-]*(?:${RULES.notes.map((p) => p.replace(/ /g, '\\s+')).join('|')})\\b`, 'i');
 
 function* placesOf(text: string, grader: Grader): Generator<Place> {
   const boxes = boxed(text);
@@ -270,6 +292,9 @@ function* placesOf(text: string, grader: Grader): Generator<Place> {
   if (line !== null) yield { where: 'final answer line', sentences: line, decisive: false };
   const phrases = [...text.matchAll(ANSWER_PHRASE)].flatMap((m) => sentencesOf(m[1]!).slice(0, 1));
   if (phrases.length > 0) yield { where: 'answer phrase', sentences: phrases, decisive: false };
+  // An answer stated as such (a final line, "the answer is") that names no candidate is another
+  // answer: the reference elsewhere in the text is not read then.
+  const stated = line !== null || phrases.length > 0;
   const sentences = sentencesOf(text).filter((s) => !isQuestion(s));
   let end = sentences.length;
   while (end > 1 && sentences.length - end < MAX_AFTER_ANSWER && endsAnswer(grader, sentences[end - 1]!))
@@ -285,5 +310,66 @@ function* placesOf(text: string, grader: Grader): Generator<Place> {
   const alsoNamed = sentences
     .slice(0, end - 1)
     .filter((s) => candidatesOnly(grader, s) && (restated || !restatesOption(grader, s)));
-  yield { where: 'final sentence', sentences: [...alsoNamed, last], decisive: true };
+  const whole = grader.wholeAnswer && !stated;
+  yield { where: 'final sentence', sentences: [...alsoNamed, last], decisive: !whole };
+  if (whole) yield { where: 'answer', sentences, decisive: true, whole: last };
+}
+
+/**
+ * whereItOccurs: when the final sentence names no candidate, the reference wherever it occurs in
+ * the answer pays ("Jane Doe played the detective. She won an award for it."), as people grade,
+ * unless a refusal step finds what a policy could game:
+ * - deniedReference: it is quoted and denied somewhere ("It is not Jane Doe.");
+ * - listedReference: it is one of a list or a hedge (grader.decide);
+ * - takenBack: the final sentence offers an alternative ("Alternatively, ..."), opens a
+ *   conclusion with another answer ("So the structure in question is the AV node."), denies or hedges
+ *   what came before ("It is not, however, the only one."), or names another answer ("It is the AV
+ *   node.").
+ */
+function judgeWholeAnswer(grader: Grader, sentences: Token[][], last: Token[]): RewardResult | null {
+  const read = sentences.map((s) => readSentence(grader, s));
+  const positive = read.flatMap((r) => r.positive);
+  const denied = read.some((r) => r.negated > 0);
+  if (positive.length === 0)
+    return denied ? { score: 0, reason: 'only negated candidates in the answer' } : null;
+  if (denied) return { score: 0, reason: 'the reference is quoted and denied in the answer' };
+  if (takesBack(last)) return { score: 0, reason: 'the final sentence takes the answer back' };
+  return grader.decide(positive, 'answer');
+}
+
+/** takenBack: see judgeWholeAnswer. */
+function takesBack(last: Token[]): boolean {
+  if (last.some((t) => RULES.endOfAnswer.alternatives.has(t.key))) return true;
+  const first = last[0]!;
+  if (RULES.endOfAnswer.conclusions.has(first.key)) return true;
+  const refersBack = first.kind === 'word' && RULES.endOfAnswer.anaphors.has(first.key);
+  const doubts = last.some((t) => RULES.negators.has(t.key) || RULES.endOfAnswer.hedges.has(t.key));
+  return (refersBack && (doubts || namesAnotherPlainly(last))) || opensWithAnotherName(last);
+}
+
+/**
+ * namesAnother, where what follows the copula is only a name: "They were married in 1200." and
+ * "It was written in 1594." say more of the answer, they name no other one.
+ */
+const namesAnotherPlainly = (tokens: Token[]) =>
+  namesAnother(tokens) &&
+  !tokens
+    .filter(isWord)
+    .slice(2)
+    .some((t) => t.kind === 'num' || RULES.continuations.has(t.key) || /^[a-z]{3,}ed$/.test(t.text));
+
+/** A word of a name, or a particle inside one ("Hugo Marie de Vries"). */
+const isNameWord = (t: Token, inside: boolean) =>
+  t.kind === 'word' && (/^[A-Z][a-z]/.test(t.text) || (inside && RULES.nameParticles.has(t.text)));
+
+/**
+ * "Hugo Marie de Vries rediscovered the laws.": a final sentence whose subject is a name of two
+ * words or more (the reference is no candidate there) names another answer of the same kind.
+ */
+function opensWithAnotherName(last: Token[]): boolean {
+  // "The Queen presented ...": an article opens a description, not a name.
+  let k = ['the', 'a', 'an'].includes(last[0]!.key) ? 1 : 0;
+  const start = k;
+  while (k < last.length && isNameWord(last[k]!, k > start)) k++;
+  return k - start >= 2 && k < last.length && isVerb(last[k]!);
 }

@@ -133,6 +133,8 @@ export interface Token {
   readonly value: number | null;
   /** A number glued to a word by a hyphen ("IL-6", "COVID-19"): part of a name. */
   readonly attached: boolean;
+  /** A form written as a proper name ("Seymour Hersh"): see anchor.ts writtenAsName. */
+  readonly name: boolean;
 }
 
 /** Punctuation kept as tokens; any other symbol only separates words. */
@@ -147,6 +149,8 @@ const SIGN_AFTER = new Set([...'([{=:~<>≈≤≥']);
 /** The anchor's mark of an accepted form: \u0001, what it stands for, \u0002. */
 export const MARK_OPEN = '\u0001';
 export const MARK_CLOSE = '\u0002';
+/** Opens a mark's content when the occurrence is written as a proper name (anchor.ts writtenAsName). */
+export const MARK_NAME = '\u0003';
 
 const isSpace = (ch: string) => ch === ' ' || ch === '\t' || ch === '\n' || ch === '\f' || ch === '\v';
 export const isDigit = (ch: string | undefined) => ch !== undefined && ch >= '0' && ch <= '9';
@@ -158,8 +162,15 @@ export function tokenize(line: string): Token[] {
   const out: Token[] = [];
   let space = true;
   let i = 0;
-  const push = (kind: Token['kind'], text: string, key: string, value: number | null, attached: boolean) => {
-    out.push({ kind, text, key, space, value, attached });
+  const push = (
+    kind: Token['kind'],
+    text: string,
+    key: string,
+    value: number | null,
+    attached: boolean,
+    name = false,
+  ) => {
+    out.push({ kind, text, key, space, value, attached, name });
     space = false;
   };
   while (i < line.length) {
@@ -171,8 +182,9 @@ export function tokenize(line: string): Token[] {
     }
     if (ch === MARK_OPEN) {
       const close = line.indexOf(MARK_CLOSE, i);
-      const stands = line.slice(i + 1, close);
-      push('form', stands, MARK_OPEN + stands, null, false);
+      const name = line[i + 1] === MARK_NAME;
+      const stands = line.slice(i + (name ? 2 : 1), close);
+      push('form', stands, MARK_OPEN + stands, null, false, name);
       i = close + 1;
       continue;
     }

@@ -26,11 +26,13 @@ from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 # which the tests read): importable from here as they were before the port was split.
 from bioalchemy_client.reward_anchor import ANSWER, Form, _patterns_of, anchor, binomial_forms, form_key
 from bioalchemy_client.reward_graders import (LETTERS, NUMERIC_TOLERANCE, Mention, _free_form_grader,
-                                              _Grader, _mcq_grader, accepted_forms, numeric_form)
-from bioalchemy_client.reward_rules import (_ALTERNATIVES, _ANAPHORS, _CLAUSE_WORDS, _COPULAS, _FILLERS, _HEDGES,
-                                           _NEGATORS, _REMARK_LABELS, _REMARKS, _RULES)
-from bioalchemy_client.reward_text import (_A, _ANSWER_LABEL, _ANSWER_PHRASE, MARK_CLOSE, MARK_OPEN, Token,
-                                           _is_question, after_revision, boxed, drop_footnotes, final_text,
+                                              _Grader, _mcq_grader, accepted_forms, is_verb, numeric_form)
+from bioalchemy_client.reward_rules import (_ALTERNATIVES, _ANAPHORS, _CLAUSE_WORDS, _CONCLUSIONS, _CONTINUATIONS,
+                                           _COPULAS, _FILLERS,
+                                           _HEDGES, _NAME_PARTICLES, _NEGATORS, _NOTES, _REMARK_LABELS, _REMARKS,
+                                           _RULES)
+from bioalchemy_client.reward_text import (_A, _ANSWER_LABEL, _ANSWER_PHRASE, _S, MARK_CLOSE, MARK_OPEN, Token,
+                                           _is_question, _is_word, after_revision, boxed, drop_footnotes, final_text,
                                            prepare, sentences_of, tokenize)
 
 
@@ -66,10 +68,16 @@ def _read_sentence(grader: _Grader, tokens: List[Token]) -> Tuple[List[Mention],
             between = m.end
             while between < k and skippable(tokens[between]) and between not in mention_at:
                 between += 1
-            if m.start > k or between == k:
+            if (m.start > k and not _copula_between(tokens, k, m.start)) or between == k:
                 negated.add(index)
     positive = [m for index, m in enumerate(mentions) if index not in negated]
     return positive, len(negated)
+
+
+def _copula_between(tokens: List[Token], start: int, end: int) -> bool:
+    """A copula between a negation and the candidate after it states the candidate: the negation is in the
+    subject ("The scientist who never married him was George Eliot", "(not 1934) was Chadwick")."""
+    return any(t.key in _COPULAS for t in tokens[start + 1:end])
 
 
 def _candidates_only(grader: _Grader, tokens: List[Token]) -> bool:
@@ -96,6 +104,7 @@ class _Place(NamedTuple):
     sentences: list
     decisive: bool  # when it names nothing, nothing later is read (a box is the answer, even an empty one)
     unknown: bool = False  # a box with something other than the answer in it
+    whole: Optional[List[Token]] = None  # the whole answer, read by _judge_whole_answer: its final sentence
 
 
 def _starts_with(tokens: List[Token], phrase: str) -> bool:
@@ -157,7 +166,8 @@ def _final_answer_line(text: str, grader: _Grader) -> Optional[List[List[Token]]
         return None
     content = [k for k, line in enumerate(lines) if _HAS_CONTENT.search(line)]
     at = len(content) - 1
-    while at > 0 and all(_ends_answer(grader, s) for s in sentences_of(lines[content[at]])):
+    while at > 0 and (_NOTE.match(lines[content[at]]) or all(_ends_answer(grader, s)
+                                                              for s in sentences_of(lines[content[at]]))):
         at -= 1
     if at < 0:
         return None
@@ -165,7 +175,12 @@ def _final_answer_line(text: str, grader: _Grader) -> Optional[List[List[Token]]
     labelled = sum(1 for line in lines[:last + 1] if _ANSWER_LABEL.search(line))
     if labelled != 1 or not _ANSWER_LABEL.search(lines[last]):
         return None
-    return sentences_of(_ANSWER_LABEL.sub("", lines[last], count=1))[:1]
+    return sentences_of(_ANSWER_LABEL.sub("", lines[last], count=1))
+
+
+# notes_after: a line after the final answer that opens as a note ("Note: ...", "Please note ...").
+_NOTE = re.compile("^(?:" + _S + "|[>*-])*(?:" + "|".join(p.replace(" ", _S + "+") for p in _NOTES) + r")\b",
+                   _A | re.IGNORECASE)
 
 
 def _places_of(text: str, grader: _Grader) -> Iterator[_Place]:
@@ -185,6 +200,9 @@ def _places_of(text: str, grader: _Grader) -> Iterator[_Place]:
     phrases = [s for m in _ANSWER_PHRASE.finditer(text) for s in sentences_of(m.group(1))[:1]]
     if phrases:
         yield _Place("answer phrase", phrases, False)
+    # An answer stated as such (a final line, "the answer is") that names no candidate is another answer: the
+    # reference elsewhere in the text is not read then.
+    stated = line is not None or bool(phrases)
     sentences = [s for s in sentences_of(text) if not _is_question(s)]
     end = len(sentences)
     while end > 1 and len(sentences) - end < _MAX_AFTER_ANSWER and _ends_answer(grader, sentences[end - 1]):
@@ -199,7 +217,73 @@ def _places_of(text: str, grader: _Grader) -> Iterator[_Place]:
     restated = _restates_option(grader, last)
     also_named = [s for s in sentences[:end - 1]
                   if _candidates_only(grader, s) and (restated or not _restates_option(grader, s))]
-    yield _Place("final sentence", also_named + [last], True)
+    whole = grader.whole_answer and not stated
+    yield _Place("final sentence", also_named + [last], not whole)
+    if whole:
+        yield _Place("answer", sentences, True, whole=last)
+
+
+def _judge_whole_answer(grader: _Grader, sentences: List[List[Token]], last: List[Token]) -> Optional[dict]:
+    """where_it_occurs: when the final sentence names no candidate, the reference wherever it occurs in the
+    answer pays ("Jane Doe played the detective. She won an award for it."), as people grade, unless a refusal
+    step finds what a policy could game:
+    - denied_reference: it is quoted and denied somewhere ("It is not Jane Doe.");
+    - listed_reference: it is one of a list or a hedge (grader.decide);
+    - taken_back: the final sentence offers an alternative ("Alternatively, ..."), concludes with another
+      answer ("So the structure in question is the AV node."), denies or hedges what came before ("It is
+      not, however, the only one."), or names another answer ("It is the AV node.")."""
+    read = [_read_sentence(grader, s) for s in sentences]
+    positive = [m for r in read for m in r[0]]
+    denied = any(r[1] > 0 for r in read)
+    if not positive:
+        return {"score": 0, "reason": "only negated candidates in the answer"} if denied else None
+    if denied:
+        return {"score": 0, "reason": "the reference is quoted and denied in the answer"}
+    if _takes_back(last):
+        return {"score": 0, "reason": "the final sentence takes the answer back"}
+    return grader.decide(positive, "answer")
+
+
+def _takes_back(last: List[Token]) -> bool:
+    """taken_back: see _judge_whole_answer."""
+    if any(t.key in _ALTERNATIVES for t in last):
+        return True
+    first = last[0]
+    if first.key in _CONCLUSIONS:
+        return True
+    refers_back = first.kind == "word" and first.key in _ANAPHORS
+    doubts = any(t.key in _NEGATORS or t.key in _HEDGES for t in last)
+    return (refers_back and (doubts or _names_another_plainly(last))) or _opens_with_another_name(last)
+
+
+_PARTICIPLE = re.compile("[a-z]{3,}ed", _A)
+
+
+def _names_another_plainly(tokens: List[Token]) -> bool:
+    """_names_another, where what follows the copula is only a name: "They were married in 1200." and "It was
+    written in 1594." say more of the answer, they name no other one."""
+    rest = [t for t in tokens if _is_word(t)][2:]
+    return _names_another(tokens) and not any(
+        t.kind == "num" or t.key in _CONTINUATIONS or _PARTICIPLE.fullmatch(t.text) for t in rest)
+
+
+_NAME_WORD = re.compile("[A-Z][a-z]", _A)
+
+
+def _is_name_word(t: Token, inside: bool) -> bool:
+    """A word of a name, or a particle inside one ("Hugo Marie de Vries")."""
+    return t.kind == "word" and (_NAME_WORD.match(t.text) is not None or (inside and t.text in _NAME_PARTICLES))
+
+
+def _opens_with_another_name(last: List[Token]) -> bool:
+    """"Hugo Marie de Vries rediscovered the laws.": a final sentence whose subject is a name of two words or
+    more (the reference is no candidate there) names another answer of the same kind."""
+    # "The Queen presented ...": an article opens a description, not a name.
+    k = 1 if last[0].key in ("the", "a", "an") else 0
+    start = k
+    while k < len(last) and _is_name_word(last[k], k > start):
+        k += 1
+    return k - start >= 2 and k < len(last) and is_verb(last[k])
 
 
 _ANY_ALNUM = re.compile(r"[A-Za-z0-9]", _A)
@@ -218,7 +302,8 @@ def score(kind: str, ground_truth: str, output: str, options: Sequence[str] = ()
     for place in _places_of(text, grader):
         if place.unknown:
             return {"score": 0, "reason": f"a box without the answer among the {place.where}"}
-        verdict = _judge(grader, place.sentences, place.where)
+        verdict = (_judge_whole_answer(grader, place.sentences, place.whole) if place.whole is not None
+                   else _judge(grader, place.sentences, place.where))
         if verdict:
             return verdict
         if place.decisive:

@@ -9,8 +9,8 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from bioalchemy_client.reward_rules import _ENDINGS_ADDED, _ENDINGS_IRREGULAR, _ENDINGS_SWAPS, _RULES
-from bioalchemy_client.reward_text import _A, _DOT, _S, MARK_CLOSE, MARK_OPEN, _at, _is_alnum, _trim, prepare
+from bioalchemy_client.reward_rules import _ENDINGS_ADDED, _ENDINGS_IRREGULAR, _ENDINGS_SWAPS, _NAME_PARTICLES, _RULES
+from bioalchemy_client.reward_text import _A, _DOT, _S, MARK_CLOSE, MARK_NAME, MARK_OPEN, _at, _is_alnum, _trim, prepare
 
 
 class Form(NamedTuple):
@@ -176,6 +176,35 @@ def anchor(prepared: str, forms: Sequence[Form]) -> str:
     for start, end, stands, _written in found:
         if start < pos:
             continue
-        out.append(text[pos:start] + MARK_OPEN + stands + MARK_CLOSE)
+        name = MARK_NAME if stands == ANSWER and _written_as_name(text, start, end) else ""
+        out.append(text[pos:start] + MARK_OPEN + name + stands + MARK_CLOSE)
         pos = end
     return "".join(out) + text[pos:]
+
+
+_TITLE_WORD = re.compile(r"[A-Z][a-z]", _A)
+_INITIALS = re.compile(r"(?:[A-Z]{1,2}|(?:[A-Z]\.)+)\Z", _A)
+_NEXT_NAME = re.compile(_S + r"+[A-Z][a-z]", _A)
+
+
+def _written_as_name(text: str, start: int, end: int) -> bool:
+    """written_as_name: the occurrence is written as a proper name, each word capitalised ("Seymour Hersh", "the
+    Colorado River"), not only opened by a capital that starts a sentence. A name may run on into a verb or a
+    longer name ("Seymour Hersh first told ...") and still be the answer."""
+    words = re.split(_S + "+", text[start:end])
+
+    def inside(w, k):
+        return 0 < k < len(words) - 1 and w in _NAME_PARTICLES
+
+    if not all(_TITLE_WORD.match(w) or _INITIALS.match(w) or inside(w, k) for k, w in enumerate(words)):
+        return False
+    if not any(_TITLE_WORD.match(w) for w in words):
+        return False
+    if len(words) > 1:
+        return True
+    # One word that opens a sentence is a name when another capitalised word follows it ("Mozilla Corporation"),
+    # not when its capital only opens the sentence ("Kinase inhibitors ...").
+    k = start - 1
+    while k >= 0 and text[k] in " \t\"'([\u201c\u201d":
+        k -= 1
+    return (k >= 0 and text[k] not in ".!?:\n") or _NEXT_NAME.match(text[end:end + 3]) is not None

@@ -4,12 +4,13 @@ the verifiable reward (bioalchemy_client/reward.py)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Callable, List, NamedTuple, Optional, Sequence
 
 from bioalchemy_client.reward_anchor import ANSWER, Form, binomial_forms, form_key
 from bioalchemy_client.reward_names import is_short_form, shorter_names, written_forms
-from bioalchemy_client.reward_rules import (_BOUND_PHRASES, _BOUND_SYMBOLS, _CONTINUATIONS, _COUNT_WORDS, _DISJUNCTIONS,
+from bioalchemy_client.reward_rules import (_APPOSITIONS, _BOUND_PHRASES, _MONTHS, _BOUND_SYMBOLS, _CONTINUATIONS, _COUNT_WORDS, _DISJUNCTIONS,
                                             _FILLERS, _HEADS, _LETTER_LINKS, _LETTER_PREFIXES, _LIST_PUNCTUATION,
                                             _LIST_WORDS, _NEGATORS, _SCALES, _SUBJECT_VERBS, _UNIT_WORDS, _UNITS)
 from bioalchemy_client.reward_text import _A, _DOT, _S, Token, _get, _is_word, _trim, prepare, tokenize
@@ -33,6 +34,7 @@ class _Grader(NamedTuple):
     mentions: Callable[[List[Token]], List[Mention]]
     decide: Callable[[List[Mention], str], dict]
     written: Optional[Callable[[str], List[Form]]] = None  # more forms the output itself writes (reward_names.py)
+    whole_answer: bool = False  # free-form: when the final sentence names no candidate, the whole answer is read
 
 
 def _is_list_separator(t: Optional[Token]) -> bool:
@@ -44,13 +46,19 @@ def _is_list_separator(t: Optional[Token]) -> bool:
 def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
     """Another short item in a list right beside [start, end): "decrease" in "increase or decrease",
     "S. aureus" in "E. coli, or maybe S. aureus", "E. coli and/or S. aureus", "E. coli (or S. aureus)"."""
-    def competes(item):
+    def competes(item, separator, after, before):
         words = [t for t in item if _is_word(t)]
-        if not words or len(words) > 4:
+        if not words:
             return False
         if words[0].key in _CONTINUATIONS or any(w.key in _NEGATORS for w in words):
             return False
-        return any(w.key not in _FILLERS for w in words)
+        if _names_it_again(words, before):
+            return False
+        if separator.key == "," and (_apposition(words, after) or _year(words)):
+            return False
+        # What the item names, after the filler that opens it ("I believe it is E. coli or S. aureus").
+        named = list(itertools.dropwhile(lambda w: w.key in _FILLERS, words))
+        return 0 < len(named) <= 4
 
     def stops(j):
         t = tokens[j]
@@ -73,6 +81,7 @@ def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
     while parens(_get(tokens, j)):
         j += 1
     if _is_list_separator(_get(tokens, j)):
+        separator = tokens[j]
         j += 1
         while joins(_get(tokens, j)):
             j += 1
@@ -80,12 +89,13 @@ def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
         while j < len(tokens) and not stops(j):
             item.append(tokens[j])
             j += 1
-        if competes(item):
+        if competes(item, separator, _get(tokens, j), False):
             return True
     j = start - 1
     while parens(_get(tokens, j)):
         j -= 1
     if _is_list_separator(_get(tokens, j)):
+        separator = tokens[j]
         j -= 1
         while joins(_get(tokens, j)):
             j -= 1
@@ -93,9 +103,38 @@ def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
         while j >= 0 and not stops(j):
             item.insert(0, tokens[j])
             j -= 1
-        if competes(item):
+        if competes(item, separator, _get(tokens, end), True):
             return True
     return False
+
+
+_YEAR = re.compile(r"\d{4}", _A)
+_PARTICIPLE = re.compile(r"[a-z]+ed", _A)
+
+
+def _names_it_again(words: List[Token], before: bool) -> bool:
+    """names_it_again: the other item is another accepted form of the reference ("Dionysus (or Bacchus)", "the
+    god Bacchus or Dionysus"): one thing named twice, not two candidates. An item after the reference is nothing
+    but forms and filler; one before it (which runs back to where the sentence starts) ends with a form right
+    before the separator."""
+    if before:
+        return words[-1].kind == "form"
+    return any(w.kind == "form" for w in words) and all(w.kind == "form" or w.key in _FILLERS for w in words)
+
+
+def _apposition(words: List[Token], after: Optional[Token]) -> bool:
+    """apposition: after a comma, a phrase that describes the answer ("Pour Moi, a French-bred colt", "The
+    Observer, published in London", "lignite, also known as brown coal"), not another item: it opens with an
+    article, a participle or an apposition word, and no list word follows it."""
+    first = words[0]
+    # Written in lower case: "A. aaaaa" after a comma is a binomial, not the article.
+    describes = first.text in _APPOSITIONS or (len(first.key) > 4 and _PARTICIPLE.fullmatch(first.text) is not None)
+    return describes and not (after is not None and after.key in _LIST_WORDS)
+
+
+def _year(words: List[Token]) -> bool:
+    """A year after a comma ("July 20, 1969"): a date, not another item, beside a text answer."""
+    return len(words) == 1 and words[0].kind == "num" and _YEAR.fullmatch(words[0].key) is not None
 
 
 def _bound_before(tokens: List[Token], i: int) -> Optional[str]:
@@ -177,6 +216,9 @@ def _mcq_grader(truth: str, options: Sequence[str]) -> _Grader:
         if t.text == t.text.upper():
             if prev is not None and prev.kind == "word" and prev.key in _LETTER_PREFIXES:
                 return None
+            # A unit after a number ("25°C", "300 K") is no option.
+            if prev is not None and prev.kind == "num" and t.text in _UNITS:
+                return None
             if (nxt is not None and nxt.kind == "word" and nxt.space and _LOWER_START.match(nxt.text)
                     and nxt.key not in _LETTER_LINKS):
                 return None
@@ -207,7 +249,7 @@ def _mcq_grader(truth: str, options: Sequence[str]) -> _Grader:
             return {"score": 1, "reason": f"{want} in the {where}"}
         return {"score": 0, "reason": f"{named[0]} in the {where}, expected {want}"}
 
-    return _Grader(False, forms, mentions, decide)
+    return _Grader(False, forms, mentions, decide, whole_answer=False)
 
 
 _LONG_SHORT = re.compile(r"^(" + _DOT + r"+?)" + _S + r"*\(([^()]+)\)" + _S + r"*\Z", _A)
@@ -273,17 +315,48 @@ def _same_number(a: tuple, b: tuple, tolerance: float) -> bool:
     return any(_numbers_match(x, y, tolerance) for x in xs for y in ys)
 
 
+def _is_year(n: Mention) -> bool:
+    """A year as a sentence writes one: four digits and no unit ("in 1830")."""
+    return n.end - n.start == 1 and _YEAR_KEY.match(n.value) is not None
+
+
+_DAY = re.compile(r"\d{1,2}\Z", _A)
+
+
+def _day_of_date(tokens: List[Token], n: Mention) -> bool:
+    """day_of_date: a number of 1 to 31 beside a month ("15 September 1830", "July 4") is a date's day."""
+    if n.end - n.start != 1 or not _DAY.match(n.value) or int(n.value) > 31:
+        return False
+
+    def month(t):
+        return t is not None and t.kind == "word" and t.key in _MONTHS
+
+    after = _get(tokens, n.end)
+    return (month(_get(tokens, n.start - 1)) or month(after)
+            or (after is not None and after.key == "of" and month(_get(tokens, n.end + 1))))
+
+
+def _determiner(tokens: List[Token], n: Mention) -> bool:
+    """"one" before a word that is no unit is a determiner ("one of the largest", "one side"), no count."""
+    after = _get(tokens, n.end)
+    return n.end - n.start == 1 and tokens[n.start].key == "one" and after is not None and after.kind == "word"
+
+
 def _numeric_grader(truth: str, accepted: Sequence[str]) -> _Grader:
     numbers = [n for n in map(numeric_form, accepted) if n is not None]
     years = [n for n in numbers if n[3] and _YEAR_KEY.match(n[2])]
 
+    # same_kind: a year beside a count that is no year ("56 years, from 1216 to 1272"), the day of a date ("15
+    # September 1830") and "one" as a determiner compete with nothing.
     def mentions(tokens):
         out = []
         i = 0
         while i < len(tokens):
             n = _number_at(tokens, i)
             if n:
-                out.append(_footnote_residue(n, years))
+                m = _footnote_residue(n, years)
+                if not _day_of_date(tokens, m) and not _determiner(tokens, m) and (years or not _is_year(m)):
+                    out.append(m)
             i = n.end if n else i + 1
         return out
 
@@ -299,20 +372,25 @@ def _numeric_grader(truth: str, accepted: Sequence[str]) -> _Grader:
             return {"score": 1, "reason": f"{first.value} matches in the {where}"}
         return {"score": 0, "reason": f"{first.value} is not {truth} ({where})"}
 
-    return _Grader(False, [], mentions, decide)
+    return _Grader(False, [], mentions, decide, whole_answer=True)
+
+
+def is_verb(t: Token) -> bool:
+    """A verb after a subject: one of subjectVerbs, or any word ending in -ed."""
+    return t.kind == "word" and ((len(t.key) > 4 and t.key.endswith("ed")) or t.key in _SUBJECT_VERBS)
 
 
 def _subject_of_sentence(tokens: List[Token], i: int) -> bool:
     """The form at i opens its sentence (nothing but filler before it) and a verb follows it: "Barbara
     McClintock discovered ...", "The sinoatrial node generates ..."."""
-    nxt = tokens[i + 1]
-    verb = (len(nxt.key) > 4 and nxt.key.endswith("ed")) or nxt.key in _SUBJECT_VERBS
-    return verb and all(t.kind == "punct" or t.key in _FILLERS for t in tokens[:i])
+    return is_verb(tokens[i + 1]) and all(t.kind == "punct" or t.key in _FILLERS for t in tokens[:i])
 
 
 def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
     accepted = accepted_forms(truth, aliases)
-    if numeric_form(truth) is not None:
+    # A number is read as one only when every accepted form is a number: a reference written as one with aliases
+    # in words ("234U", "Uranium") is a name.
+    if numeric_form(truth) is not None and all(numeric_form(f) is not None for f in accepted):
         return _numeric_grader(truth, accepted)
     forms = [Form(text, ANSWER) for text in [*accepted, *binomial_forms(accepted), *shorter_names(accepted)]]
 
@@ -325,9 +403,10 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
             if t.kind != "form":
                 continue
             # "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase, unless it is the
-            # subject of its sentence ("Barbara McClintock discovered transposition").
+            # subject of its sentence ("Barbara McClintock discovered transposition") or written as a proper
+            # name ("Seymour Hersh first told ...", "the Colorado River").
             nxt = _get(tokens, i + 1)
-            if (nxt is not None and nxt.kind == "word" and nxt.key not in _CONTINUATIONS and nxt.key not in _HEADS
+            if (nxt is not None and nxt.kind == "word" and not t.name and nxt.key not in _CONTINUATIONS and nxt.key not in _HEADS
                     and nxt.key not in _FILLERS and not nxt.key.endswith("ly") and not _subject_of_sentence(tokens, i)):
                 continue
             out.append(Mention(ANSWER, None, None, i, i + 1, _listed_beside(tokens, i, i + 1)))
@@ -338,4 +417,4 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
             return {"score": 0, "reason": f"the answer is one of a list or a hedge in the {where}"}
         return {"score": 1, "reason": f"matches in the {where}"}
 
-    return _Grader(True, forms, mentions, decide, written)
+    return _Grader(True, forms, mentions, decide, written, whole_answer=True)

@@ -6,6 +6,7 @@ verifiable reward (bioalchemy_client/reward.py)."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import List, Optional, Sequence
 
 from bioalchemy_client.reward_text import _A, _S, _trim
@@ -38,9 +39,13 @@ _NAME_WORD = re.compile(r"(?:[A-Z][A-Za-z'-]*[a-z]|[A-Z]\.)", _A)
 _SPACES = re.compile(_S + "+")
 
 
+_COMBINING = re.compile("[\u0300-\u036f]")
+
+
 def _person_name(form: str) -> Optional[List[str]]:
     """The words of a person's name of two to four words, first and last written out, or None."""
-    words = _SPACES.split(_trim(form))
+    # Accents dropped, as outputs often drop them ("Jose Rizal" for José Protasio Rizal).
+    words = _SPACES.split(_trim(_COMBINING.sub("", unicodedata.normalize("NFKD", form))))
     if len(words) < 2 or len(words) > 4 or not all(_NAME_WORD.fullmatch(w) for w in words):
         return None
     return None if words[0].endswith(".") or words[-1].endswith(".") else words

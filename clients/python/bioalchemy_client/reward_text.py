@@ -181,6 +181,7 @@ class Token(NamedTuple):
     space: bool
     value: Optional[float]
     attached: bool
+    name: bool = False  # a form written as a proper name ("Seymour Hersh"): see reward_anchor.py _written_as_name
 
 
 _SIGNIFICANT = frozenset(",;:.!?/-()%&+=<>~±'≤≥")
@@ -195,6 +196,8 @@ _SIGN_AFTER = frozenset("([{=:~<>≈≤≥")
 # The anchor's mark of an accepted form: \u0001, what it stands for, \u0002.
 MARK_OPEN = "\u0001"
 MARK_CLOSE = "\u0002"
+# Opens a mark's content when the occurrence is written as a proper name (reward_anchor.py _written_as_name).
+MARK_NAME = "\u0003"
 
 
 def tokenize(line: str) -> List[Token]:
@@ -213,8 +216,9 @@ def tokenize(line: str) -> List[Token]:
             close = line.find(MARK_CLOSE, i)
             if close < 0:  # never: the anchor writes both marks, prepare removes any in the output
                 close = n
-            stands = line[i + 1:close]
-            out.append(Token("form", stands, MARK_OPEN + stands, space, None, False))
+            name = _at(line, i + 1) == MARK_NAME
+            stands = line[i + (2 if name else 1):close]
+            out.append(Token("form", stands, MARK_OPEN + stands, space, None, False, name))
             space = False
             i = close + 1
             continue

@@ -1,0 +1,95 @@
+import os
+import re
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from bioalchemy_client import score
+from bioalchemy_client.reward import _RULES
+
+# Issue 50: the reward pays where the reference occurs and refuses only what a policy could game, as
+# properties over generated references (names, one-word terms, counts, years) and answers in the shapes
+# people write; the same properties run under fast-check in test/feeder/reward-people.test.ts.
+PROPERTIES = settings(max_examples=150, deadline=None, derandomize=not os.environ.get("HYPOTHESIS_RANDOM"),
+                      suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+
+_TABLE_WORDS = set()
+for _key in ("fillers", "negators", "continuations", "listWords", "clauseWords", "unitWords", "nameParticles",
+             "months"):
+    _TABLE_WORDS |= set(_RULES[_key].split(" "))
+_TABLE_WORDS |= set(_RULES["numberWords"]) | set(_RULES["subjectVerbs"]["words"].split(" "))
+
+# A made-up word no table of the rules holds, of at least four letters.
+WORD = st.lists(st.tuples(st.sampled_from("bcdfghklmnprstvz"), st.sampled_from("aeiou")), min_size=2,
+                max_size=3).map(lambda syllables: "".join(c + v for c, v in syllables)).filter(
+                    lambda w: w not in _TABLE_WORDS)
+
+NAME = st.tuples(WORD, WORD, WORD).filter(lambda t: t[1][0] != t[2][0]).map(
+    lambda t: ("name", f"{t[0].capitalize()} {t[1].capitalize()}", f"{t[0].capitalize()} {t[2].capitalize()}"))
+TERM = st.tuples(WORD, WORD).filter(lambda t: t[0][0] != t[1][0]).map(lambda t: ("term", t[0], t[1]))
+COUNT = st.tuples(st.integers(2, 999), st.integers(2, 999)).filter(lambda t: t[0] != t[1]).map(
+    lambda t: ("count", str(t[0]), str(t[1])))
+YEAR = st.tuples(st.integers(1000, 2099), st.integers(1000, 2099)).filter(lambda t: t[0] != t[1]).map(
+    lambda t: ("year", str(t[0]), str(t[1])))
+# (kind, the reference, another candidate of the same kind that is not it)
+PAIR = st.one_of(NAME, TERM, COUNT, YEAR)
+
+# Correct answers as people write them, the reference standing for X.
+ANSWERS = ["X.", "The answer is X.", "I believe it is X.", "Answer: X", "It was X, as the record shows."]
+# Sentences that name nothing, deny nothing and hedge nothing.
+NEUTRAL = ["Many sources agree on this point.", "The question concerns a well-known topic.",
+           "Historians have written about it at length.", "Hope this helps!", "Quiz books often ask about this."]
+PADDING = st.lists(st.sampled_from(NEUTRAL), max_size=3)
+
+
+def pays(reference, output):
+    return score("free-form", reference, output)
+
+
+def fill(template, x):
+    return template.replace("X", x, 1)
+
+
+@PROPERTIES
+@given(PAIR, st.sampled_from(ANSWERS), PADDING, PADDING)
+def test_padding_a_correct_answer_with_neutral_sentences_never_turns_it_to_0(pair, answer, before, after):
+    _, reference, _ = pair
+    assert pays(reference, fill(answer, reference))["score"] == 1
+    output = "\n".join([*before, fill(answer, reference), *after])
+    r = pays(reference, output)
+    assert r["score"] == 1, (r["reason"], output)
+
+
+@PROPERTIES
+@given(PAIR, st.sampled_from(ANSWERS), st.sampled_from(["X or Y", "Y or X", "X, Y", "either X or Y", "X and/or Y",
+                                                        "X (or Y)"]), st.lists(st.sampled_from(NEUTRAL), max_size=2))
+def test_a_second_candidate_of_the_same_kind_in_the_final_answer_always_turns_it_to_0(pair, answer, hedge, before):
+    _, reference, other = pair
+    final = fill(answer, hedge.replace("X", reference).replace("Y", other))
+    output = "\n".join([*before, final])
+    r = pays(reference, output)
+    assert r["score"] == 0, (r["reason"], output)
+
+
+def _accented(s):
+    return re.sub("[aeiou]", lambda m: m.group(0) + "\u0301", s, count=1)
+
+
+@PROPERTIES
+@given(PAIR, st.sampled_from(ANSWERS), st.booleans(), st.lists(st.sampled_from(NEUTRAL), max_size=2))
+def test_accents_case_articles_and_punctuation_never_change_a_score(pair, answer, right, after):
+    kind, reference, other = pair
+    x = reference if right else other
+    output = "\n".join([fill(answer, x), *after])
+    want = pays(reference, output)["score"]
+    assert want == (1 if right else 0)
+    bare = re.sub(r"[.!]\Z", "", output)
+    variants = [output.replace(x, _accented(x), 1), output.lower(), output.upper(), output.replace(x, f"the {x}", 1),
+                output.replace(x, f'"{x}"', 1), bare or output, f"{bare}!"]
+    # Numbers have no case or accents; an article before a number is no article of it.
+    for v in variants[4:] if kind in ("count", "year") else variants:
+        r = pays(reference, v)
+        assert r["score"] == want, (r["reason"], v)
+    # The reference written with accents pays the answer without them, and the other way.
+    if kind in ("name", "term"):
+        assert pays(_accented(reference), output)["score"] == want
