@@ -1,10 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type Stats, start } from '../llm-server/server.js';
-import { cli, requestsByOutcome, runUntilIdle } from './helpers.js';
+import { cli, requestsByOutcome, runUntilIdle, workspace } from './helpers.js';
 
 const SAMPLES = fileURLToPath(new URL('../../examples/articles', import.meta.url));
 
@@ -36,21 +33,15 @@ export async function oneArticle(opts: {
     latency: { kind: 'fixed', ms: opts.replyMs },
   });
   try {
-    const dir = mkdtempSync(join(tmpdir(), 'bioalchemy-slow-server-'));
-    const config = join(dir, 'config.json');
-    writeFileSync(
-      config,
-      JSON.stringify({
-        log: `file:${join(dir, 'log')}`,
-        clickhouse: `chdb:${join(dir, 'chdb')}`,
-        llm: {
-          baseUrl: server.url,
-          model: 'test-model',
-          apiKeyEnv: 'E2E_LLM_KEY',
-          ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}),
-        },
-      }),
-    );
+    // The minimal config: the helpers' workspace without its retry settings.
+    const { config } = workspace(server.url, {
+      llm: {
+        baseUrl: server.url,
+        model: 'test-model',
+        apiKeyEnv: 'E2E_LLM_KEY',
+        ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}),
+      },
+    });
     const ingest = cli(['ingest', SAMPLES, '--config', config]);
     if (ingest.status !== 0) throw new Error(`ingest exited ${ingest.status}:\n${ingest.stderr}`);
     const run = await runUntilIdle(config, { extraArgs: ['--max-articles', '1'] });
