@@ -9,6 +9,7 @@ import { exportCommand } from './commands/export.js';
 import { ingestCommand } from './commands/ingest.js';
 import { llmCommand } from './commands/llm.js';
 import { mixCommand } from './commands/mix.js';
+import { migrateCommand } from './commands/migrate.js';
 import { modelCommand } from './commands/model.js';
 import { pollCommand } from './commands/poll.js';
 import { produceCommand } from './commands/produce.js';
@@ -83,6 +84,7 @@ Examples:
     dashboardCommand(),
     statusCommand(),
     resetCommand(),
+    migrateCommand(),
     dlqCommand(),
     llmCommand(),
   ]) {
