@@ -312,6 +312,9 @@ function pipelineArgs(opts: RunOptions, worker: string): string[] {
   ];
 }
 
+/** The probes' paths: the Helm chart names them, the image test hits them (test/deploy/). */
+export const PROBE_PATHS = { live: '/livez', ready: '/readyz', metrics: '/metrics' } as const;
+
 /**
  * /metrics (Prometheus), and the probes of topology/health.ts: /livez answers 200 while the process
  * does (never a dependency's state), /readyz 200 when every task holds its assignment, else 503
@@ -326,12 +329,12 @@ export async function serveMetrics(
   const json = { 'content-type': 'application/json' };
   const server = createServer(async (req, res) => {
     const path = (req.url ?? '').split('?')[0];
-    if (path === '/livez') return void res.writeHead(200, json).end('{"live":true}');
-    if (path === '/readyz') {
+    if (path === PROBE_PATHS.live) return void res.writeHead(200, json).end('{"live":true}');
+    if (path === PROBE_PATHS.ready) {
       const r = health.readiness();
       return void res.writeHead(r.ready ? 200 : 503, json).end(JSON.stringify(r));
     }
-    if (path !== '/metrics') return void res.writeHead(404).end();
+    if (path !== PROBE_PATHS.metrics) return void res.writeHead(404).end();
     const registry = await metrics.exposed();
     res.writeHead(200, { 'content-type': registry.contentType }).end(await registry.metrics());
   });

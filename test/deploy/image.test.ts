@@ -1,0 +1,189 @@
+import { chmodSync, chownSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROBE_PATHS } from '../../cli/run.js';
+import { FIXTURE_ARTICLES, FIXTURES, ingestAndRun, topicValues, workspace } from '../e2e/helpers.js';
+import { pipelineResponder } from '../llm-server/pipeline-responder.js';
+import { type LlmServer, start } from '../llm-server/server.js';
+import { clickHouseServer, type ServerDatabase } from '../services/clickhouse-server.js';
+import { until } from '../until.js';
+import { HARDENED, inspectImage, podman, podmanAsync, WORKER_IMAGE } from './podman.js';
+
+/** The process's own stop bound (cli/context.ts STOP_DEADLINE_MS) and what a container adds to it. */
+const STOP_BOUND_MS = 9_000;
+const CONTAINER_OVERHEAD_MS = 3_000;
+/** The issue's bound on the Kafka worker's image (BENCHMARKS.md says what makes it up). */
+const MAX_IMAGE_BYTES = 600 * 1000 * 1000;
+
+const classifiedIds = async (dir: string) =>
+  (await topicValues<{ candidate: { id: string } }>(dir, 'qa.classified')).map((q) => q.candidate.id).sort();
+
+/** A data folder the image's user (uid 1000) owns, with a config naming container paths. */
+function containerWorkspace(llmUrl: string, clickhouse: string) {
+  const dir = mkdtempSync(join(tmpdir(), 'bioalchemy-image-'));
+  writeFileSync(
+    join(dir, 'config.json'),
+    JSON.stringify({
+      log: 'file:/data/log',
+      clickhouse,
+      llm: {
+        baseUrl: llmUrl,
+        apiKeyEnv: 'E2E_LLM_KEY',
+        model: 'test-model',
+        retry: { baseDelayMs: 5, maxDelayMs: 50 },
+      },
+    }),
+  );
+  chmodSync(dir, 0o755);
+  chownSync(dir, 1000, 1000);
+  chownSync(join(dir, 'config.json'), 1000, 1000);
+  return dir;
+}
+
+// The image built from deploy/Dockerfile (by .ci/run, before the tests: deploy/image/build.sh),
+// run as users run it: read-only root filesystem, non-root, every capability dropped, host network
+// for the loopback services and the test LLM server.
+describe('the image (podman, read-only, non-root)', () => {
+  let server: LlmServer;
+  const ch = clickHouseServer();
+  const databases: ServerDatabase[] = [];
+  const containers: string[] = [];
+
+  beforeAll(async () => {
+    server = await start({ responder: pipelineResponder });
+    await ch.version();
+  });
+  afterAll(async () => {
+    for (const c of containers) podman(['rm', '--force', '--time', '0', c]);
+    await server?.stop();
+    for (const db of databases) await db.dispose();
+    await ch.close();
+  });
+
+  it('is non-root, with tini as PID 1, OCI labels, and at most 600 MB', () => {
+    const image = inspectImage();
+    expect(image.Config.User).toBe('1000:1000');
+    expect(image.Config.Entrypoint.slice(0, 3)).toEqual(['/usr/bin/tini', '--', 'node']);
+    expect(image.Config.Labels['org.opencontainers.image.title']).toBe('bioalchemy-stream');
+    expect(image.Config.Labels['org.opencontainers.image.licenses']).toBe('Apache-2.0');
+    expect(image.Config.Labels['org.opencontainers.image.revision']).toMatch(/^[0-9a-f]{7,}$/);
+    expect(image.Size).toBeLessThanOrEqual(MAX_IMAGE_BYTES);
+    // Production dependencies only: no dev tool, no model runtime, no in-process ClickHouse.
+    const ls = podman([
+      'run',
+      '--rm',
+      ...HARDENED,
+      '--entrypoint',
+      'sh',
+      WORKER_IMAGE,
+      '-c',
+      'ls /app/node_modules /app/node_modules/@chdb 2>&1; ls /app/node_modules/.bin; id -u; touch /app/x 2>&1; touch /tmp/x && echo tmp-writable',
+    ]);
+    expect(ls.status).toBe(0);
+    for (const dev of ['typescript', 'vitest', '@biomejs', 'node-llama-cpp', '@node-llama-cpp'])
+      expect(ls.stdout.split('\n'), dev).not.toContain(dev);
+    expect(ls.stdout).toContain("ls: cannot access '/app/node_modules/@chdb'");
+    expect(ls.stdout).toMatch(/^1000$/m);
+    expect(ls.stdout).toContain("touch: cannot touch '/app/x': Read-only file system");
+    expect(ls.stdout).toContain('tmp-writable');
+  });
+
+  it('run --until-idle on the sample articles: the same classified QA ids as outside the image', async () => {
+    // Outside: the CLI from source, as the e2e tests run it, on a ClickHouse database of its own.
+    const outsideDb = await ch.freshDatabase('image_outside');
+    databases.push(outsideDb);
+    const outside = workspace(server.url, { clickhouse: outsideDb.url });
+    await ingestAndRun(outside.config);
+    const expected = await classifiedIds(outside.dir);
+    expect(expected.length).toBeGreaterThan(5);
+
+    // Inside: the same two commands in the image, the fixtures mounted read-only.
+    const insideDb = await ch.freshDatabase('image_inside');
+    databases.push(insideDb);
+    const dir = containerWorkspace(server.url, insideDb.url);
+    const mounts = ['-v', `${dir}:/data`, '-v', `${FIXTURES}:/fixtures:ro`, '-e', 'E2E_LLM_KEY=test-key'];
+    const inputs = FIXTURE_ARTICLES.map((p) => p.replace(FIXTURES, '/fixtures/'));
+    const ingest = await podmanAsync([
+      'run',
+      '--rm',
+      ...HARDENED,
+      ...mounts,
+      WORKER_IMAGE,
+      'ingest',
+      ...inputs,
+      '--config',
+      '/data/config.json',
+    ]);
+    expect(ingest.code, ingest.stderr).toBe(0);
+    const run = await podmanAsync([
+      'run',
+      '--rm',
+      ...HARDENED,
+      ...mounts,
+      '-e',
+      'BIOALCHEMY_LOG_LEVEL=warn',
+      WORKER_IMAGE,
+      'run',
+      '--until-idle',
+      '--config',
+      '/data/config.json',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/classify\s+in \d+ -> qa\.classified \d+/);
+    expect(await classifiedIds(dir)).toEqual(expected);
+    // It wrote only to its data volume.
+    expect(readdirSync(dir).sort()).toEqual(['config.json', 'log']);
+  }, 300_000);
+
+  it('serving: /readyz turns ready; SIGTERM stops it within the stop bound, exit 0', async () => {
+    const db = await ch.freshDatabase('image_stop');
+    databases.push(db);
+    const dir = containerWorkspace(server.url, db.url);
+    const port = 19_464 + (process.pid % 500);
+    const started = podman([
+      'run',
+      '--detach',
+      ...HARDENED,
+      '-v',
+      `${dir}:/data`,
+      '-e',
+      'E2E_LLM_KEY=test-key',
+      WORKER_IMAGE,
+      'run',
+      '--config',
+      '/data/config.json',
+      '--metrics-port',
+      String(port),
+      '--port',
+      '0',
+      '--dashboard-port',
+      '0',
+    ]);
+    expect(started.status, started.stderr).toBe(0);
+    const id = started.stdout.trim();
+    containers.push(id);
+    const get = async (path: string) => {
+      try {
+        return (await fetch(`http://127.0.0.1:${port}${path}`)).status;
+      } catch {
+        return 0;
+      }
+    };
+    await until(`the container's ${PROBE_PATHS.ready}`, async () =>
+      (await get(PROBE_PATHS.ready)) === 200 ? true : undefined,
+    );
+    expect(await get(PROBE_PATHS.live)).toBe(200);
+    expect(await get(PROBE_PATHS.metrics)).toBe(200);
+
+    const t0 = performance.now();
+    expect(podman(['kill', '--signal', 'TERM', id]).status).toBe(0);
+    const waited = podman(['wait', id], STOP_BOUND_MS + 30_000);
+    const ms = performance.now() - t0;
+    expect(waited.stdout.trim()).toBe('0');
+    expect(ms).toBeLessThan(STOP_BOUND_MS + CONTAINER_OVERHEAD_MS);
+    const logs = podman(['logs', id]);
+    expect(logs.stdout + logs.stderr).toContain('"msg":"stopped"');
+    expect(logs.stdout + logs.stderr).not.toContain('not stopped in time');
+  }, 120_000);
+});
