@@ -33,7 +33,12 @@ rootfs="$cache/base-$key.tar"
 if [[ ! -f "$rootfs" ]]; then
   rm -f "$cache"/base-*.tar
   # Hooks run on the host with the new root as $1.
-  nice -n 10 mmdebstrap --quiet --variant=minbase --format=tar --include=ca-certificates \
+  # usr-is-merged, not usrmerge (which brings perl), and dpkg's excludes of debian:bookworm-slim.
+  nice -n 10 mmdebstrap --quiet --variant=minbase --format=tar --include=ca-certificates,usr-is-merged \
+    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+    --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/groff/*' \
+    --dpkgopt='path-exclude=/usr/share/info/*' --dpkgopt='path-exclude=/usr/share/lintian/*' \
+    --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
     --customize-hook="tar -xzf '$node_tgz' -C \"\$1/usr/local\" --strip-components=1 package/bin package/include package/share" \
     --customize-hook="mkdir -p \"\$1/usr/local/lib/node_modules/npm\" && tar -xzf '$npm_tgz' -C \"\$1/usr/local/lib/node_modules/npm\" --strip-components=1" \
     --customize-hook='ln -s ../lib/node_modules/npm/bin/npm-cli.js "$1/usr/local/bin/npm" && ln -s ../lib/node_modules/npm/bin/npx-cli.js "$1/usr/local/bin/npx"' \
