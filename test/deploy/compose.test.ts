@@ -7,13 +7,22 @@ import { beforeAll, describe, expect, it } from 'vitest';
 const COMPOSE = fileURLToPath(new URL('../../deploy/compose/', import.meta.url));
 const GO_TOOL = fileURLToPath(new URL('../../deploy/tools/go-tool.sh', import.meta.url));
 
+// Compose's merge tags (!reset, !override) read as the values they carry.
+const LOAD = `
+import sys, json, yaml
+class Loader(yaml.SafeLoader): pass
+def tagged(loader, node):
+    if isinstance(node, yaml.MappingNode): return loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode): return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(node)
+Loader.add_constructor('!reset', tagged)
+Loader.add_constructor('!override', tagged)
+print(json.dumps(yaml.load(open(sys.argv[1]), Loader=Loader)))
+`;
+
 /** A compose file as JSON (PyYAML: the machine's Python has it; no YAML parser is a dependency here). */
 function load(file: string): Record<string, unknown> {
-  const r = spawnSync(
-    'python3',
-    ['-c', 'import sys, json, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))', file],
-    { encoding: 'utf8' },
-  );
+  const r = spawnSync('python3', ['-c', LOAD, file], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`${file}: ${r.stderr}`);
   return JSON.parse(r.stdout);
 }
@@ -24,7 +33,7 @@ interface Service {
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[] };
   environment?: Record<string, string | number>;
-  env_file?: string[];
+  env_file?: { path: string; required: boolean }[];
   read_only?: boolean;
   user?: string;
   deploy?: { replicas: number };
@@ -45,11 +54,14 @@ describe('the compose stack (deploy/compose)', () => {
     compose = load(`${COMPOSE}compose.yaml`) as typeof compose;
   }, 300_000);
 
-  it.each(['compose.yaml', 'compose.loopback.yaml'])('%s validates against the Compose Specification', (f) => {
-    const ok = validate(load(`${COMPOSE}${f}`));
-    expect(validate.errors ?? [], f).toEqual([]);
-    expect(ok).toBe(true);
-  });
+  it.each(['compose.yaml', 'compose.loopback.yaml'])(
+    '%s validates against the Compose Specification',
+    (f) => {
+      const ok = validate(load(`${COMPOSE}${f}`));
+      expect(validate.errors ?? [], f).toEqual([]);
+      expect(ok).toBe(true);
+    },
+  );
 
   it('the schema refuses what is not compose (the check can fail)', () => {
     expect(validate({ services: { x: { image: 'a', restart: 'sometimes', nope: 1 } } })).toBe(false);
@@ -81,7 +93,7 @@ describe('the compose stack (deploy/compose)', () => {
     for (const name of ['migrate', 'pipeline', 'serve', 'bioalchemy']) {
       expect(s[name]!.read_only, name).toBe(true);
       expect(s[name]!.user, name).toBe('1000:1000');
-      expect(s[name]!.env_file, name).toEqual(['llm.env']);
+      expect(s[name]!.env_file, name).toEqual([{ path: 'llm.env', required: false }]);
     }
     expect(s.bioalchemy!.profiles).toEqual(['embedded']);
     expect(readFileSync(`${COMPOSE}compose.yaml`, 'utf8')).not.toMatch(/OPENAI_API_KEY\s*[:=]\s*\S/);
