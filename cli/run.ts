@@ -1,4 +1,3 @@
-import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { type Analytics, openClickHouse } from '../analytics/clickhouse.js';
@@ -17,6 +16,7 @@ import { loadTaxonomy } from '../schemas/taxonomy.js';
 import type { DashboardServer } from '../server/dashboard.js';
 import { serveDashboard } from '../server/dashboard-service.js';
 import { type Feeding, startFeeding } from '../server/index.js';
+import { serveMetrics } from '../server/probes.js';
 import { Health } from '../topology/health.js';
 import { EngineMetrics } from '../topology/metrics.js';
 import { runTopology } from '../topology/runner.js';
@@ -310,36 +310,6 @@ function pipelineArgs(opts: RunOptions, worker: string): string[] {
     ...(opts.logLevel ? ['--log-level', opts.logLevel] : []),
     ...(opts.maxArticles === undefined ? [] : ['--max-articles', String(opts.maxArticles)]),
   ];
-}
-
-/** The probes' paths: the Helm chart names them, the image test hits them (test/deploy/). */
-export const PROBE_PATHS = { live: '/livez', ready: '/readyz', metrics: '/metrics' } as const;
-
-/**
- * /metrics (Prometheus), and the probes of topology/health.ts: /livez answers 200 while the process
- * does (never a dependency's state), /readyz 200 when every task holds its assignment, else 503
- * with the reasons. Paths the Helm chart's probes and the image test name.
- */
-export async function serveMetrics(
-  metrics: EngineMetrics,
-  health: Health,
-  port: number,
-  host = '127.0.0.1',
-): Promise<Server> {
-  const json = { 'content-type': 'application/json' };
-  const server = createServer(async (req, res) => {
-    const path = (req.url ?? '').split('?')[0];
-    if (path === PROBE_PATHS.live) return void res.writeHead(200, json).end('{"live":true}');
-    if (path === PROBE_PATHS.ready) {
-      const r = health.readiness();
-      return void res.writeHead(r.ready ? 200 : 503, json).end(JSON.stringify(r));
-    }
-    if (path !== PROBE_PATHS.metrics) return void res.writeHead(404).end();
-    const registry = await metrics.exposed();
-    res.writeHead(200, { 'content-type': registry.contentType }).end(await registry.metrics());
-  });
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, host, resolve));
-  return server;
 }
 
 /** One line every few seconds while --until-idle works: records committed per processor and their lag. */

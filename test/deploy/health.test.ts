@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { serveMetrics } from '../../cli/run.js';
+import { serveMetrics } from '../../server/probes.js';
 import { Health } from '../../topology/health.js';
 import { EngineMetrics } from '../../topology/metrics.js';
 

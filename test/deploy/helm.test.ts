@@ -2,9 +2,9 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { PROBE_PATHS } from '../../cli/run.js';
 import { VALUES_SCHEMA_PATH, valuesSchemaText } from '../../deploy/helm/values-schema.js';
 import { pipelineTopology } from '../../processors/pipeline.js';
+import { PROBE_PATHS } from '../../server/probes.js';
 
 const CHART = fileURLToPath(new URL('../../deploy/helm/bioalchemy', import.meta.url));
 const CRD_SCHEMAS = fileURLToPath(new URL('../../deploy/helm/crd-schemas', import.meta.url));

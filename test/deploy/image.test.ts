@@ -1,9 +1,9 @@
-import { chmodSync, chownSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROBE_PATHS } from '../../cli/run.js';
-import { FIXTURE_ARTICLES, FIXTURES, ingestAndRun, topicValues, workspace } from '../e2e/helpers.js';
+import { PROBE_PATHS } from '../../server/probes.js';
+import { cli, FIXTURE_ARTICLES, FIXTURES, ingestAndRun, topicValues, workspace } from '../e2e/helpers.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
 import { clickHouseServer, type ServerDatabase } from '../services/clickhouse-server.js';
@@ -49,6 +49,8 @@ describe('the image (podman, read-only, non-root)', () => {
   const ch = clickHouseServer();
   const databases: ServerDatabase[] = [];
   const containers: string[] = [];
+  /** The embedded run's classified QA ids, outside the image: what every other run must give. */
+  let expected: string[] = [];
 
   beforeAll(async () => {
     server = await start({ responder: pipelineResponder });
@@ -95,7 +97,7 @@ describe('the image (podman, read-only, non-root)', () => {
     databases.push(outsideDb);
     const outside = workspace(server.url, { clickhouse: outsideDb.url });
     await ingestAndRun(outside.config);
-    const expected = await classifiedIds(outside.dir);
+    expected = await classifiedIds(outside.dir);
     expect(expected.length).toBeGreaterThan(5);
 
     // Inside: the same two commands in the image, the fixtures mounted read-only.
@@ -135,6 +137,58 @@ describe('the image (podman, read-only, non-root)', () => {
     // It wrote only to its data volume.
     expect(readdirSync(dir).sort()).toEqual(['config.json', 'log']);
   }, 300_000);
+
+  it('two Kafka workers from the image (librdkafka) give the one-process set again', async () => {
+    expect(expected.length).toBeGreaterThan(5);
+    const db = await ch.freshDatabase('image_kafka');
+    databases.push(db);
+    const app = `image-${process.pid}-${Date.now()}`;
+    const log = 'kafka://127.0.0.1:19092?client=rdkafka';
+    // The articles go in from outside the image, as any producer's would.
+    const host = workspace(server.url, { log, app, clickhouse: db.url });
+    const ingest = cli(['ingest', ...FIXTURE_ARTICLES, '--config', host.config]);
+    expect(ingest.status, ingest.stderr).toBe(0);
+    const dirs = [0, 1].map(() => containerWorkspace(server.url, db.url));
+    for (const dir of dirs)
+      writeFileSync(
+        join(dir, 'config.json'),
+        JSON.stringify({ ...JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')), log, app }),
+      );
+    const runs = await Promise.all(
+      dirs.map((dir, i) =>
+        podmanAsync([
+          'run',
+          '--rm',
+          ...HARDENED,
+          '-v',
+          `${dir}:/data`,
+          '-e',
+          'E2E_LLM_KEY=test-key',
+          '-e',
+          `BIOALCHEMY_STAMP_KEYS=${process.env.BIOALCHEMY_STAMP_KEYS ?? ''}`,
+          '-e',
+          'BIOALCHEMY_LOG_LEVEL=warn',
+          WORKER_IMAGE,
+          'run',
+          '--until-idle',
+          '--worker-id',
+          `w${i}`,
+          '--config',
+          '/data/config.json',
+        ]),
+      ),
+    );
+    for (const r of runs) expect(r.code, r.stderr).toBe(0);
+    const consumed = cli(['consume', 'qa.classified', '--config', host.config]);
+    expect(consumed.status, consumed.stderr).toBe(0);
+    const ids = consumed.stdout
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => (JSON.parse(l) as { candidate: { id: string } }).candidate.id)
+      .sort();
+    expect(ids).toEqual(expected);
+  }, 400_000);
 
   it('serving: /readyz turns ready; SIGTERM stops it within the stop bound, exit 0', async () => {
     const db = await ch.freshDatabase('image_stop');
