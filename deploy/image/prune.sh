@@ -20,6 +20,8 @@ rm -rf pdfjs-dist/build pdfjs-dist/web pdfjs-dist/types pdfjs-dist/image_decoder
 # Source maps, type declarations, TypeScript sources and docs, everywhere.
 find . -type f \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' -o -name '*.ts' \
   -o -iname 'README*' -o -iname 'CHANGELOG*' -o -iname 'HISTORY*' -o -name '*.markdown' \) -delete
+# Scoped folders npm made and left empty (of omitted packages).
+find . -mindepth 1 -type d -empty -delete
 # What the app loads from them, loaded again.
 cd /app
 node -e "
