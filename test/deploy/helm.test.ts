@@ -10,6 +10,8 @@ const CHART = fileURLToPath(new URL('../../deploy/helm/bioalchemy', import.meta.
 const CRD_SCHEMAS = fileURLToPath(new URL('../../deploy/helm/crd-schemas', import.meta.url));
 const TOOLS = fileURLToPath(new URL('../../deploy/tools/', import.meta.url));
 const CI_VALUES = readdirSync(`${CHART}/ci`).filter((f) => f.endsWith('.yaml'));
+/** The Kubernetes version the chart is rendered for, and whose schemas kubeconform checks against. */
+const KUBE_VERSION = '1.33.0';
 
 /** A tool's path from its cached build (deploy/tools/*.sh; .ci/run builds them before the tests). */
 function tool(script: string, ...args: string[]): string {
@@ -25,7 +27,7 @@ function sh(cmd: string, args: string[], input?: string) {
 
 /** The chart's rendered documents (helm template), each parsed from its YAML by helm itself as JSON. */
 function render(helm: string, args: string[]): { code: number | null; docs: Manifest[]; err: string } {
-  const r = sh(helm, ['template', 't', CHART, ...args]);
+  const r = sh(helm, ['template', 't', CHART, '--kube-version', KUBE_VERSION, ...args]);
   if (r.code !== 0) return { code: r.code, docs: [], err: r.err };
   return { code: 0, docs: parseYamlDocs(r.out), err: r.err };
 }
@@ -54,6 +56,20 @@ describe('the Helm chart (deploy/helm/bioalchemy)', () => {
   let kubeconform: string;
   let unittest: string;
   let k8sSchemas: string;
+  const conform = (yaml: string) =>
+    sh(
+      kubeconform,
+      [
+        '-strict',
+        '-summary',
+        '-schema-location',
+        `${k8sSchemas}/{{ .ResourceKind }}{{ .KindSuffix }}.json`,
+        '-schema-location',
+        `${CRD_SCHEMAS}/{{ .ResourceKind }}{{ .KindSuffix }}.json`,
+        '-',
+      ],
+      yaml,
+    );
   beforeAll(() => {
     helm = tool('go-tool.sh', 'helm');
     kubeconform = tool('go-tool.sh', 'kubeconform');
@@ -66,29 +82,52 @@ describe('the Helm chart (deploy/helm/bioalchemy)', () => {
   });
 
   it.each(CI_VALUES)('helm lint --strict with ci/%s', (values) => {
-    const r = sh(helm, ['lint', '--strict', CHART, '-f', `${CHART}/ci/${values}`]);
+    const r = sh(helm, [
+      'lint',
+      '--strict',
+      '--kube-version',
+      KUBE_VERSION,
+      CHART,
+      '-f',
+      `${CHART}/ci/${values}`,
+    ]);
     expect(r.code, r.out + r.err).toBe(0);
     expect(r.out).toContain('1 chart(s) linted, 0 chart(s) failed');
   });
 
   it.each(CI_VALUES)('helm template with ci/%s passes kubeconform -strict', (values) => {
-    const t = sh(helm, ['template', 't', CHART, '-f', `${CHART}/ci/${values}`]);
+    const t = sh(helm, [
+      'template',
+      't',
+      CHART,
+      '--kube-version',
+      KUBE_VERSION,
+      '-f',
+      `${CHART}/ci/${values}`,
+    ]);
     expect(t.code, t.err).toBe(0);
-    const k = sh(
-      kubeconform,
-      [
-        '-strict',
-        '-summary',
-        '-schema-location',
-        `${k8sSchemas}/{{ .ResourceKind }}{{ .KindSuffix }}.json`,
-        '-schema-location',
-        `${CRD_SCHEMAS}/{{ .ResourceKind }}{{ .KindSuffix }}.json`,
-        '-',
-      ],
-      t.out,
-    );
+    const k = conform(t.out);
     expect(k.code, k.out + k.err).toBe(0);
-    expect(k.out).toMatch(/Invalid: 0, Errors: 0, Skipped: 0/);
+    const [, resources, valid] = k.out.match(
+      /(\d+) resources found .* Valid: (\d+), Invalid: 0, Errors: 0, Skipped: 0/,
+    )!;
+    expect(Number(valid)).toBe(Number(resources));
+    expect(Number(valid)).toBeGreaterThan(5);
+  });
+
+  it('kubeconform -strict refuses a field Kubernetes does not know (the check can fail)', () => {
+    const t = sh(helm, [
+      'template',
+      't',
+      CHART,
+      '--kube-version',
+      KUBE_VERSION,
+      '-f',
+      `${CHART}/ci/minimal-values.yaml`,
+    ]);
+    const k = conform(t.out.replace('  strategy:\n', '  replicaz: 3\n  strategy:\n'));
+    expect(k.code).not.toBe(0);
+    expect(k.out).toContain('replicaz');
   });
 
   it('helm-unittest suites pass', () => {
@@ -158,7 +197,15 @@ describe('the Helm chart (deploy/helm/bioalchemy)', () => {
     expect(before).toMatch(/^[0-9a-f]{64}$/);
     expect(checksum([])).toBe(before);
     expect(checksum(['--set', 'config.llm.model=other'])).not.toBe(before);
-    const all = sh(helm, ['template', 't', CHART, '-f', `${CHART}/ci/keda-values.yaml`]).out;
+    const all = sh(helm, [
+      'template',
+      't',
+      CHART,
+      '--kube-version',
+      KUBE_VERSION,
+      '-f',
+      `${CHART}/ci/keda-values.yaml`,
+    ]).out;
     const docs = parseYamlDocs(all);
     for (const d of docs.filter((x) => x.kind === 'ConfigMap'))
       expect(d.data!['config.json']).not.toMatch(/api-key|password|secretKeyRef/);
