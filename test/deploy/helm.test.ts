@@ -78,7 +78,8 @@ describe('the Helm chart (deploy/helm/bioalchemy)', () => {
   }, 900_000);
 
   it('values.schema.json is what the zod config schema makes (one source)', () => {
-    expect(readFileSync(VALUES_SCHEMA_PATH, 'utf8')).toBe(valuesSchemaText());
+    // Compared as JSON: biome formats the file.
+    expect(JSON.parse(readFileSync(VALUES_SCHEMA_PATH, 'utf8'))).toEqual(JSON.parse(valuesSchemaText()));
   });
 
   it.each(CI_VALUES)('helm lint --strict with ci/%s', (values) => {
@@ -149,6 +150,10 @@ describe('the Helm chart (deploy/helm/bioalchemy)', () => {
     // log and clickhouse are the chart's to set, from kafka and clickhouse.
     expect(render(helm, [...base, '--set', 'config.log=file:/x']).code).not.toBe(0);
     expect(render(helm, [...base, '--set', 'kafka.client=librdkafka']).code).not.toBe(0);
+    // A grace period not above the process's own 9 s stop bound.
+    const grace = render(helm, [...base, '--set', 'terminationGracePeriodSeconds=9']);
+    expect(grace.code).not.toBe(0);
+    expect(grace.err).toContain('terminationGracePeriodSeconds');
   });
 
   it("the KEDA triggers are each processor's inputs as the pipeline declares them", () => {
@@ -178,6 +183,10 @@ describe('the Helm chart (deploy/helm/bioalchemy)', () => {
     const r = render(helm, ['-f', `${CHART}/ci/minimal-values.yaml`]);
     const deployments = r.docs.filter((d) => d.kind === 'Deployment');
     expect(deployments).toHaveLength(2);
+    // The helm test pod ships with the chart (not left out by .helmignore) and checks /readyz.
+    const testPod = r.docs.find((d) => d.metadata.name === 't-bioalchemy-test-connection')!;
+    expect(testPod.metadata.annotations!['helm.sh/hook']).toBe('test');
+    expect(JSON.stringify(testPod.spec)).toContain(PROBE_PATHS.ready);
     for (const d of deployments) {
       const c = d.spec.template.spec.containers[0];
       expect(c.livenessProbe.httpGet).toEqual({ path: PROBE_PATHS.live, port: 'metrics' });

@@ -107,7 +107,7 @@ feeder: [mix.state, qa.classified, qa.withdrawn]
 {{- $config := deepCopy .Values.config }}
 {{- $_ := set $config "log" (include "bioalchemy.logUrl" .) }}
 {{- $_ = set $config "clickhouse" .Values.clickhouse.url }}
-{{- toPrettyJson $config }}
+{{- toRawJson $config }}
 {{- end }}
 
 {{/* Environment variables from Secrets: the LLM key, the ClickHouse password, secretEnv. */}}
