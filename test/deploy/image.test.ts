@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROBE_PATHS } from '../../server/probes.js';
-import { cli, FIXTURE_ARTICLES, FIXTURES, ingestAndRun, topicValues, workspace } from '../e2e/helpers.js';
+import { cli, FIXTURE_ARTICLES, FIXTURES, ingestAndRun, keptValues, workspace } from '../e2e/helpers.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
 import { clickHouseServer, type ServerDatabase } from '../services/clickhouse-server.js';
@@ -16,8 +16,8 @@ const CONTAINER_OVERHEAD_MS = 3_000;
 /** The bound on the Kafka worker's image (BENCHMARKS.md says what makes it up). */
 const MAX_IMAGE_BYTES = 600 * 1000 * 1000;
 
-const classifiedIds = async (dir: string) =>
-  (await topicValues<{ candidate: { id: string } }>(dir, 'qa.classified')).map((q) => q.candidate.id).sort();
+/** The dataset as its readers see it (classified less withdrawn), by QA id. */
+const classifiedIds = async (dir: string) => (await keptValues(dir)).map((q) => q.candidate.id).sort();
 
 /** A data folder the image's user (uid 1000) owns, with a config naming container paths. */
 function containerWorkspace(llmUrl: string, clickhouse: string) {
@@ -179,13 +179,19 @@ describe('the image (podman, read-only, non-root)', () => {
       ),
     );
     for (const r of runs) expect(r.code, r.stderr).toBe(0);
-    const consumed = cli(['consume', 'qa.classified', '--config', host.config]);
-    expect(consumed.status, consumed.stderr).toBe(0);
-    const ids = consumed.stdout
-      .trim()
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => (JSON.parse(l) as { candidate: { id: string } }).candidate.id)
+    const consume = (topic: string) => {
+      const r = cli(['consume', topic, '--config', host.config]);
+      expect(r.status, r.stderr).toBe(0);
+      return r.stdout
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
+    };
+    const withdrawn = new Set(consume('qa.withdrawn').map((w: { qaId: string }) => w.qaId));
+    const ids = consume('qa.classified')
+      .map((q: { candidate: { id: string } }) => q.candidate.id)
+      .filter((id: string) => !withdrawn.has(id))
       .sort();
     expect(ids).toEqual(expected);
   }, 400_000);
