@@ -3,7 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROBE_PATHS } from '../../server/probes.js';
-import { cli, FIXTURE_ARTICLES, FIXTURES, ingestAndRun, keptValues, workspace } from '../e2e/helpers.js';
+import {
+  cli,
+  cliAsync,
+  FIXTURE_ARTICLES,
+  FIXTURES,
+  ingestAndRun,
+  keptValues,
+  workspace,
+} from '../e2e/helpers.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
 import { clickHouseServer, type ServerDatabase } from '../services/clickhouse-server.js';
@@ -154,45 +162,63 @@ describe('the image (podman, read-only, non-root)', () => {
         join(dir, 'config.json'),
         JSON.stringify({ ...JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')), log, app }),
       );
-    const runs = await Promise.all(
-      dirs.map((dir, i) =>
-        podmanAsync([
-          'run',
-          '--rm',
-          ...HARDENED,
-          '-v',
-          `${dir}:/data`,
-          '-e',
-          'E2E_LLM_KEY=test-key',
-          '-e',
-          `BIOALCHEMY_STAMP_KEYS=${process.env.BIOALCHEMY_STAMP_KEYS ?? ''}`,
-          '-e',
-          'BIOALCHEMY_LOG_LEVEL=warn',
-          WORKER_IMAGE,
-          'run',
-          '--until-idle',
-          '--worker-id',
-          `w${i}`,
-          '--config',
-          '/data/config.json',
-        ]),
-      ),
-    );
-    for (const r of runs) expect(r.code, r.stderr).toBe(0);
-    const consume = (topic: string) => {
-      const r = cli(['consume', topic, '--config', host.config]);
-      expect(r.status, r.stderr).toBe(0);
+    // Two workers of the pipeline's processors, as a Deployment's pods run (the sinks are not
+    // needed for the dataset): they share each processor's partitions.
+    for (const [i, dir] of dirs.entries()) {
+      const started = podman([
+        'run',
+        '--detach',
+        ...HARDENED,
+        '-v',
+        `${dir}:/data`,
+        '-e',
+        'E2E_LLM_KEY=test-key',
+        '-e',
+        `BIOALCHEMY_STAMP_KEYS=${process.env.BIOALCHEMY_STAMP_KEYS ?? ''}`,
+        WORKER_IMAGE,
+        'run',
+        '--processors',
+        'extract,grade,dedup-bands,dedup,classify',
+        '--no-dashboard',
+        '--worker-id',
+        `w${i}`,
+        '--config',
+        '/data/config.json',
+      ]);
+      expect(started.status, started.stderr).toBe(0);
+      containers.push(started.stdout.trim());
+    }
+    // Async: the test LLM server in this process answers the workers meanwhile.
+    const consume = async (topic: string) => {
+      const r = await cliAsync(['consume', topic, '--config', host.config]);
+      if (r.code !== 0) throw new Error(r.stderr);
       return r.stdout
         .trim()
         .split('\n')
         .filter(Boolean)
         .map((l) => JSON.parse(l));
     };
-    const withdrawn = new Set(consume('qa.withdrawn').map((w: { qaId: string }) => w.qaId));
-    const ids = consume('qa.classified')
-      .map((q: { candidate: { id: string } }) => q.candidate.id)
-      .filter((id: string) => !withdrawn.has(id))
-      .sort();
+    const kept = async () => {
+      const withdrawn = new Set((await consume('qa.withdrawn')).map((w: { qaId: string }) => w.qaId));
+      return (await consume('qa.classified'))
+        .map((q: { candidate: { id: string } }) => q.candidate.id)
+        .filter((id: string) => !withdrawn.has(id))
+        .sort();
+    };
+    let ids: string[] = [];
+    await until(
+      `the embedded run's ${expected.length} QA ids from the two workers`,
+      async () => {
+        ids = await kept();
+        return JSON.stringify(ids) === JSON.stringify(expected) ? true : undefined;
+      },
+      240_000,
+    ).catch(() => {});
+    for (const c of containers.splice(0)) {
+      const stopped = podman(['stop', '--time', '20', c], 60_000);
+      expect(stopped.status, stopped.stderr).toBe(0);
+      podman(['rm', '--force', c]);
+    }
     expect(ids).toEqual(expected);
   }, 400_000);
 
