@@ -8,6 +8,7 @@ import { evalCommand } from './commands/eval.js';
 import { exportCommand } from './commands/export.js';
 import { ingestCommand } from './commands/ingest.js';
 import { llmCommand } from './commands/llm.js';
+import { migrateCommand } from './commands/migrate.js';
 import { mixCommand } from './commands/mix.js';
 import { modelCommand } from './commands/model.js';
 import { pollCommand } from './commands/poll.js';
@@ -83,6 +84,7 @@ Examples:
     dashboardCommand(),
     statusCommand(),
     resetCommand(),
+    migrateCommand(),
     dlqCommand(),
     llmCommand(),
   ]) {

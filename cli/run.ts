@@ -1,4 +1,3 @@
-import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { type Analytics, openClickHouse } from '../analytics/clickhouse.js';
@@ -17,6 +16,8 @@ import { loadTaxonomy } from '../schemas/taxonomy.js';
 import type { DashboardServer } from '../server/dashboard.js';
 import { serveDashboard } from '../server/dashboard-service.js';
 import { type Feeding, startFeeding } from '../server/index.js';
+import { serveMetrics } from '../server/probes.js';
+import { Health } from '../topology/health.js';
 import { EngineMetrics } from '../topology/metrics.js';
 import { runTopology } from '../topology/runner.js';
 import { openRuntime } from '../topology/runtime/open.js';
@@ -32,6 +33,7 @@ const CLICKHOUSE_WAIT_MS = 60_000;
 
 export interface RunOptions extends GlobalOptions {
   metricsPort?: number;
+  metricsHost?: string;
   untilIdle?: boolean;
   maxArticles?: number;
   host?: string;
@@ -73,8 +75,11 @@ export async function run(opts: RunOptions): Promise<void> {
   // A confirmed endpoint fault (a wrong key, model or URL): a batch run stops on it, non-zero; a
   // service keeps probing (the fault is logged once by the LLM layer) and resumes once it clears.
   let endpointFault: EndpointFault | null = null;
-  const server = port === undefined ? null : await serveMetrics(metrics, port);
-  if (server) log.info({ port }, 'metrics on /metrics');
+  const health = new Health();
+  signal.addEventListener('abort', () => health.stop(), { once: true });
+  const metricsHost = opts.metricsHost ?? config.metricsHost;
+  const server = port === undefined ? null : await serveMetrics(metrics, health, port, metricsHost);
+  if (server) log.info({ host: metricsHost, port }, 'metrics on /metrics, probes on /livez and /readyz');
   let analytics: Analytics | null = null;
   let llm: Llm | null = null;
   let feeding: Feeding | null = null;
@@ -88,6 +93,11 @@ export async function run(opts: RunOptions): Promise<void> {
     if (splits) {
       pipeline = startPipelineProcess({ args: pipelineArgs(opts, worker), metrics, log });
       const started = pipeline;
+      let pipelineExited = false;
+      void started.exited.finally(() => {
+        pipelineExited = true;
+      });
+      health.require(() => (pipelineExited ? 'the pipeline process exited' : null));
       signal.addEventListener('abort', () => started.stop(), { once: true });
     }
     const pipelineDone = (pipeline?.exited ?? Promise.resolve()).catch((err: Error) => {
@@ -240,6 +250,7 @@ export async function run(opts: RunOptions): Promise<void> {
           log,
           metrics,
           signal,
+          health,
           untilIdle: opts.untilIdle ?? false,
           ...(only ? { only } : {}),
           batchSize: (p) => config.processors[p]?.batchSize,
@@ -300,18 +311,6 @@ function pipelineArgs(opts: RunOptions, worker: string): string[] {
     ...(opts.logLevel ? ['--log-level', opts.logLevel] : []),
     ...(opts.maxArticles === undefined ? [] : ['--max-articles', String(opts.maxArticles)]),
   ];
-}
-
-async function serveMetrics(metrics: EngineMetrics, port: number): Promise<Server> {
-  const server = createServer(async (req, res) => {
-    if (req.url !== '/metrics') return void res.writeHead(404).end();
-    const registry = await metrics.exposed();
-    res.writeHead(200, { 'content-type': registry.contentType }).end(await registry.metrics());
-  });
-  await new Promise<void>((resolve, reject) =>
-    server.once('error', reject).listen(port, '127.0.0.1', resolve),
-  );
-  return server;
 }
 
 /** One line every few seconds while --until-idle works: records committed per processor and their lag. */

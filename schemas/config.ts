@@ -224,7 +224,20 @@ export const Config = z
       .default({ minConfidence: 0.5 }),
     taxonomy: z.string().optional().describe('path of a taxonomy JSON file replacing MeSH Biology 2024'),
     sampler: SamplerConfig.default(SamplerConfig.parse({})).describe('the α-smoothed training mix'),
-    metricsPort: z.number().int().min(0).max(65535).optional(),
+    metricsPort: z
+      .number()
+      .int()
+      .min(0)
+      .max(65535)
+      .optional()
+      .describe('`run` serves /metrics, /livez and /readyz on this port; unset, none'),
+    metricsHost: z
+      .string()
+      .min(1)
+      .default('127.0.0.1')
+      .describe(
+        'the address of /metrics and the probes: 0.0.0.0 in a container, for the kubelet and Prometheus',
+      ),
     processors: z.record(z.string(), ProcessorConfig).default({}),
     sources: z.array(PollerConfig).default([]).describe('literature pollers run by `run` and `poll`'),
     server: ServerConfig.default(ServerConfig.parse({})).describe('the feeder HTTP API `run` serves'),

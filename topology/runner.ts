@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Health } from './health.js';
 import { EngineMetrics } from './metrics.js';
 import type { Processor } from './processor.js';
 import { partitionKey } from './records.js';
@@ -24,6 +25,8 @@ export interface RunOptions {
   readonly idleCheckMs?: number;
   /** How long every task must stay idle, committing nothing, before untilIdle stops. */
   readonly idleQuietMs?: number;
+  /** Told when the tasks are open and when they stop (/readyz). */
+  readonly health?: Health;
 }
 
 /** Records each processor has not committed yet, summed over its input partitions. */
@@ -71,6 +74,7 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
       }).open(),
     ),
   );
+  opts.health?.running(tasks);
   opts.log.info({ processors: chosen.map((p) => p.name), runtime: runtime.name }, 'running');
   const lag = setInterval(() => {
     updateLag(runtime, chosen, metrics).catch((err) => opts.log.warn({ err }, 'lag not measured'));
@@ -91,6 +95,7 @@ export async function runTopology(runtime: Runtime, topology: Topology, opts: Ru
     // With nothing to run yet (placeholders only), still serve until asked to stop.
     await Promise.all([...tasks.map((t) => t.run(signal)), untilAborted(signal), idle]);
   } finally {
+    opts.health?.stop();
     idleStop.abort();
     if (maintenance) clearInterval(maintenance);
     clearInterval(lag);

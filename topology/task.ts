@@ -192,6 +192,16 @@ export class ProcessorTask {
    * polled is in flight or uncommitted. (Consumer lag cannot tell this on Kafka, where each
    * transaction's commit marker takes an offset that no record fills.)
    */
+  /** The processor's name (what health reports). */
+  get name(): string {
+    return this.processor.name;
+  }
+
+  /** Open, and holding its group's assignment (see LogTask.inGroup): one condition of readiness. */
+  get inGroup(): boolean {
+    return this.task !== undefined && (this.task.inGroup?.() ?? true);
+  }
+
   get idle(): boolean {
     return (
       this.drained &&

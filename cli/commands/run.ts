@@ -15,9 +15,18 @@ export function runCommand(): Command {
     new Command('run')
       .description("run the pipeline's processors (and the config's pollers) until Ctrl-C")
       .addOption(
-        new Option('--metrics-port <port>', 'serve Prometheus metrics on 127.0.0.1:<port>/metrics')
+        new Option(
+          '--metrics-port <port>',
+          'serve Prometheus metrics on <port>/metrics, and the probes /livez (the process answers) and /readyz (every processor holds its partitions)',
+        )
           .env('BIOALCHEMY_METRICS_PORT')
           .argParser(wholeNumber),
+      )
+      .addOption(
+        new Option(
+          '--metrics-host <host>',
+          "the address of /metrics and the probes (default: the config's metricsHost, 127.0.0.1; 0.0.0.0 in a container)",
+        ).env('BIOALCHEMY_METRICS_HOST'),
       )
       .option(
         '--until-idle',

@@ -58,6 +58,11 @@ export interface LogTask {
   readState(store: string, key: string, partition: number): string | undefined;
   /** The input partitions (numbers) this member owns now and holds the state of. */
   owned(): readonly number[];
+  /**
+   * Whether the group has given this member its assignment (possibly empty) and no rebalance is
+   * being taken in: a worker's readiness (/readyz). Absent: always (the embedded log has no group).
+   */
+  inGroup?(): boolean;
   /** Starts a transaction of one or more steps; see topology/checkpoint.ts for the order of its calls. */
   begin(): Promise<LogTransaction>;
   /** Makes committed state changes visible to readState (no-op where the transaction already did). */

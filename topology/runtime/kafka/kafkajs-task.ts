@@ -65,6 +65,8 @@ export class KafkajsTask implements LogTask {
   private assignedKeys = new Set<string>();
   /** Bumped by each rebalance; a transaction begun under another revision must not commit. */
   private revision = 0;
+  /** A GROUP_JOIN came, and no REBALANCING since: see inGroup(). */
+  private joined = false;
   /** Records handed out before the last rebalance may still be in the task: it must rewind first. */
   private stale = false;
   private readonly global: boolean;
@@ -124,7 +126,13 @@ export class KafkajsTask implements LogTask {
     let partitions = 0;
     for (const topic of spec.topics) partitions += await runtime.partitionsOf(topic);
     await consumer.connect();
-    consumer.on(consumer.events.GROUP_JOIN, (e) => task.onJoin(e.payload.memberAssignment));
+    consumer.on(consumer.events.GROUP_JOIN, (e) => {
+      task.joined = true;
+      task.onJoin(e.payload.memberAssignment);
+    });
+    consumer.on(consumer.events.REBALANCING, () => {
+      task.joined = false;
+    });
     await consumer.subscribe({ topics: spec.topics.map((t) => runtime.names.topic(t)), fromBeginning: true });
     consumer.on(consumer.events.CRASH, (e) => {
       // kafkajs restarts itself after retriable crashes (a broker restart); only the rest are fatal.
@@ -283,6 +291,11 @@ export class KafkajsTask implements LogTask {
     } finally {
       clearInterval(beat);
     }
+  }
+
+  /** Joined: kafkajs emits GROUP_JOIN with the assignment, REBALANCING when the group moves again. */
+  inGroup(): boolean {
+    return this.joined;
   }
 
   owned(): readonly number[] {

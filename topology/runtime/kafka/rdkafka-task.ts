@@ -52,6 +52,8 @@ export class RdkafkaTask implements LogTask {
   private assignedKeys = new Set<string>();
   /** Bumped by each rebalance; a transaction begun under another revision must not commit. */
   private revision = 0;
+  /** A rebalance assigned this member (assign() called after its state was restored): see inGroup(). */
+  private joined = false;
   /** The revision state was last reconciled at. */
   private reconciled = 0;
   /** A rebalance happened that poll() has not reconciled state and offsets with yet. */
@@ -137,6 +139,7 @@ export class RdkafkaTask implements LogTask {
       }
       this.assigned = [];
       this.assignedKeys = new Set();
+      this.joined = false;
     }
     this.revision++;
     this.rebalanced = true;
@@ -192,6 +195,7 @@ export class RdkafkaTask implements LogTask {
         })),
       );
       this.assigned = this.pending;
+      this.joined = true;
       this.assignedKeys = new Set(
         this.assigned.map((a) => partitionKey(names.engineTopic(a.topic), a.partition)),
       );
@@ -213,6 +217,10 @@ export class RdkafkaTask implements LogTask {
         partitionKey(this.runtime.names.engineTopic(o.topic), o.partition),
         Math.max(0, o.offset ?? 0),
       );
+  }
+
+  inGroup(): boolean {
+    return this.joined && !this.rebalanced;
   }
 
   owned(): readonly number[] {
