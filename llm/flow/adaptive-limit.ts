@@ -101,7 +101,7 @@ export class AdaptiveLimit {
       // Each reply is a round of its own, judged by the requests in flight when it was sent: +1 a
       // reply that met no queue doubles the limit a round trip; one that met a queue ends it.
       this.rounds.add(Math.max(latencyMs, 1e-3));
-      const queue = sentWith * (1 - this.rounds.least() / Math.max(latencyMs, 1e-3));
+      const queue = queueMet(sentWith, latencyMs, this.rounds.least());
       if (queue >= SLOW_START_QUEUE) this.slowStart = false;
       else if (used) this.raise(this.limit + 1);
       if (!this.slowStart) this.nextRound();
@@ -110,7 +110,7 @@ export class AdaptiveLimit {
     if (this.round.latencies.length < Math.max(this.limit, ROUND_LEAST)) return;
     const latency = Math.max(upperMedian(this.round.latencies), 1e-3);
     this.rounds.add(latency);
-    const queue = this.limit * (1 - this.rounds.least() / latency);
+    const queue = queueMet(this.limit, latency, this.rounds.least());
     if (queue > Math.max(1.5, this.limit / 3)) this.lower(Math.round(this.limit - queue + 1));
     else if (queue < Math.max(this.limit / 10, this.limit < 5 ? 0.5 : 0) && this.round.used)
       this.raise(this.limit + 1);
@@ -162,6 +162,23 @@ export interface Permit {
 const SLOW_START_QUEUE = 0.75;
 /** The share of the limit in flight at a request's sending for its reply to raise the limit. */
 const USED = 0.75;
+/**
+ * Latency a client adds itself: a busy event loop reads a reply late by up to tens of milliseconds,
+ * and against a server that answers in one (a test server, a cache) that would read as a queue and
+ * starve the run. A model server's queue adds at least one reply's time: seconds.
+ */
+const CLIENT_DELAY_MS = 100;
+
+/**
+ * The requests waiting at the server that `inFlight` requests sent at once met, from their
+ * latency against the least: L × (1 − least / latency) for L over N slots is L − N. What the
+ * client's own delay may add is not counted.
+ */
+function queueMet(inFlight: number, latencyMs: number, leastMs: number): number {
+  const added = Math.max(0, latencyMs - leastMs - CLIENT_DELAY_MS);
+  return (inFlight * added) / Math.max(latencyMs, 1e-3);
+}
+
 /** A round has at least this many replies: a median of one is one reply. */
 const ROUND_LEAST = 4;
 /**

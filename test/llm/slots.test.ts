@@ -38,12 +38,13 @@ async function againstStated(options: ServerOptions & { slots: number }, n: numb
 
 describe('one decoding slot: requests are sent at its pace', () => {
   it('none times out or is decoded for nobody, in at most 1.25x the serial time', async () => {
-    // 100 ms a reply against a 600 ms timeout: the ratio of 20 s a reply to the default 120 s.
-    const { found, fed } = await againstStated({ slots: 1, latency: { kind: 'fixed', ms: 100 } }, 30, {
-      timeoutMs: 600,
+    // 500 ms a reply against a 3 s timeout: the ratio of 20 s a reply to the default 120 s. (Under
+    // 100 ms, a queue is not told from this client's own delays: adaptive-limit.ts.)
+    const { found, fed } = await againstStated({ slots: 1, latency: { kind: 'fixed', ms: 500 } }, 20, {
+      timeoutMs: 3000,
     });
     expect(found.settled.every((s) => s.status === 'fulfilled')).toBe(true);
-    expect(found.requests).toEqual({ answered: 30 });
+    expect(found.requests).toEqual({ answered: 20 });
     expect(found.stats.decodedForNobody).toBe(0);
     // About one request waiting for the slot (two once, where slow start ends), never the 64 the
     // bound allows.
@@ -56,14 +57,16 @@ describe('one decoding slot: requests are sent at its pace', () => {
 
 describe('four slots: kept busy', () => {
   it('at least 0.9 of their throughput, with a request or two waiting', async () => {
-    const { found, fed } = await againstStated({ slots: 4, latency: { kind: 'fixed', ms: 250 } }, 160);
-    expect(found.requests).toEqual({ answered: 160 });
+    const { found, fed } = await againstStated({ slots: 4, latency: { kind: 'fixed', ms: 500 } }, 80);
+    expect(found.requests).toEqual({ answered: 80 });
     expect(found.stats.maxInFlight).toBe(4);
     // Slow start ends when a reply that met the queue comes back, a round trip after the slots are
     // full: it may overshoot, as TCP's does, by twice the slots at most.
     expect(found.stats.maxWaiting).toBeLessThanOrEqual(8);
     expect(found.concurrency.limit).toBeGreaterThanOrEqual(4);
-    expect(found.concurrency.limit).toBeLessThanOrEqual(7);
+    // Up to three waiting: a request more adds an eighth of a reply, under what this client's own
+    // delays may add (100 ms).
+    expect(found.concurrency.limit).toBeLessThanOrEqual(8);
     expect(fed.wallMs / found.wallMs).toBeGreaterThanOrEqual(0.9);
   });
 
