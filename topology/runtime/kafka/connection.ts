@@ -5,6 +5,7 @@ import type { TopicSpec } from '../../topology.js';
 import type { LogTask } from '../types.js';
 import type { KafkaUrl } from './config.js';
 import type { KafkaNames } from './names.js';
+import type { WrittenPartitions } from './readable.js';
 import type { StampSeal } from './stamp-seal.js';
 import type { ValueWire } from './wire.js';
 
@@ -32,6 +33,8 @@ export interface KafkaConnection {
   /** Every record of one partition up to its committed end, a batch at a time (state restore). */
   readToEnd(topic: string, partition: number, each: (records: readonly LogRecord[]) => void): Promise<void>;
   committedOffsets(group: string, topics: readonly string[]): Promise<Map<string, number>>;
+  /** Waits until read_committed readers reach what a task wrote (its last commit's markers landed). */
+  untilReadable(written: WrittenPartitions): Promise<void>;
   /** A closed task tells the runtime, which closes the tasks still open when it closes. */
   forget(task: LogTask): void;
 }

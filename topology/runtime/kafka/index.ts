@@ -11,6 +11,7 @@ import type { KafkaConnection } from './connection.js';
 import { KafkajsTask } from './kafkajs-task.js';
 import { KafkaNames } from './names.js';
 import { RdkafkaTask } from './rdkafka-task.js';
+import { ReadableWait, type WrittenPartitions } from './readable.js';
 import { PartitionReader } from './reader.js';
 import { STAMP_KEYS_ENV, StampSeal, VALIDATED_AS_HEADER } from './stamp-seal.js';
 import { ChangelogState } from './state.js';
@@ -91,6 +92,7 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
   private readonly admin: kafkajs.Admin;
   private readonly producer: kafkajs.Producer;
   private reader?: Promise<PartitionReader>;
+  private readable?: Promise<ReadableWait>;
   private readonly partitionCounts = new Map<string, number>();
   /** Topics (engine names) the broker keeps by key: it refuses a record without one. */
   private readonly compacted = new Set<string>();
@@ -556,6 +558,21 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
     }
   }
 
+  /** Waits (up to 5 s, then warns) until read_committed readers reach what a closing task wrote. */
+  async untilReadable(written: WrittenPartitions): Promise<void> {
+    if (!written.size) return;
+    this.readable ??= ReadableWait.open(this.url.brokers);
+    const stableEnds = async (kafkaTopic: string) =>
+      (await this.admin.fetchTopicOffsets(kafkaTopic))
+        .sort((a, b) => a.partition - b.partition)
+        .map((o) => Number(o.high));
+    if (!(await (await this.readable).until(written, stableEnds, 5_000)))
+      this.log.warn(
+        { topics: [...written.keys()] },
+        'a transaction is still open on a partition written: not readable yet',
+      );
+  }
+
   forget(task: LogTask): void {
     this.tasks.delete(task);
   }
@@ -563,6 +580,7 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
   async close(): Promise<void> {
     for (const t of [...this.tasks]) await t.close();
     await (await this.reader)?.close();
+    await (await this.readable)?.close();
     await this.producer.disconnect();
     await this.admin.disconnect();
   }

@@ -4,6 +4,7 @@ import { FencedError, type LogTask, type LogTransaction, type TaskSpec } from '.
 import { engineAssigner } from './assigner.js';
 import { SESSION_TIMEOUT_MS } from './config.js';
 import type { KafkaConnection } from './connection.js';
+import { noteWritten } from './readable.js';
 import { VALIDATED_AS_HEADER } from './stamp-seal.js';
 import type { ChangelogState } from './state.js';
 import { rethrowFenced } from './transaction.js';
@@ -71,6 +72,8 @@ export class KafkajsTask implements LogTask {
   private stale = false;
   private readonly global: boolean;
   private closed = false;
+  /** Partitions this task wrote to: its close waits until they are readable. */
+  private readonly written = new Map<string, Set<number>>();
 
   private constructor(
     private readonly runtime: KafkaConnection,
@@ -359,6 +362,8 @@ export class KafkajsTask implements LogTask {
       for (const [s, some] of byScope) {
         const t = await open(s);
         for (const chunk of await this.runtime.sendChunks(some as never)) {
+          for (const { topic, messages } of chunk)
+            for (const m of messages) noteWritten(this.written, topic, m.partition!);
           t.sending = t.sending.then(() => t.tx.sendBatch({ topicMessages: chunk }));
           t.sending.catch(() => {});
         }
@@ -466,6 +471,7 @@ export class KafkajsTask implements LogTask {
     for (const b of [...this.held]) b.release();
     await this.consumer.disconnect();
     for (const p of this.producers.values()) await p.disconnect().catch(() => {});
+    await this.runtime.untilReadable(this.written);
   }
 }
 

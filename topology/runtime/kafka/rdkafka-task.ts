@@ -3,6 +3,7 @@ import { GLOBAL, type LogRecord, partitionKey, type StateChange } from '../../re
 import { FencedError, type LogTask, type LogTransaction, type TaskSpec } from '../types.js';
 import { SESSION_TIMEOUT_MS } from './config.js';
 import type { KafkaConnection } from './connection.js';
+import { noteWritten } from './readable.js';
 import { VALIDATED_AS_HEADER } from './stamp-seal.js';
 import type { ChangelogState } from './state.js';
 import { kafkaTransaction, rethrowFenced } from './transaction.js';
@@ -61,6 +62,8 @@ export class RdkafkaTask implements LogTask {
   /** Records polled before the last rebalance may still be in the task: it must rewind first. */
   private stale = false;
   private readonly global: boolean;
+  /** Partitions this task wrote to: its close waits until they are readable. */
+  private readonly written = new Map<string, Set<number>>();
 
   private constructor(
     private readonly runtime: KafkaConnection,
@@ -322,6 +325,7 @@ export class RdkafkaTask implements LogTask {
         for (const [i, r] of records.entries()) {
           const sealed = this.runtime.seal.sealed(r.validatedAs, values[i]!);
           const headers = sealed ? [{ [VALIDATED_AS_HEADER]: sealed }] : undefined;
+          noteWritten(this.written, names.topic(r.topic), partitions[i]!);
           this.producer.produce(
             names.topic(r.topic),
             partitions[i],
@@ -390,5 +394,6 @@ export class RdkafkaTask implements LogTask {
     await this.dropAhead();
     await new Promise<void>((resolve) => this.consumer.disconnect(() => resolve()));
     await new Promise<void>((resolve) => this.producer.disconnect(() => resolve()));
+    await this.runtime.untilReadable(this.written);
   }
 }
