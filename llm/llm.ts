@@ -439,6 +439,7 @@ export class Llm {
             ...params,
             fields: target.fields,
             timeoutMs: target.timeoutMs,
+            ...(target.stream ? { stream: target.stream } : {}),
           });
           // Journaled before anything else happens to it, and before its slot is given back: the
           // journal writes a turn's replies together, and a kill -9 pays again for no more replies

@@ -24,6 +24,8 @@ export interface Target {
   /** Server-specific fields for each request: the global ones under the stage's. */
   fields: Record<string, unknown>;
   timeoutMs: number;
+  /** Streaming and its progress timeouts; undefined: whole replies. */
+  stream: { firstChunkMs: number; stallMs: number } | undefined;
   inputUsdPerMillion: number;
   outputUsdPerMillion: number;
   backend: Provider;
@@ -111,6 +113,7 @@ export class Targets {
       contextTokens: s.contextTokens ?? c.contextTokens,
       fields: { ...c.requestFields, ...s.requestFields },
       timeoutMs: c.timeoutMs,
+      stream: c.stream ? { firstChunkMs: c.firstTokenTimeoutMs, stallMs: c.stallTimeoutMs } : undefined,
       inputUsdPerMillion: s.inputUsdPerMillion ?? c.inputUsdPerMillion,
       outputUsdPerMillion: s.outputUsdPerMillion ?? c.outputUsdPerMillion,
       ...shared,

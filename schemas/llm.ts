@@ -99,7 +99,19 @@ export const LlmConfig = z
       .min(1)
       .default('./data/models/gemma-3-270m-q4_k_m.gguf')
       .describe('GGUF file of the local provider (deploy/model.sh writes the default)'),
-    timeoutMs: positiveInt().default(120_000).describe('one request, from sent to its whole reply'),
+    stream: z
+      .boolean()
+      .default(true)
+      .describe(
+        'ask for each reply as it is decoded (server-sent events), so that the timeouts measure progress; false: whole replies',
+      ),
+    firstTokenTimeoutMs: positiveInt()
+      .default(120_000)
+      .describe("streaming: from sent to the reply's first chunk (the server's queue and the prompt)"),
+    stallTimeoutMs: positiveInt().default(30_000).describe('streaming: the longest silence between chunks'),
+    timeoutMs: positiveInt()
+      .default(600_000)
+      .describe('one request, from sent to its whole reply: the bound above the streaming timeouts'),
     temperature: z
       .number()
       .min(0)

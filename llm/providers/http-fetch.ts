@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 
@@ -20,8 +21,9 @@ export interface HttpFetch {
  * A `fetch` for the openai client over node:http(s) with pooled keep-alive connections: the same
  * request and response for the client's JSON calls at a fraction of the CPU of Node's built-in
  * fetch (its web streams and request cloning cost about a millisecond a call, which at 64 calls in
- * flight is most of the client's time). Buffered bodies only: a string or bytes sent, the whole
- * response read before it resolves (the providers make no streaming calls). Redirects are not
+ * flight is most of the client's time). A string or bytes sent; the whole response read before it
+ * resolves, except a stream of server-sent events (a streamed reply), which resolves at its headers
+ * with the events as they arrive, the signal aborting it until its end. Redirects are not
  * followed; an encoded response (gzip, deflate, br) is decoded. Aborting the signal rejects with
  * its reason, an AbortError, which the openai client reports as a timeout when its own timer
  * aborted, unless the whole response had arrived (see `abort` below).
@@ -46,10 +48,10 @@ export function httpFetch(): HttpFetch {
     });
     const signal = init.signal ?? undefined;
     const method = init.method ?? 'GET';
-    return new Promise<{ res: http.IncomingMessage; raw: Buffer }>((settle, fail) => {
+    return new Promise<{ res: http.IncomingMessage; raw: Buffer | null }>((settle, fail) => {
       if (signal?.aborted) return fail(signal.reason);
       // Settled either way, the request stops listening: the signal may outlive it.
-      const resolve = (value: { res: http.IncomingMessage; raw: Buffer }) => {
+      const resolve = (value: { res: http.IncomingMessage; raw: Buffer | null }) => {
         signal?.removeEventListener('abort', abort);
         settle(value);
       };
@@ -60,6 +62,12 @@ export function httpFetch(): HttpFetch {
       let received = false;
       const send = url.protocol === 'https:' ? https.request : http.request;
       const req = send(url, { agent, method, headers }, (res) => {
+        if (isEventStream(res)) {
+          // Resolved now, read as it comes: the signal still aborts it until it has ended.
+          settle({ res, raw: null });
+          res.on('close', () => signal?.removeEventListener('abort', abort));
+          return;
+        }
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('error', reject);
@@ -86,7 +94,8 @@ export function httpFetch(): HttpFetch {
       const status = res.statusCode ?? 0;
       const encoding = res.headers['content-encoding']?.trim().toLowerCase();
       const decode = encoding ? decoders[encoding] : undefined;
-      const bytes = decode ? await decode(raw) : raw;
+      const bytes =
+        raw === null ? (Readable.toWeb(res) as ReadableStream<Uint8Array>) : decode ? await decode(raw) : raw;
       const responseHeaders = new Headers();
       for (let i = 0; i < res.rawHeaders.length; i += 2) {
         const name = res.rawHeaders[i]!;
@@ -111,4 +120,13 @@ export function httpFetch(): HttpFetch {
       agents['https:'].destroy();
     },
   };
+}
+
+/** A stream of server-sent events that answers the request (not an error), sent as it is. */
+function isEventStream(res: http.IncomingMessage): boolean {
+  return (
+    (res.statusCode ?? 0) < 300 &&
+    /^text\/event-stream\b/i.test(res.headers['content-type'] ?? '') &&
+    !res.headers['content-encoding']
+  );
 }

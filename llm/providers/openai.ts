@@ -1,7 +1,9 @@
 import OpenAI from 'openai';
+import type { LlmJournalReply } from '../../schemas/llm.js';
 import { TransientError } from '../errors.js';
 import { splitThinking } from '../reply.js';
 import { type HttpFetch, httpFetch } from './http-fetch.js';
+import { ProgressWatch } from './progress.js';
 import type { Provider, ProviderRequest } from './provider.js';
 
 /**
@@ -23,6 +25,12 @@ interface Dialect {
    * schema beside the type (llama_cpp/server/types.py: ChatCompletionRequestResponseFormat).
    */
   responseFormat: 'json_schema' | 'json_object';
+  /**
+   * A streamed request asks for the usage in its last chunk (`stream_options.include_usage`,
+   * OpenAI's and vLLM's); a server that refuses the field is sent streams without it, and the
+   * usage is then estimated.
+   */
+  streamOptions: boolean;
 }
 
 const DEFAULT_DIALECT: Dialect = {
@@ -30,6 +38,7 @@ const DEFAULT_DIALECT: Dialect = {
   maxTokens: true,
   maxCompletionTokens: true,
   responseFormat: 'json_schema',
+  streamOptions: true,
 };
 
 /** A server that has a capacity endpoint answers it at once; one that has none may be slow to say so. */
@@ -66,6 +75,11 @@ export function relearn(
     )
   )
     return undefined;
+  if (dialect.streamOptions && (param === 'stream_options' || /\bstream_options\b/.test(message)))
+    return {
+      dialect: { ...dialect, streamOptions: false },
+      change: 'stream_options refused: streaming without it, the usage estimated',
+    };
   const fields = ['temperature', 'max_completion_tokens', 'max_tokens'] as const;
   const named =
     fields.find((f) => f === param) ??
@@ -95,6 +109,39 @@ type ServerMessage = OpenAI.Chat.Completions.ChatCompletionMessage & {
   reasoning?: string | null;
 };
 
+/** A streamed chunk's delta as the same servers extend it. */
+type ServerDelta = OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta & {
+  reasoning_content?: string | null;
+  reasoning?: string | null;
+};
+
+/** The reply as the journal keeps it, from a whole reply or the pieces of a streamed one. */
+function journalReply(r: {
+  content: string;
+  reasoning: string;
+  refusal: string;
+  model: string;
+  finish: string | null | undefined;
+  usage: OpenAI.Completions.CompletionUsage | undefined;
+}): LlmJournalReply {
+  const outputTokens = r.usage?.completion_tokens ?? 0;
+  const reasoningTokens =
+    r.usage?.completion_tokens_details?.reasoning_tokens ??
+    // vLLM counts reasoning in completion_tokens without saying how much: estimated from its text.
+    Math.min(
+      outputTokens || Number.POSITIVE_INFINITY,
+      Math.ceil((r.reasoning.length + splitThinking(r.content).thinking.length) / 4),
+    );
+  return {
+    content: r.content,
+    model: r.model,
+    usage: { inputTokens: r.usage?.prompt_tokens ?? 0, outputTokens },
+    truncated: r.finish === 'length',
+    ...(reasoningTokens > 0 ? { reasoningTokens } : {}),
+    ...(r.refusal ? { refusal: r.refusal } : {}),
+  };
+}
+
 export interface OpenAiProviderOptions {
   /** Told once per endpoint and model each time the request is resent in another dialect. */
   onDialect?: (model: string, change: string, refusal: string) => void;
@@ -122,23 +169,18 @@ export class OpenAiProvider implements Provider {
     });
   }
 
-  async chat(request: ProviderRequest) {
-    let completion: OpenAI.Chat.Completions.ChatCompletion | undefined;
-    // Each refusal teaches one field; there are four to learn, so a fifth refusal is the request's.
-    for (let tries = 0; !completion; tries++) {
+  async chat(request: ProviderRequest): Promise<LlmJournalReply> {
+    // Each refusal teaches one field; there are five to learn, so a sixth refusal is the request's.
+    for (let tries = 0; ; tries++) {
       const dialect = this.dialects.get(request.model) ?? DEFAULT_DIALECT;
       try {
-        completion = await this.client.chat.completions.create(
-          body(request, dialect) as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming,
-          // The signal aborts a call in flight when the process stops (the reply is then not paid).
-          { timeout: request.timeoutMs, ...(request.signal ? { signal: request.signal } : {}) },
-        );
+        return request.stream ? await this.streamed(request, dialect) : await this.whole(request, dialect);
       } catch (e) {
         const refused =
           e instanceof OpenAI.APIError && e.status !== undefined && [400, 422, 500].includes(e.status)
             ? relearn(dialect, e.message, e.param)
             : undefined;
-        if (refused && tries < 4) {
+        if (refused && tries < 5) {
           // Requests in flight together are refused together: the first to learn tells, once.
           if ((this.dialects.get(request.model) ?? DEFAULT_DIALECT) === dialect) {
             this.dialects.set(request.model, refused.dialect);
@@ -151,32 +193,78 @@ export class OpenAiProvider implements Provider {
         throw withoutSecret(transient(e) ?? e, this.apiKey);
       }
     }
+  }
+
+  /** One whole reply: the client's timeout bounds it from sent to its end. */
+  private async whole(request: ProviderRequest, dialect: Dialect): Promise<LlmJournalReply> {
+    const completion = await this.client.chat.completions.create(
+      body(request, dialect) as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming,
+      // The signal aborts a call in flight when the process stops (the reply is then not paid).
+      { timeout: request.timeoutMs, ...(request.signal ? { signal: request.signal } : {}) },
+    );
     const choice = completion.choices[0];
     const message = choice?.message as ServerMessage | undefined;
-    const content = message?.content ?? '';
-    const outputTokens = completion.usage?.completion_tokens ?? 0;
-    const reasoningTokens =
-      completion.usage?.completion_tokens_details?.reasoning_tokens ??
-      // vLLM counts reasoning in completion_tokens without saying how much: estimated from its text.
-      Math.min(
-        outputTokens || Number.POSITIVE_INFINITY,
-        Math.ceil(
-          ((message?.reasoning_content ?? message?.reasoning ?? '').length +
-            splitThinking(content).thinking.length) /
-            4,
-        ),
-      );
-    return {
-      content,
+    return journalReply({
+      content: message?.content ?? '',
+      reasoning: message?.reasoning_content ?? message?.reasoning ?? '',
+      refusal: message?.refusal ?? '',
       model: completion.model,
-      usage: {
-        inputTokens: completion.usage?.prompt_tokens ?? 0,
-        outputTokens,
-      },
-      truncated: choice?.finish_reason === 'length',
-      ...(reasoningTokens > 0 ? { reasoningTokens } : {}),
-      ...(message?.refusal ? { refusal: message.refusal } : {}),
-    };
+      finish: choice?.finish_reason,
+      usage: completion.usage,
+    });
+  }
+
+  /**
+   * The reply as it is decoded (server-sent events), under a ProgressWatch: a long reply that keeps
+   * coming is never timed out, one that does not start or stops is. Without the usage chunk (a
+   * server that ignores stream_options), tokens are estimated: the prompt's characters / 4, and a
+   * token per chunk (llama.cpp and vLLM send one token per event by default).
+   */
+  private async streamed(request: ProviderRequest, dialect: Dialect): Promise<LlmJournalReply> {
+    const watch = new ProgressWatch({ ...request.stream!, totalMs: request.timeoutMs }, request.signal);
+    try {
+      const stream = await this.client.chat.completions.create(
+        {
+          ...body(request, dialect),
+          stream: true,
+          ...(dialect.streamOptions ? { stream_options: { include_usage: true } } : {}),
+        } as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming,
+        { signal: watch.signal },
+      );
+      const text = { content: '', reasoning: '', refusal: '' };
+      let model = request.model;
+      let finish: string | null | undefined;
+      let usage: OpenAI.Completions.CompletionUsage | undefined;
+      let chunks = 0;
+      for await (const chunk of stream) {
+        watch.progressed();
+        if (chunk.model) model = chunk.model;
+        if (chunk.usage) usage = chunk.usage;
+        const choice = chunk.choices?.[0];
+        if (!choice) continue;
+        const delta = choice.delta as ServerDelta;
+        const piece = delta.content ?? delta.reasoning_content ?? delta.reasoning ?? delta.refusal;
+        if (piece) chunks++;
+        text.content += delta.content ?? '';
+        text.reasoning += delta.reasoning_content ?? delta.reasoning ?? '';
+        text.refusal += delta.refusal ?? '';
+        if (choice.finish_reason) finish = choice.finish_reason;
+      }
+      return journalReply({
+        ...text,
+        model,
+        finish,
+        usage: usage ?? {
+          prompt_tokens: Math.ceil(JSON.stringify(request.messages).length / 4),
+          completion_tokens: chunks,
+          total_tokens: 0,
+        },
+      });
+    } catch (e) {
+      throw watch.expired ?? e;
+    } finally {
+      watch.done();
+    }
   }
 
   /**

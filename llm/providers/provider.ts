@@ -8,7 +8,13 @@ export interface ProviderRequest {
   /** null: not sent, the model's own default. */
   temperature: number | null;
   maxTokens: number;
+  /** The whole reply's bound, from sent to the last of it. */
   timeoutMs: number;
+  /**
+   * Ask for the reply as it is decoded, and give it up when it makes no progress: no first chunk
+   * within `firstChunkMs`, or a silence over `stallMs` between chunks. Unset: one whole reply.
+   */
+  stream?: { firstChunkMs: number; stallMs: number };
   /** Aborts the request in flight: the process is stopping. */
   signal?: AbortSignal;
   /** Server-specific fields sent as they are (config `requestFields`); never ones the request owns. */

@@ -8,6 +8,7 @@ export const FaultKind = z.enum([
   'truncated', // 200 with the JSON content cut in half
   'schema-break', // 200 with valid JSON that matches no stage schema
   'bad-request', // 400: a request the endpoint will never accept
+  'stall', // streamed: half the reply's events, then silence with the connection open (whole: never answered)
 ]);
 export type FaultKind = z.infer<typeof FaultKind>;
 

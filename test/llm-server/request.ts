@@ -12,5 +12,8 @@ export const ChatRequest = z.looseObject({
         .optional(),
     })
     .optional(),
+  /** Server-sent events (OpenAI's chat completions streaming), with the usage last if asked. */
+  stream: z.boolean().optional(),
+  stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullable().optional(),
 });
 export type ChatRequest = z.infer<typeof ChatRequest>;

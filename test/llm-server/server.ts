@@ -177,6 +177,9 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
         return; // Never answered; the client's timeout ends it.
       case 'reset':
         return req.socket.destroy();
+      case 'stall':
+        if (!request.stream) return; // A whole reply that stalls is never answered.
+        break;
     }
     const delay = drawLatency(latency, random);
     if (slots && !slots.take()) {
@@ -188,18 +191,6 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
     stats.inFlight++;
     stats.maxInFlight = Math.max(stats.maxInFlight, stats.inFlight);
     const content = await responder(normalized(request), { promptHash, random: seededFrom(promptHash) });
-    if (delay > 0) await new Promise((r) => setTimeout(r, delay));
-    stats.inFlight--;
-    slots?.release();
-    // A client that went away (killed, timed out) has closed its side: the reply could not arrive.
-    if (res.destroyed || req.socket.readableEnded || req.socket.destroyed) {
-      stats.decodedForNobody++;
-      req.socket.destroy();
-      return;
-    }
-    stats.answered++;
-    stats.answeredByPromptHash[promptHash] = (stats.answeredByPromptHash[promptHash] ?? 0) + 1;
-    stats.latencySumMs += delay;
     const reply =
       fault === 'truncated'
         ? content.slice(0, Math.floor(content.length / 2))
@@ -208,33 +199,57 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
           : content;
     const outcome = dialectReply(dialect, request, reply, promptHash);
     if (outcome.kind !== 'reply') throw new Error('a dialect reply is a reply');
+    const finish = fault === 'truncated' ? 'length' : outcome.finish;
+    const id = `chatcmpl-${promptHash.slice(0, 24)}`;
+    const usage = {
+      prompt_tokens: promptTokens,
+      completion_tokens: outcome.completionTokens,
+      total_tokens: promptTokens + outcome.completionTokens,
+      // OpenAI reports the hidden reasoning it bills; vLLM does not split it out.
+      ...(dialect.reasoning?.field === 'hidden'
+        ? { completion_tokens_details: { reasoning_tokens: outcome.reasoningTokens } }
+        : {}),
+    };
+    // A client that went away (killed, timed out) has closed its side: the reply could not arrive.
+    const gone = () => res.destroyed || req.socket.readableEnded || req.socket.destroyed;
+    let delivered: boolean | 'stalled';
+    if (request.stream) {
+      delivered = await streamReply(res, gone, {
+        id,
+        model: request.model,
+        message: outcome.message,
+        finish,
+        usage: request.stream_options?.include_usage ? usage : undefined,
+        delayMs: delay,
+        stall: fault === 'stall',
+      });
+    } else {
+      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+      delivered = !gone();
+    }
+    stats.inFlight--;
+    slots?.release();
+    if (delivered === 'stalled') return;
+    if (!delivered) {
+      stats.decodedForNobody++;
+      req.socket.destroy();
+      return;
+    }
+    stats.answered++;
+    stats.answeredByPromptHash[promptHash] = (stats.answeredByPromptHash[promptHash] ?? 0) + 1;
+    stats.latencySumMs += delay;
     if (outcome.unbounded) stats.unbounded++;
     if (outcome.message.refusal) stats.refusals++;
-    const completionTokens = outcome.completionTokens;
-    stats.completionTokens += completionTokens;
+    stats.completionTokens += outcome.completionTokens;
     stats.reasoningTokens += outcome.reasoningTokens;
+    if (request.stream) return;
     json(res, 200, {
-      id: `chatcmpl-${promptHash.slice(0, 24)}`,
+      id,
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
       model: request.model,
-      choices: [
-        {
-          index: 0,
-          message: outcome.message,
-          finish_reason: fault === 'truncated' ? 'length' : outcome.finish,
-          logprobs: null,
-        },
-      ],
-      usage: {
-        prompt_tokens: promptTokens,
-        completion_tokens: completionTokens,
-        total_tokens: promptTokens + completionTokens,
-        // OpenAI reports the hidden reasoning it bills; vLLM does not split it out.
-        ...(dialect.reasoning?.field === 'hidden'
-          ? { completion_tokens_details: { reasoning_tokens: outcome.reasoningTokens } }
-          : {}),
-      },
+      choices: [{ index: 0, message: outcome.message, finish_reason: finish, logprobs: null }],
+      usage,
     });
   };
 
@@ -311,6 +326,67 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Characters per streamed event: fewer events than a real server's token each, the same shape. */
+const STREAM_CHUNK_CHARS = 64;
+
+/**
+ * A reply as server-sent events, as OpenAI documents chat completion streaming
+ * (https://platform.openai.com/docs/api-reference/chat-streaming): `chat.completion.chunk`
+ * objects whose `choices[0].delta` carries the role, then the text in pieces (the dialect's
+ * reasoning field first, as vLLM streams `reasoning_content`/`reasoning`, then the content or the
+ * refusal), a last chunk with the finish_reason, with `stream_options.include_usage` one more with
+ * empty choices and the usage, then `data: [DONE]`. The pieces are spread over the reply's
+ * latency, so the first comes after a share of it and the last at its end. A client that left is
+ * decoded for to the end all the same (as the slots' note says); a stall sends half the pieces
+ * and then nothing, the connection open, until the client leaves. Whether it reached the client
+ * (false: decoded for nobody), or stalled.
+ */
+async function streamReply(
+  res: ServerResponse,
+  gone: () => boolean,
+  r: {
+    id: string;
+    model: string;
+    message: Record<string, unknown>;
+    finish: string;
+    usage: Record<string, unknown> | undefined;
+    delayMs: number;
+    stall: boolean;
+  },
+): Promise<boolean | 'stalled'> {
+  const deltas: Record<string, unknown>[] = [{ role: 'assistant', content: '' }];
+  for (const field of ['reasoning_content', 'reasoning', 'content', 'refusal'] as const) {
+    const text = r.message[field];
+    if (typeof text !== 'string') continue;
+    for (let at = 0; at < text.length; at += STREAM_CHUNK_CHARS)
+      deltas.push({ [field]: text.slice(at, at + STREAM_CHUNK_CHARS) });
+  }
+  const chunk = (delta: Record<string, unknown>, finish: string | null) => ({
+    id: r.id,
+    object: 'chat.completion.chunk',
+    created: Math.floor(Date.now() / 1000),
+    model: r.model,
+    choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
+  });
+  const events = [...deltas.map((d) => chunk(d, null)), chunk({}, r.finish)];
+  if (r.usage) events.push({ ...chunk({}, null), choices: [], usage: r.usage } as never);
+  const gap = r.delayMs / events.length;
+  for (const [i, event] of events.entries()) {
+    if (r.stall && i === Math.ceil(events.length / 2)) {
+      await new Promise((resolve) => res.once('close', resolve));
+      return 'stalled';
+    }
+    if (gap > 0) await new Promise((resolve) => setTimeout(resolve, gap));
+    if (gone()) continue;
+    if (!res.headersSent)
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    res.write(`data: ${JSON.stringify(event)}\n\n`);
+  }
+  if (gone()) return false;
+  res.end('data: [DONE]\n\n');
+  return true;
 }
 
 /** Decoding slots taken in arrival order: a freed slot passes straight to the first waiting. */

@@ -176,6 +176,7 @@ describe('dialects of request fields', () => {
       maxTokens: true,
       maxCompletionTokens: true,
       responseFormat: 'json_schema' as const,
+      streamOptions: true,
     };
     expect(
       relearn(
@@ -198,6 +199,12 @@ describe('dialects of request fields', () => {
       ),
     ).toBeUndefined();
     expect(relearn(d, "Unsupported parameter: 'top_k'", null)).toBeUndefined();
+    expect(relearn(d, 'Unrecognized request argument supplied: stream_options', null)?.dialect).toMatchObject(
+      {
+        streamOptions: false,
+        maxTokens: true,
+      },
+    );
     expect(
       relearn(
         { ...d, maxTokens: false },

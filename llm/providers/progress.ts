@@ -1,0 +1,72 @@
+import { TransientError } from '../errors.js';
+
+export interface ProgressLimits {
+  /** From sent to the first chunk: the server's queue and the prompt's reading. */
+  firstChunkMs: number;
+  /** The longest silence between two chunks. */
+  stallMs: number;
+  /** The whole reply. */
+  totalMs: number;
+}
+
+/**
+ * The timeouts of a streamed reply. A reply that is arriving is progress: a slow server decoding
+ * a long reply is never cut off while its tokens come, only one that does not start (no first
+ * chunk), that stops (a silence between chunks), or that outlasts the whole-reply bound. Its
+ * signal aborts the request; `expired` says which timeout it was, as a TransientError 'timeout'.
+ * The caller's signal (the process stopping) aborts it too, with that signal's reason.
+ */
+export class ProgressWatch {
+  private readonly controller = new AbortController();
+  private readonly total: NodeJS.Timeout;
+  private silence: NodeJS.Timeout;
+  private started = false;
+  /** The timeout that ended the request, if one did. */
+  expired: TransientError | undefined;
+
+  constructor(
+    private readonly limits: ProgressLimits,
+    private readonly outer?: AbortSignal,
+  ) {
+    this.total = setTimeout(
+      () => this.expire(`no whole reply within ${seconds(limits.totalMs)}`),
+      limits.totalMs,
+    );
+    this.silence = setTimeout(
+      () => this.expire(`no first chunk within ${seconds(limits.firstChunkMs)}`),
+      limits.firstChunkMs,
+    );
+    if (outer?.aborted) this.controller.abort(outer.reason);
+    outer?.addEventListener('abort', this.stop, { once: true });
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** A chunk arrived: the next must come within the stall timeout. */
+  progressed(): void {
+    if (this.expired) return;
+    clearTimeout(this.silence);
+    const ms = this.limits.stallMs;
+    const what = this.started ? 'between chunks' : 'after the first chunk';
+    this.started = true;
+    this.silence = setTimeout(() => this.expire(`silent over ${seconds(ms)} ${what}`), ms);
+  }
+
+  /** The request settled: no timer or listener outlives it. */
+  done(): void {
+    clearTimeout(this.total);
+    clearTimeout(this.silence);
+    this.outer?.removeEventListener('abort', this.stop);
+  }
+
+  private readonly stop = () => this.controller.abort(this.outer!.reason);
+
+  private expire(message: string): void {
+    this.expired = new TransientError('timeout', `streamed reply: ${message}`);
+    this.controller.abort(this.expired);
+  }
+}
+
+const seconds = (ms: number) => `${ms >= 10_000 ? Math.round(ms / 1000) : (ms / 1000).toFixed(1)} s`;
