@@ -38,6 +38,11 @@ export const Dialect = z
     llamaCppResponseFormat: z.boolean().default(false),
     /** Error bodies at the top level, `{object: "error", message, ...}`, as vLLM's before 0.9. */
     topLevelErrors: z.boolean().default(false),
+    /**
+     * A streamed reply carries no usage, whatever `stream_options` asks: llama-cpp-python 0.3
+     * has no such field (llama_cpp/server/types.py, CreateChatCompletionRequest) and ignores it.
+     */
+    streamsNoUsage: z.boolean().default(false),
   })
   .strict();
 export type Dialect = z.infer<typeof Dialect>;
@@ -74,7 +79,12 @@ export const DIALECTS = {
   // Literal["text", "json_object"] with an optional `schema` (llama_cpp/server/types.py; its
   // examples send {"type": "json_object", "schema": {...}}); json_schema fails the request's
   // validation inside the handler, a 500. It reads max_tokens, not max_completion_tokens.
-  'llama-cpp-python': { llamaCppResponseFormat: true, ignoresMaxCompletionTokens: true },
+  // Its streams end with the finish_reason and no usage chunk (seen from the 0.3.36 server deploy/llama-cpp-python.sh builds).
+  'llama-cpp-python': {
+    llamaCppResponseFormat: true,
+    ignoresMaxCompletionTokens: true,
+    streamsNoUsage: true,
+  },
   // Ollama's OpenAI endpoint lists max_tokens, not max_completion_tokens, among what it supports
   // (docs/openai.md, /v1/chat/completions).
   ollama: { ignoresMaxCompletionTokens: true },

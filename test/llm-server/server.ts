@@ -219,7 +219,7 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
         model: request.model,
         message: outcome.message,
         finish,
-        usage: request.stream_options?.include_usage ? usage : undefined,
+        usage: request.stream_options?.include_usage && !dialect.streamsNoUsage ? usage : undefined,
         delayMs: delay,
         stall: fault === 'stall',
       });
