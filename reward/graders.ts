@@ -1,5 +1,5 @@
 import type { RewardResult } from '../schemas/feeder.js';
-import { ANSWER, binomialForms, type Form, formKey } from './anchor.js';
+import { ANSWER, binomialForms, type Form, formKey, remembered } from './anchor.js';
 import { isShortForm, shorterNames, writtenForms } from './names.js';
 import { RULES } from './rules.js';
 import { isWord, prepare, type Token, tokenize } from './text.js';
@@ -43,13 +43,14 @@ const isListSeparator = (t: Token | undefined) =>
  * Another short item in a list right beside [start, end): "decrease" in "increase or decrease",
  * "S. aureus" in "E. coli, or maybe S. aureus", "E. coli and/or S. aureus", "E. coli (or S. aureus)".
  */
-function listedBeside(tokens: Token[], start: number, end: number): boolean {
+function listedBeside(tokens: Token[], start: number, end: number, regionAnswer = false): boolean {
   const competes = (item: Token[], separator: Token, after: Token | undefined, before: boolean) => {
     const words = item.filter(isWord);
     if (words.length === 0) return false;
     if (RULES.continuations.has(words[0]!.key) || words.some((w) => RULES.negators.has(w.key))) return false;
     if (namesItAgain(words, before)) return false;
     if (separator.key === ',' && (apposition(words, after) || year(words))) return false;
+    if (separator.key === ',' && placeAndRegion(words, before, regionAnswer)) return false;
     // What the item names, after the filler that opens it ("I believe it is E. coli or S. aureus").
     const opens = words.findIndex((w) => !RULES.fillers.has(w.key));
     return opens >= 0 && words.length - opens <= 4;
@@ -110,6 +111,30 @@ const apposition = (words: Token[], after: Token | undefined) => {
     RULES.appositions.has(first.text) || (first.key.length > 4 && /^[a-z]+ed$/.test(first.text));
   return describes && !(after !== undefined && RULES.listWords.has(after.key));
 };
+
+/** The words of an item or a form as the regions table writes them: lower case, no leading article. */
+const regionKey = (words: readonly Token[]): string =>
+  words
+    .filter((w) => w.kind === 'word' || w.kind === 'num')
+    .map((w) => w.key)
+    .join(' ')
+    .replace(/^(?:the|a|an) /, '');
+
+const isRegion = (words: readonly Token[]) =>
+  words.every((w) => w.kind !== 'form') && RULES.regions.has(regionKey(words));
+
+/** A form that names a region of the table ("the United States", "Missouri"). */
+const regionForm = remembered((form: string) => isRegion(tokenize(prepare(form))));
+
+/**
+ * placeAndRegion: a place, a comma and a region of the rules' table ("Rhodes, Greece", "Kansas
+ * City, Missouri", "Selby, Yorkshire, England") says where the place lies: the region is no other
+ * candidate beside the answer (the item after it), nor is the place beside a region that is the
+ * answer (the item before it). Two regions ("France, Germany") or two places ("Paris, Lyon") stay
+ * a list.
+ */
+const placeAndRegion = (words: readonly Token[], before: boolean, regionAnswer: boolean) =>
+  before ? regionAnswer && !isRegion(words) : !regionAnswer && isRegion(words);
 
 /** A year after a comma ("July 20, 1969"): a date, not another item, beside a text answer. */
 const year = (words: Token[]) =>
@@ -354,16 +379,6 @@ function numericGrader(truth: string, accepted: readonly string[]): Grader {
 export const isVerb = (t: Token): boolean =>
   t.kind === 'word' && ((t.key.length > 4 && t.key.endsWith('ed')) || RULES.subjectVerbs.has(t.key));
 
-/**
- * subjectOfSentence: the form at i opens its sentence (nothing but filler before it) and a verb
- * follows it: "Barbara McClintock discovered ...", "The sinoatrial node generates ...".
- */
-function subjectOfSentence(tokens: Token[], i: number): boolean {
-  return (
-    isVerb(tokens[i + 1]!) && tokens.slice(0, i).every((t) => t.kind === 'punct' || RULES.fillers.has(t.key))
-  );
-}
-
 export function freeFormGrader(truth: string, aliases: readonly string[]): Grader {
   const accepted = acceptedForms(truth, aliases);
   // A number is read as one only when every accepted form is a number: a reference written as one
@@ -374,6 +389,9 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
     text,
     stands: ANSWER,
   }));
+  const regionAnswer = accepted.some(regionForm);
+  // A number with names in words ("43", "forty-three"): a word after it is what it counts.
+  const counts = numericForm(truth) !== null;
   return {
     text: true,
     wholeAnswer: true,
@@ -383,18 +401,21 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
       const out: Mention[] = [];
       tokens.forEach((t, i) => {
         if (t.kind !== 'form') return;
-        // "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase, unless
-        // it is the subject of its sentence ("Barbara McClintock discovered transposition") or
-        // written as a proper name ("Seymour Hersh first told ...", "the Colorado River").
+        // endsItsPhrase: "kinase" is not the answer in "a kinase inhibitor": the answer ends its
+        // phrase, unless a verb follows it (the subject of its sentence: "Barbara McClintock
+        // discovered transposition"; or a clause about it: "a type of gin made in Scotland", "a
+        // bear named Ben"), it is written as a proper name ("Seymour Hersh first told ...", "the
+        // Colorado River"), or it is a number and the word is what it counts ("four players").
         const next = tokens[i + 1];
         if (
           next?.kind === 'word' &&
           !t.name &&
+          !counts &&
           !RULES.continuations.has(next.key) &&
           !RULES.heads.has(next.key) &&
           !RULES.fillers.has(next.key) &&
           !next.key.endsWith('ly') &&
-          !subjectOfSentence(tokens, i)
+          !isVerb(next)
         )
           return;
         out.push({
@@ -403,7 +424,7 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
           bound: null,
           start: i,
           end: i + 1,
-          listed: listedBeside(tokens, i, i + 1),
+          listed: listedBeside(tokens, i, i + 1, regionAnswer),
         });
       });
       return out;
