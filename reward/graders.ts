@@ -44,12 +44,18 @@ const isListSeparator = (t: Token | undefined) =>
  * "S. aureus" in "E. coli, or maybe S. aureus", "E. coli and/or S. aureus", "E. coli (or S. aureus)".
  */
 function listedBeside(tokens: Token[], start: number, end: number, regionAnswer = false): boolean {
-  const competes = (item: Token[], separator: Token, after: Token | undefined, before: boolean) => {
+  const competes = (
+    item: Token[],
+    separator: Token,
+    after: Token | undefined,
+    before: boolean,
+    next: Token | undefined,
+  ) => {
     const words = item.filter(isWord);
     if (words.length === 0) return false;
     if (RULES.continuations.has(words[0]!.key) || words.some((w) => RULES.negators.has(w.key))) return false;
     if (namesItAgain(words, before)) return false;
-    if (separator.key === ',' && (apposition(words, after) || year(words))) return false;
+    if (separator.key === ',' && (apposition(words, after, next) || year(words))) return false;
     if (separator.key === ',' && placeAndRegion(words, before, regionAnswer)) return false;
     // What the item names, after the filler that opens it ("I believe it is E. coli or S. aureus").
     const opens = words.findIndex((w) => !RULES.fillers.has(w.key));
@@ -73,7 +79,7 @@ function listedBeside(tokens: Token[], start: number, end: number, regionAnswer 
     for (j++; joins(tokens[j]); j++);
     const item: Token[] = [];
     for (; j < tokens.length && !stops(j); j++) item.push(tokens[j]!);
-    if (competes(item, separator, tokens[j], false)) return true;
+    if (competes(item, separator, tokens[j], false, tokens[j + 1])) return true;
   }
   j = start - 1;
   while (parens(tokens[j])) j--;
@@ -82,7 +88,7 @@ function listedBeside(tokens: Token[], start: number, end: number, regionAnswer 
     for (j--; joins(tokens[j]); j--);
     const item: Token[] = [];
     for (; j >= 0 && !stops(j); j--) item.unshift(tokens[j]!);
-    if (competes(item, separator, tokens[end], true)) return true;
+    if (competes(item, separator, tokens[end], true, tokens[end + 1])) return true;
   }
   return false;
 }
@@ -99,17 +105,30 @@ const namesItAgain = (words: Token[], before: boolean) =>
     : words.some((w) => w.kind === 'form') &&
       words.every((w) => w.kind === 'form' || RULES.fillers.has(w.key));
 
+const ARTICLES = new Set(['a', 'an', 'the']);
+
 /**
  * apposition: after a comma, a phrase that describes the answer ("Pour Moi, a French-bred colt",
- * "The Observer, published in London", "lignite, also known as brown coal"), not another item:
- * it opens with an article, a participle or an apposition word, and no list word follows it.
+ * "The Observer, published in London", "lignite, also known as brown coal", "Isaac Newton,
+ * specifically ..."), or gives its title or place in a work ("Arthur Wellesley, 1st Duke of
+ * Wellington", "the Gospel of Luke, chapter 2"), not another item: it opens with an apposition
+ * word, a participle, a title (rules' titles) or an ordinal. One that opens with an article is a
+ * list item when a list word follows it ("mitochondria, the nucleus and the ribosome"), unless it
+ * is a description of three words or more that runs on after "and" with no article ("Isaac
+ * Newton, a renowned mathematician and physicist").
  */
-const apposition = (words: Token[], after: Token | undefined) => {
+const apposition = (words: Token[], after: Token | undefined, next: Token | undefined) => {
   const first = words[0]!;
   // Written in lower case: "A. aaaaa" after a comma is a binomial, not the article.
   const describes =
-    RULES.appositions.has(first.text) || (first.key.length > 4 && /^[a-z]+ed$/.test(first.text));
-  return describes && !(after !== undefined && RULES.listWords.has(after.key));
+    RULES.appositions.has(first.text) ||
+    (first.key.length > 4 && /^[a-z]+ed$/.test(first.text)) ||
+    RULES.titles.has(first.key) ||
+    /^\d+(?:st|nd|rd|th)$/.test(first.key);
+  if (!describes) return false;
+  if (after === undefined || !RULES.listWords.has(after.key)) return true;
+  if (!ARTICLES.has(first.text)) return after.key === 'and';
+  return after.key === 'and' && words.length >= 3 && next !== undefined && !ARTICLES.has(next.key);
 };
 
 /** The words of an item or a form as the regions table writes them: lower case, no leading article. */

@@ -54,6 +54,7 @@ const RewardRules = z.strictObject({
     .transform((r) => new Set(r.names)),
   months: wordSet,
   appositions: wordSet,
+  titles: aboutWords,
   nameParticles: wordSet,
   notes: phrases,
   answerLabels: phrases,

@@ -11,7 +11,7 @@ from typing import Callable, List, NamedTuple, Optional, Sequence
 
 from bioalchemy_client.reward_anchor import ANSWER, Form, binomial_forms, form_key
 from bioalchemy_client.reward_names import is_short_form, shorter_names, written_forms
-from bioalchemy_client.reward_rules import (_APPOSITIONS, _BOUND_PHRASES, _MONTHS, _REGIONS, _BOUND_SYMBOLS, _CONTINUATIONS, _COUNT_WORDS, _DISJUNCTIONS,
+from bioalchemy_client.reward_rules import (_APPOSITIONS, _BOUND_PHRASES, _MONTHS, _REGIONS, _TITLES, _BOUND_SYMBOLS, _CONTINUATIONS, _COUNT_WORDS, _DISJUNCTIONS,
                                             _FILLERS, _HEADS, _LETTER_LINKS, _LETTER_PREFIXES, _LIST_PUNCTUATION,
                                             _LIST_WORDS, _NEGATORS, _SCALES, _SUBJECT_VERBS, _UNIT_WORDS, _UNITS)
 from bioalchemy_client.reward_text import _A, _DOT, _S, Token, _get, _is_word, _trim, prepare, tokenize
@@ -47,7 +47,7 @@ def _is_list_separator(t: Optional[Token]) -> bool:
 def _listed_beside(tokens: List[Token], start: int, end: int, region_answer: bool = False) -> bool:
     """Another short item in a list right beside [start, end): "decrease" in "increase or decrease",
     "S. aureus" in "E. coli, or maybe S. aureus", "E. coli and/or S. aureus", "E. coli (or S. aureus)"."""
-    def competes(item, separator, after, before):
+    def competes(item, separator, after, before, nxt):
         words = [t for t in item if _is_word(t)]
         if not words:
             return False
@@ -55,7 +55,7 @@ def _listed_beside(tokens: List[Token], start: int, end: int, region_answer: boo
             return False
         if _names_it_again(words, before):
             return False
-        if separator.key == "," and (_apposition(words, after) or _year(words)):
+        if separator.key == "," and (_apposition(words, after, nxt) or _year(words)):
             return False
         if separator.key == "," and _place_and_region(words, before, region_answer):
             return False
@@ -92,7 +92,7 @@ def _listed_beside(tokens: List[Token], start: int, end: int, region_answer: boo
         while j < len(tokens) and not stops(j):
             item.append(tokens[j])
             j += 1
-        if competes(item, separator, _get(tokens, j), False):
+        if competes(item, separator, _get(tokens, j), False, _get(tokens, j + 1)):
             return True
     j = start - 1
     while parens(_get(tokens, j)):
@@ -106,7 +106,7 @@ def _listed_beside(tokens: List[Token], start: int, end: int, region_answer: boo
         while j >= 0 and not stops(j):
             item.insert(0, tokens[j])
             j -= 1
-        if competes(item, separator, _get(tokens, end), True):
+        if competes(item, separator, _get(tokens, end), True, _get(tokens, end + 1)):
             return True
     return False
 
@@ -125,14 +125,29 @@ def _names_it_again(words: List[Token], before: bool) -> bool:
     return any(w.kind == "form" for w in words) and all(w.kind == "form" or w.key in _FILLERS for w in words)
 
 
-def _apposition(words: List[Token], after: Optional[Token]) -> bool:
+_ARTICLES = frozenset(("a", "an", "the"))
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)", _A)
+
+
+def _apposition(words: List[Token], after: Optional[Token], nxt: Optional[Token]) -> bool:
     """apposition: after a comma, a phrase that describes the answer ("Pour Moi, a French-bred colt", "The
-    Observer, published in London", "lignite, also known as brown coal"), not another item: it opens with an
-    article, a participle or an apposition word, and no list word follows it."""
+    Observer, published in London", "lignite, also known as brown coal", "Isaac Newton, specifically ..."), or
+    gives its title or place in a work ("Arthur Wellesley, 1st Duke of Wellington", "the Gospel of Luke, chapter
+    2"), not another item: it opens with an apposition word, a participle, a title (rules' titles) or an ordinal.
+    One that opens with an article is a list item when a list word follows it ("mitochondria, the nucleus and the
+    ribosome"), unless it is a description of three words or more that runs on after "and" with no article
+    ("Isaac Newton, a renowned mathematician and physicist")."""
     first = words[0]
     # Written in lower case: "A. aaaaa" after a comma is a binomial, not the article.
-    describes = first.text in _APPOSITIONS or (len(first.key) > 4 and _PARTICIPLE.fullmatch(first.text) is not None)
-    return describes and not (after is not None and after.key in _LIST_WORDS)
+    describes = (first.text in _APPOSITIONS or (len(first.key) > 4 and _PARTICIPLE.fullmatch(first.text) is not None)
+                 or first.key in _TITLES or _ORDINAL.fullmatch(first.key) is not None)
+    if not describes:
+        return False
+    if after is None or after.key not in _LIST_WORDS:
+        return True
+    if first.text not in _ARTICLES:
+        return after.key == "and"
+    return after.key == "and" and len(words) >= 3 and nxt is not None and nxt.key not in _ARTICLES
 
 
 def _region_key(words: Sequence[Token]) -> str:

@@ -56,6 +56,7 @@ _COPULAS = _word_set(_RULES["endOfAnswer"]["copulas"])
 _REGIONS = set(_RULES["regions"]["names"])
 _MONTHS = _word_set(_RULES["months"])
 _APPOSITIONS = _word_set(_RULES["appositions"])
+_TITLES = _word_set(_RULES["titles"]["words"])
 _NAME_PARTICLES = _word_set(_RULES["nameParticles"])
 _NOTES: List[str] = _RULES["notes"]["phrases"]
 _ANSWER_LABELS: List[str] = _RULES["answerLabels"]["phrases"]
