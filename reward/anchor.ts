@@ -46,7 +46,7 @@ const residue = (gap: string) => gap.replace(FREE_GAP, '');
  * fn remembered for the last few thousand forms it was given: a trainer scores several rollouts
  * of one item in a row, so the forms of one reference repeat.
  */
-function remembered<T>(fn: (form: string) => T): (form: string) => T {
+export function remembered<T>(fn: (form: string) => T): (form: string) => T {
   const seen = new Map<string, T>();
   return (form) => {
     let value = seen.get(form);

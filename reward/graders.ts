@@ -1,5 +1,5 @@
 import type { RewardResult } from '../schemas/feeder.js';
-import { ANSWER, binomialForms, type Form, formKey } from './anchor.js';
+import { ANSWER, binomialForms, type Form, formKey, remembered } from './anchor.js';
 import { isShortForm, shorterNames, writtenForms } from './names.js';
 import { RULES } from './rules.js';
 import { isWord, prepare, type Token, tokenize } from './text.js';
@@ -43,13 +43,20 @@ const isListSeparator = (t: Token | undefined) =>
  * Another short item in a list right beside [start, end): "decrease" in "increase or decrease",
  * "S. aureus" in "E. coli, or maybe S. aureus", "E. coli and/or S. aureus", "E. coli (or S. aureus)".
  */
-function listedBeside(tokens: Token[], start: number, end: number): boolean {
-  const competes = (item: Token[], separator: Token, after: Token | undefined, before: boolean) => {
+function listedBeside(tokens: Token[], start: number, end: number, regionAnswer = false): boolean {
+  const competes = (
+    item: Token[],
+    separator: Token,
+    after: Token | undefined,
+    before: boolean,
+    next: Token | undefined,
+  ) => {
     const words = item.filter(isWord);
     if (words.length === 0) return false;
     if (RULES.continuations.has(words[0]!.key) || words.some((w) => RULES.negators.has(w.key))) return false;
     if (namesItAgain(words, before)) return false;
-    if (separator.key === ',' && (apposition(words, after) || year(words))) return false;
+    if (separator.key === ',' && (apposition(words, after, next) || year(words))) return false;
+    if (separator.key === ',' && placeAndRegion(words, before, regionAnswer)) return false;
     // What the item names, after the filler that opens it ("I believe it is E. coli or S. aureus").
     const opens = words.findIndex((w) => !RULES.fillers.has(w.key));
     return opens >= 0 && words.length - opens <= 4;
@@ -72,7 +79,7 @@ function listedBeside(tokens: Token[], start: number, end: number): boolean {
     for (j++; joins(tokens[j]); j++);
     const item: Token[] = [];
     for (; j < tokens.length && !stops(j); j++) item.push(tokens[j]!);
-    if (competes(item, separator, tokens[j], false)) return true;
+    if (competes(item, separator, tokens[j], false, tokens[j + 1])) return true;
   }
   j = start - 1;
   while (parens(tokens[j])) j--;
@@ -81,7 +88,7 @@ function listedBeside(tokens: Token[], start: number, end: number): boolean {
     for (j--; joins(tokens[j]); j--);
     const item: Token[] = [];
     for (; j >= 0 && !stops(j); j--) item.unshift(tokens[j]!);
-    if (competes(item, separator, tokens[end], true)) return true;
+    if (competes(item, separator, tokens[end], true, tokens[end + 1])) return true;
   }
   return false;
 }
@@ -98,18 +105,55 @@ const namesItAgain = (words: Token[], before: boolean) =>
     : words.some((w) => w.kind === 'form') &&
       words.every((w) => w.kind === 'form' || RULES.fillers.has(w.key));
 
+const ARTICLES = new Set(['a', 'an', 'the']);
+
 /**
  * apposition: after a comma, a phrase that describes the answer ("Pour Moi, a French-bred colt",
- * "The Observer, published in London", "lignite, also known as brown coal"), not another item:
- * it opens with an article, a participle or an apposition word, and no list word follows it.
+ * "The Observer, published in London", "lignite, also known as brown coal", "Isaac Newton,
+ * specifically ..."), or gives its title or place in a work ("Arthur Wellesley, 1st Duke of
+ * Wellington", "the Gospel of Luke, chapter 2"), not another item: it opens with an apposition
+ * word, a participle, a title (rules' titles) or an ordinal. One that opens with an article is a
+ * list item when a list word follows it ("mitochondria, the nucleus and the ribosome"), unless it
+ * is a description of three words or more that runs on after "and" with no article ("Isaac
+ * Newton, a renowned mathematician and physicist").
  */
-const apposition = (words: Token[], after: Token | undefined) => {
+const apposition = (words: Token[], after: Token | undefined, next: Token | undefined) => {
   const first = words[0]!;
   // Written in lower case: "A. aaaaa" after a comma is a binomial, not the article.
   const describes =
-    RULES.appositions.has(first.text) || (first.key.length > 4 && /^[a-z]+ed$/.test(first.text));
-  return describes && !(after !== undefined && RULES.listWords.has(after.key));
+    RULES.appositions.has(first.text) ||
+    (first.key.length > 4 && /^[a-z]+ed$/.test(first.text)) ||
+    RULES.titles.has(first.key) ||
+    /^\d+(?:st|nd|rd|th)$/.test(first.key);
+  if (!describes) return false;
+  if (after === undefined || !RULES.listWords.has(after.key)) return true;
+  if (!ARTICLES.has(first.text)) return after.key === 'and';
+  return after.key === 'and' && words.length >= 3 && next !== undefined && !ARTICLES.has(next.key);
 };
+
+/** The words of an item or a form as the regions table writes them: lower case, no leading article. */
+const regionKey = (words: readonly Token[]): string =>
+  words
+    .filter((w) => w.kind === 'word' || w.kind === 'num')
+    .map((w) => w.key)
+    .join(' ')
+    .replace(/^(?:the|a|an) /, '');
+
+const isRegion = (words: readonly Token[]) =>
+  words.every((w) => w.kind !== 'form') && RULES.regions.has(regionKey(words));
+
+/** A form that names a region of the table ("the United States", "Missouri"). */
+const regionForm = remembered((form: string) => isRegion(tokenize(prepare(form))));
+
+/**
+ * placeAndRegion: a place, a comma and a region of the rules' table ("Rhodes, Greece", "Kansas
+ * City, Missouri", "Selby, Yorkshire, England") says where the place lies: the region is no other
+ * candidate beside the answer (the item after it), nor is the place beside a region that is the
+ * answer (the item before it). Two regions ("France, Germany") or two places ("Paris, Lyon") stay
+ * a list.
+ */
+const placeAndRegion = (words: readonly Token[], before: boolean, regionAnswer: boolean) =>
+  before ? regionAnswer && !isRegion(words) : !regionAnswer && isRegion(words);
 
 /** A year after a comma ("July 20, 1969"): a date, not another item, beside a text answer. */
 const year = (words: Token[]) =>
@@ -354,16 +398,6 @@ function numericGrader(truth: string, accepted: readonly string[]): Grader {
 export const isVerb = (t: Token): boolean =>
   t.kind === 'word' && ((t.key.length > 4 && t.key.endsWith('ed')) || RULES.subjectVerbs.has(t.key));
 
-/**
- * subjectOfSentence: the form at i opens its sentence (nothing but filler before it) and a verb
- * follows it: "Barbara McClintock discovered ...", "The sinoatrial node generates ...".
- */
-function subjectOfSentence(tokens: Token[], i: number): boolean {
-  return (
-    isVerb(tokens[i + 1]!) && tokens.slice(0, i).every((t) => t.kind === 'punct' || RULES.fillers.has(t.key))
-  );
-}
-
 export function freeFormGrader(truth: string, aliases: readonly string[]): Grader {
   const accepted = acceptedForms(truth, aliases);
   // A number is read as one only when every accepted form is a number: a reference written as one
@@ -374,6 +408,9 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
     text,
     stands: ANSWER,
   }));
+  const regionAnswer = accepted.some(regionForm);
+  // A number with names in words ("43", "forty-three"): a word after it is what it counts.
+  const counts = numericForm(truth) !== null;
   return {
     text: true,
     wholeAnswer: true,
@@ -383,18 +420,21 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
       const out: Mention[] = [];
       tokens.forEach((t, i) => {
         if (t.kind !== 'form') return;
-        // "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase, unless
-        // it is the subject of its sentence ("Barbara McClintock discovered transposition") or
-        // written as a proper name ("Seymour Hersh first told ...", "the Colorado River").
+        // endsItsPhrase: "kinase" is not the answer in "a kinase inhibitor": the answer ends its
+        // phrase, unless a verb follows it (the subject of its sentence: "Barbara McClintock
+        // discovered transposition"; or a clause about it: "a type of gin made in Scotland", "a
+        // bear named Ben"), it is written as a proper name ("Seymour Hersh first told ...", "the
+        // Colorado River"), or it is a number and the word is what it counts ("four players").
         const next = tokens[i + 1];
         if (
           next?.kind === 'word' &&
           !t.name &&
+          !counts &&
           !RULES.continuations.has(next.key) &&
           !RULES.heads.has(next.key) &&
           !RULES.fillers.has(next.key) &&
           !next.key.endsWith('ly') &&
-          !subjectOfSentence(tokens, i)
+          !isVerb(next)
         )
           return;
         out.push({
@@ -403,7 +443,7 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
           bound: null,
           start: i,
           end: i + 1,
-          listed: listedBeside(tokens, i, i + 1),
+          listed: listedBeside(tokens, i, i + 1, regionAnswer),
         });
       });
       return out;

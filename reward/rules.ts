@@ -49,8 +49,12 @@ const RewardRules = z.strictObject({
     conclusions: wordSet,
     copulas: wordSet,
   }),
+  regions: z
+    .strictObject({ about: z.string(), names: z.array(z.string()) })
+    .transform((r) => new Set(r.names)),
   months: wordSet,
   appositions: wordSet,
+  titles: aboutWords,
   nameParticles: wordSet,
   notes: phrases,
   answerLabels: phrases,

@@ -160,4 +160,29 @@ describe('the reward against people (issue 50), as properties', () => {
       RUNS,
     );
   });
+
+  it('a place and a region of the table after a comma pays the place, or the region; two regions never pay', () => {
+    const regions = [...RULES.regions].filter((r) => !TABLE_WORDS.has(r));
+    const titled = (r: string) => r.split(' ').map(capital).join(' ');
+    fc.assert(
+      fc.property(
+        fc.oneof(name, term),
+        fc.constantFrom(...regions),
+        fc.constantFrom(...regions),
+        fc.constantFrom(...ANSWERS),
+        ({ reference }, region, other, answer) => {
+          const place = `${reference}, ${titled(region)}`;
+          const r = pays(reference, fill(answer, place));
+          expect(r.score, `${r.reason} | ${fill(answer, place)}`).toBe(1);
+          const asRegion = pays(region, fill(answer, place));
+          expect(asRegion.score, `${asRegion.reason} | ${fill(answer, place)}`).toBe(1);
+          if (other === region) return;
+          const two = fill(answer, `${titled(region)}, ${titled(other)}`);
+          const listed = pays(region, two);
+          expect(listed.score, `${listed.reason} | ${two}`).toBe(0);
+        },
+      ),
+      RUNS,
+    );
+  });
 });

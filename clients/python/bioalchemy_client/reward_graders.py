@@ -4,13 +4,14 @@ the verifiable reward (bioalchemy_client/reward.py)."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from typing import Callable, List, NamedTuple, Optional, Sequence
 
 from bioalchemy_client.reward_anchor import ANSWER, Form, binomial_forms, form_key
 from bioalchemy_client.reward_names import is_short_form, shorter_names, written_forms
-from bioalchemy_client.reward_rules import (_APPOSITIONS, _BOUND_PHRASES, _MONTHS, _BOUND_SYMBOLS, _CONTINUATIONS, _COUNT_WORDS, _DISJUNCTIONS,
+from bioalchemy_client.reward_rules import (_APPOSITIONS, _BOUND_PHRASES, _MONTHS, _REGIONS, _TITLES, _BOUND_SYMBOLS, _CONTINUATIONS, _COUNT_WORDS, _DISJUNCTIONS,
                                             _FILLERS, _HEADS, _LETTER_LINKS, _LETTER_PREFIXES, _LIST_PUNCTUATION,
                                             _LIST_WORDS, _NEGATORS, _SCALES, _SUBJECT_VERBS, _UNIT_WORDS, _UNITS)
 from bioalchemy_client.reward_text import _A, _DOT, _S, Token, _get, _is_word, _trim, prepare, tokenize
@@ -43,10 +44,10 @@ def _is_list_separator(t: Optional[Token]) -> bool:
     return t.key in _LIST_PUNCTUATION if t.kind == "punct" else t.key in _LIST_WORDS
 
 
-def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
+def _listed_beside(tokens: List[Token], start: int, end: int, region_answer: bool = False) -> bool:
     """Another short item in a list right beside [start, end): "decrease" in "increase or decrease",
     "S. aureus" in "E. coli, or maybe S. aureus", "E. coli and/or S. aureus", "E. coli (or S. aureus)"."""
-    def competes(item, separator, after, before):
+    def competes(item, separator, after, before, nxt):
         words = [t for t in item if _is_word(t)]
         if not words:
             return False
@@ -54,7 +55,9 @@ def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
             return False
         if _names_it_again(words, before):
             return False
-        if separator.key == "," and (_apposition(words, after) or _year(words)):
+        if separator.key == "," and (_apposition(words, after, nxt) or _year(words)):
+            return False
+        if separator.key == "," and _place_and_region(words, before, region_answer):
             return False
         # What the item names, after the filler that opens it ("I believe it is E. coli or S. aureus").
         named = list(itertools.dropwhile(lambda w: w.key in _FILLERS, words))
@@ -89,7 +92,7 @@ def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
         while j < len(tokens) and not stops(j):
             item.append(tokens[j])
             j += 1
-        if competes(item, separator, _get(tokens, j), False):
+        if competes(item, separator, _get(tokens, j), False, _get(tokens, j + 1)):
             return True
     j = start - 1
     while parens(_get(tokens, j)):
@@ -103,7 +106,7 @@ def _listed_beside(tokens: List[Token], start: int, end: int) -> bool:
         while j >= 0 and not stops(j):
             item.insert(0, tokens[j])
             j -= 1
-        if competes(item, separator, _get(tokens, end), True):
+        if competes(item, separator, _get(tokens, end), True, _get(tokens, end + 1)):
             return True
     return False
 
@@ -122,14 +125,53 @@ def _names_it_again(words: List[Token], before: bool) -> bool:
     return any(w.kind == "form" for w in words) and all(w.kind == "form" or w.key in _FILLERS for w in words)
 
 
-def _apposition(words: List[Token], after: Optional[Token]) -> bool:
+_ARTICLES = frozenset(("a", "an", "the"))
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)", _A)
+
+
+def _apposition(words: List[Token], after: Optional[Token], nxt: Optional[Token]) -> bool:
     """apposition: after a comma, a phrase that describes the answer ("Pour Moi, a French-bred colt", "The
-    Observer, published in London", "lignite, also known as brown coal"), not another item: it opens with an
-    article, a participle or an apposition word, and no list word follows it."""
+    Observer, published in London", "lignite, also known as brown coal", "Isaac Newton, specifically ..."), or
+    gives its title or place in a work ("Arthur Wellesley, 1st Duke of Wellington", "the Gospel of Luke, chapter
+    2"), not another item: it opens with an apposition word, a participle, a title (rules' titles) or an ordinal.
+    One that opens with an article is a list item when a list word follows it ("mitochondria, the nucleus and the
+    ribosome"), unless it is a description of three words or more that runs on after "and" with no article
+    ("Isaac Newton, a renowned mathematician and physicist")."""
     first = words[0]
     # Written in lower case: "A. aaaaa" after a comma is a binomial, not the article.
-    describes = first.text in _APPOSITIONS or (len(first.key) > 4 and _PARTICIPLE.fullmatch(first.text) is not None)
-    return describes and not (after is not None and after.key in _LIST_WORDS)
+    describes = (first.text in _APPOSITIONS or (len(first.key) > 4 and _PARTICIPLE.fullmatch(first.text) is not None)
+                 or first.key in _TITLES or _ORDINAL.fullmatch(first.key) is not None)
+    if not describes:
+        return False
+    if after is None or after.key not in _LIST_WORDS:
+        return True
+    if first.text not in _ARTICLES:
+        return after.key == "and"
+    return after.key == "and" and len(words) >= 3 and nxt is not None and nxt.key not in _ARTICLES
+
+
+def _region_key(words: Sequence[Token]) -> str:
+    """The words of an item or a form as the regions table writes them: lower case, no leading article."""
+    key = " ".join(w.key for w in words if w.kind in ("word", "num"))
+    return re.sub(r"^(?:the|a|an) ", "", key)
+
+
+def _is_region(words: Sequence[Token]) -> bool:
+    return all(w.kind != "form" for w in words) and _region_key(words) in _REGIONS
+
+
+@functools.lru_cache(maxsize=4096)
+def _region_form(form: str) -> bool:
+    """A form that names a region of the table ("the United States", "Missouri")."""
+    return _is_region(tokenize(prepare(form)))
+
+
+def _place_and_region(words: Sequence[Token], before: bool, region_answer: bool) -> bool:
+    """place_and_region: a place, a comma and a region of the rules' table ("Rhodes, Greece", "Kansas City,
+    Missouri", "Selby, Yorkshire, England") says where the place lies: the region is no other candidate beside
+    the answer (the item after it), nor is the place beside a region that is the answer (the item before it).
+    Two regions ("France, Germany") or two places ("Paris, Lyon") stay a list."""
+    return region_answer and not _is_region(words) if before else not region_answer and _is_region(words)
 
 
 def _year(words: List[Token]) -> bool:
@@ -380,12 +422,6 @@ def is_verb(t: Token) -> bool:
     return t.kind == "word" and ((len(t.key) > 4 and t.key.endswith("ed")) or t.key in _SUBJECT_VERBS)
 
 
-def _subject_of_sentence(tokens: List[Token], i: int) -> bool:
-    """The form at i opens its sentence (nothing but filler before it) and a verb follows it: "Barbara
-    McClintock discovered ...", "The sinoatrial node generates ..."."""
-    return is_verb(tokens[i + 1]) and all(t.kind == "punct" or t.key in _FILLERS for t in tokens[:i])
-
-
 def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
     accepted = accepted_forms(truth, aliases)
     # A number is read as one only when every accepted form is a number: a reference written as one with aliases
@@ -393,6 +429,9 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
     if numeric_form(truth) is not None and all(numeric_form(f) is not None for f in accepted):
         return _numeric_grader(truth, accepted)
     forms = [Form(text, ANSWER) for text in [*accepted, *binomial_forms(accepted), *shorter_names(accepted)]]
+    region_answer = any(_region_form(f) for f in accepted)
+    # A number with names in words ("43", "forty-three"): a word after it is what it counts.
+    counts = numeric_form(truth) is not None
 
     def written(text):
         return [Form(f, ANSWER) for f in written_forms(text, accepted)]
@@ -402,14 +441,17 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
         for i, t in enumerate(tokens):
             if t.kind != "form":
                 continue
-            # "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase, unless it is the
-            # subject of its sentence ("Barbara McClintock discovered transposition") or written as a proper
-            # name ("Seymour Hersh first told ...", "the Colorado River").
+            # ends_its_phrase: "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase,
+            # unless a verb follows it (the subject of its sentence: "Barbara McClintock discovered
+            # transposition"; or a clause about it: "a type of gin made in Scotland", "a bear named Ben"), it is
+            # written as a proper name ("Seymour Hersh first told ...", "the Colorado River"), or it is a number
+            # and the word is what it counts ("four players").
             nxt = _get(tokens, i + 1)
-            if (nxt is not None and nxt.kind == "word" and not t.name and nxt.key not in _CONTINUATIONS and nxt.key not in _HEADS
-                    and nxt.key not in _FILLERS and not nxt.key.endswith("ly") and not _subject_of_sentence(tokens, i)):
+            if (nxt is not None and nxt.kind == "word" and not t.name and not counts and nxt.key not in _CONTINUATIONS
+                    and nxt.key not in _HEADS and nxt.key not in _FILLERS and not nxt.key.endswith("ly")
+                    and not is_verb(nxt)):
                 continue
-            out.append(Mention(ANSWER, None, None, i, i + 1, _listed_beside(tokens, i, i + 1)))
+            out.append(Mention(ANSWER, None, None, i, i + 1, _listed_beside(tokens, i, i + 1, region_answer)))
         return out
 
     def decide(found, where):

@@ -93,3 +93,26 @@ def test_accents_case_articles_and_punctuation_never_change_a_score(pair, answer
     # The reference written with accents pays the answer without them, and the other way.
     if kind in ("name", "term"):
         assert pays(_accented(reference), output)["score"] == want
+
+
+_REGIONS = sorted(r for r in _RULES["regions"]["names"] if r not in _TABLE_WORDS)
+
+
+def _titled(region):
+    return " ".join(w.capitalize() for w in region.split(" "))
+
+
+@PROPERTIES
+@given(st.one_of(NAME, TERM), st.sampled_from(_REGIONS), st.sampled_from(_REGIONS), st.sampled_from(ANSWERS))
+def test_a_place_and_a_region_after_a_comma_pays_the_place_or_the_region_and_two_regions_never_pay(
+        pair, region, other, answer):
+    _, reference, _ = pair
+    place = f"{reference}, {_titled(region)}"
+    r = pays(reference, fill(answer, place))
+    assert r["score"] == 1, (r["reason"], fill(answer, place))
+    r = pays(region, fill(answer, place))
+    assert r["score"] == 1, (r["reason"], fill(answer, place))
+    assume(other != region)
+    two = fill(answer, f"{_titled(region)}, {_titled(other)}")
+    r = pays(region, two)
+    assert r["score"] == 0, (r["reason"], two)
