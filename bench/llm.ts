@@ -69,9 +69,17 @@ async function server(args: string[]): Promise<Server> {
   };
 }
 
-function layer(url: string, promptVersion: string) {
+/** The layer as a user configures it (replies streamed), or asking for whole replies. */
+function layer(url: string, promptVersion: string, stream = true) {
   const llm = new Llm(
-    LlmConfig.parse({ provider: 'openai', baseUrl: url, model: 'bench', apiKeyEnv: KEY_ENV, concurrency: C }),
+    LlmConfig.parse({
+      provider: 'openai',
+      baseUrl: url,
+      model: 'bench',
+      apiKeyEnv: KEY_ENV,
+      concurrency: C,
+      stream,
+    }),
     { log: pino({ level: 'silent' }), env: { [KEY_ENV]: 'bench' } },
   );
   return {
@@ -291,21 +299,27 @@ interface Cpu {
   total: number;
 }
 
-async function cpuCost(n: number, rounds: number): Promise<{ layer: Cpu; bare: Cpu; builtin: Cpu }> {
+export async function cpuCost(
+  n: number,
+  rounds: number,
+): Promise<{ layer: Cpu; whole: Cpu; bare: Cpu; builtin: Cpu }> {
   const srv = await server(['--latency-ms', '0']);
   const { llm, call } = layer(srv.url, 'cpu');
+  const whole = layer(srv.url, 'cpu-whole', false);
   const bare = bareClient(srv.url);
   const builtin = bareClient(srv.url, 'builtin');
   try {
-    const runs = { layer: [] as Cpu[], bare: [] as Cpu[], builtin: [] as Cpu[] };
+    const runs = { layer: [] as Cpu[], whole: [] as Cpu[], bare: [] as Cpu[], builtin: [] as Cpu[] };
     // Warm every path before measuring; every call through the layer a new passage, so none is
     // a journal hit.
     const warm = 1_000_000;
     await cpuPerCall(500, (i) => call(warm + i));
+    await cpuPerCall(500, (i) => whole.call(warm + i));
     await cpuPerCall(500, bare.call);
     await cpuPerCall(500, builtin.call);
     for (let round = 0; round < rounds; round++) {
       runs.layer.push(await cpuPerCall(n, (i) => call(n * round + i)));
+      runs.whole.push(await cpuPerCall(n, (i) => whole.call(n * round + i)));
       runs.bare.push(await cpuPerCall(n, (i) => bare.call(n * round + i)));
       runs.builtin.push(await cpuPerCall(n, (i) => builtin.call(n * round + i)));
     }
@@ -313,9 +327,15 @@ async function cpuCost(n: number, rounds: number): Promise<{ layer: Cpu; bare: C
       user: median(xs.map((x) => x.user)),
       total: median(xs.map((x) => x.total)),
     });
-    return { layer: med(runs.layer), bare: med(runs.bare), builtin: med(runs.builtin) };
+    return {
+      layer: med(runs.layer),
+      whole: med(runs.whole),
+      bare: med(runs.bare),
+      builtin: med(runs.builtin),
+    };
   } finally {
     await llm.close();
+    await whole.llm.close();
     bare.close();
     await srv.stop();
   }
@@ -379,7 +399,7 @@ export async function run(): Promise<string[]> {
   const cpu = await cpuCost(2000, 5);
   const us = (x: number) => `${x.toFixed(0)} us`;
   lines.push(
-    `CPU per call at zero latency, user (user + system): through the layer ${us(cpu.layer.user)} (${us(cpu.layer.total)}) vs bare openai client on the same transport ${us(cpu.bare.user)} (${us(cpu.bare.total)}) = the layer's own ${us(cpu.layer.user - cpu.bare.user)} (${us(cpu.layer.total - cpu.bare.total)}); bare openai client on the built-in fetch ${us(cpu.builtin.user)} (${us(cpu.builtin.total)})`,
+    `CPU per call at zero latency, user (user + system): through the layer ${us(cpu.layer.user)} (${us(cpu.layer.total)}), asking for whole replies ${us(cpu.whole.user)} (${us(cpu.whole.total)}), vs bare openai client on the same transport ${us(cpu.bare.user)} (${us(cpu.bare.total)}) = the layer's own ${us(cpu.layer.user - cpu.bare.user)} (${us(cpu.layer.total - cpu.bare.total)}); bare openai client on the built-in fetch ${us(cpu.builtin.user)} (${us(cpu.builtin.total)})`,
     `machine load (1, 5, 15 min) at end: ${loadavg()}`,
   );
   return lines;
