@@ -24,6 +24,7 @@ export async function llmCheck(opts: LlmCheckOptions): Promise<void> {
     taxonomy: loadTaxonomy(config.taxonomy),
     accept: config.grade.accept,
     stages,
+    ...(config.reward.verifier ? { verifier: config.reward.verifier.prompt } : {}),
   });
   const endpoint = config.llm.baseUrl ?? `local model ${config.llm.modelPath}`;
   const lines = [`LLM endpoint ${endpoint}:`];

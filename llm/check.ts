@@ -1,5 +1,6 @@
 import { pino } from 'pino';
 import type { z } from 'zod';
+import type { VerifierPrompt } from '../schemas/config.js';
 import { type LlmConfig, type LlmMessage, LlmStage } from '../schemas/llm.js';
 import type { GradeAccept } from '../schemas/qa.js';
 import type { Taxonomy } from '../schemas/taxonomy.js';
@@ -14,6 +15,7 @@ import { JudgeReply } from './prompts/judge.js';
 import { MCQ_PROMPT, McqReply, mcqMessages } from './prompts/mcq.js';
 import { MCQ_QUALITY_PROMPT, mcqQualityMessages } from './prompts/mcq-quality.js';
 import { RELEVANCE_PROMPT, RelevanceReply, relevanceMessages } from './prompts/relevance.js';
+import { VERDICTS, VERIFY_PROMPT, VerifyReply, verdictScore, verifyMessages } from './prompts/verify.js';
 
 /** What one stage's request shape met at its endpoint. */
 export interface StageCheck {
@@ -45,7 +47,7 @@ const QUESTION = {
 };
 
 /** Each stage's request as the pipeline sends it: its prompt, its reply schema, on a sample passage. */
-function requests(taxonomy: Taxonomy, accept: GradeAccept) {
+function requests(taxonomy: Taxonomy, accept: GradeAccept, verifier: VerifierPrompt | undefined) {
   const r = (stage: LlmStage, schema: z.ZodType, promptVersion: string, messages: LlmMessage[]) => ({
     stage,
     schema,
@@ -69,6 +71,21 @@ function requests(taxonomy: Taxonomy, accept: GradeAccept) {
       CLASSIFY_PROMPT,
       classifyMessages(taxonomy, { question: QUESTION.question, answer: 'ATP synthesis' }),
     ),
+    // The reward's verifier, when one is set: an answer that says the reference in other words.
+    ...(verifier
+      ? [
+          r(
+            'verify',
+            VerifyReply,
+            VERIFY_PROMPT,
+            verifyMessages(verifier, {
+              question: QUESTION.question,
+              reference: 'conformational changes that make ATP',
+              answer: 'It changes the shape of the F1 subunit so that it binds ADP and releases ATP.',
+            }),
+          ),
+        ]
+      : []),
   ];
 }
 
@@ -84,12 +101,14 @@ export async function checkStages(
     accept: GradeAccept;
     env?: NodeJS.ProcessEnv;
     stages?: readonly LlmStage[];
+    /** The reward verifier's prompt format (reward.verifier.prompt): the verify stage is checked too. */
+    verifier?: VerifierPrompt;
     /** Longest wait for one stage's answer. */
     deadlineMs?: number;
   },
 ): Promise<StageCheck[]> {
   const checks: StageCheck[] = [];
-  for (const request of requests(opts.taxonomy, opts.accept)) {
+  for (const request of requests(opts.taxonomy, opts.accept, opts.verifier)) {
     if (opts.stages?.length && !opts.stages.includes(request.stage)) continue;
     checks.push(await checkStage(config, request, opts));
   }
@@ -99,7 +118,7 @@ export async function checkStages(
 async function checkStage(
   config: LlmConfig,
   request: ReturnType<typeof requests>[number],
-  opts: { env?: NodeJS.ProcessEnv; deadlineMs?: number },
+  opts: { env?: NodeJS.ProcessEnv; deadlineMs?: number; verifier?: VerifierPrompt },
 ): Promise<StageCheck> {
   const started = performance.now();
   const warnings: string[] = [];
@@ -174,13 +193,35 @@ async function checkStage(
       });
     }
     const { reply } = outcome;
-    return done(true, [
+    const findings = [
       `auth and model accepted (${reply.model})`,
       'structured output (json_schema) accepted: the reply matches the schema',
       `thinking: ${reasoningTokens > 0 ? `seen (${reasoningTokens} reasoning tokens)` : 'none seen'}`,
       refused(),
       `context: a prompt of ${reply.usage.inputTokens} tokens and a reply of ${reply.usage.outputTokens} fit`,
       capacity(llm.concurrency()[0]),
+    ];
+    if (request.stage !== 'verify' || !opts.verifier) return done(true, findings);
+    // A verdict outside the format's tokens pays nothing: every undecided reward keeps the rules' 0.
+    const { verdict } = reply.value as VerifyReply;
+    const score = verdictScore(opts.verifier, verdict);
+    const tokens = VERDICTS[opts.verifier].tokens.join(', ');
+    if (score === null) {
+      const fix = `the model's verdicts are not ${opts.verifier}'s (${tokens}): set reward.verifier.prompt to the format it was trained on, or point llm.stages.verify at a verifier model`;
+      return done(
+        false,
+        [...findings, `verdict "${verdict}": cannot run: fix reward.verifier.prompt: ${fix}`],
+        {
+          configKey: 'reward.verifier.prompt',
+          fix,
+          message: `verdict "${verdict}"`,
+          status: undefined,
+        },
+      );
+    }
+    return done(true, [
+      ...findings,
+      `verdict "${verdict}" (${score ? 'pays' : 'does not pay'}) on an answer that says the reference in other words`,
     ]);
   } finally {
     clearTimeout(timer);

@@ -8,8 +8,9 @@ import { type LlmServer, start } from '../llm-server/server.js';
 const STAGES = ['relevance', 'mcq', 'mcq-quality', 'freeform', 'freeform-grade', 'classify'];
 
 /** `llm check` in a child (async: the test server answers from this process). */
-function check(url: string, llm: Record<string, unknown>, key = 'right-key') {
+function check(url: string, llm: Record<string, unknown>, key = 'right-key', extra = {}) {
   const ws = workspace(url, {
+    ...extra,
     llm: {
       baseUrl: url,
       apiKeyEnv: 'E2E_LLM_KEY',
@@ -86,6 +87,36 @@ describe('bioalchemy llm check', () => {
     },
     120_000,
   );
+
+  it('checks the reward verifier (verify stage) when reward.verifier is set: its verdict must be a token of its format', async () => {
+    const verdicts = ['correct', 'maybe'];
+    for (const verdict of verdicts) {
+      const verifier = await start({
+        responder: (request, context) =>
+          request.response_format?.json_schema?.name === 'verify'
+            ? JSON.stringify({ verdict })
+            : pipelineResponder(request, context),
+      });
+      try {
+        const r = await check(verifier.url, {}, 'any-key', { reward: { verifier: { prompt: 'plain' } } });
+        if (verdict === 'correct') {
+          expect(r.code, r.stderr).toBe(0);
+          expect(r.stdout).toMatch(/^ {2}verify +ok +model test-model/m);
+          expect(r.stdout).toMatch(/verdict "correct" \(pays\)/);
+        } else {
+          expect(r.code).toBe(1);
+          expect(r.stderr).toMatch(
+            /^bioalchemy: 1 stage\(s\) cannot run: verify \(fix reward\.verifier\.prompt\)$/m,
+          );
+          expect(r.stdout).toMatch(/verdict "maybe": cannot run/);
+        }
+        expect(verifier.stats().requests).toBe(STAGES.length + 1);
+      } finally {
+        await verifier.stop();
+      }
+    }
+    // Without a verifier, the verify stage is not sent (the first test: one request per stage).
+  }, 240_000);
 
   it("run's free check at start (GET /models): a refused key, a stage's model not served; nothing when all is well", async () => {
     const config = (llm: Record<string, unknown>) =>
