@@ -23,59 +23,68 @@ export function noteWritten(written: Map<string, Set<number>>, kafkaTopic: strin
  * polled until the one reaches the other.
  */
 export class ReadableWait {
-  private constructor(private readonly uncommitted: rdkafka.KafkaConsumer) {}
+  private constructor(
+    /** Sees every record: its offset queries answer the high watermark. */
+    private readonly uncommitted: rdkafka.KafkaConsumer,
+    /** Sees committed records only: its offset queries answer the last stable offset. */
+    private readonly committed: rdkafka.KafkaConsumer,
+  ) {}
 
   static async open(brokers: readonly string[]): Promise<ReadableWait> {
-    const consumer = new rdkafka.KafkaConsumer(
-      {
-        'group.id': `bioalchemy-watermarks-${randomUUID()}`,
-        'metadata.broker.list': brokers.join(','),
-        'enable.auto.commit': false,
-        // librdkafka's offset queries follow the client's isolation level: this one sees every record.
-        'isolation.level': 'read_uncommitted',
-      },
-      {},
+    // librdkafka's offset queries follow the client's isolation level. (Not the runtime's kafkajs
+    // admin: a topic it once asked about stays in its metadata, and after `reset` deleted the
+    // topic every later admin call failed on it.)
+    const [uncommitted, committed] = await Promise.all(
+      (['read_uncommitted', 'read_committed'] as const).map(async (isolation) => {
+        const consumer = new rdkafka.KafkaConsumer(
+          {
+            'group.id': `bioalchemy-watermarks-${randomUUID()}`,
+            'metadata.broker.list': brokers.join(','),
+            'enable.auto.commit': false,
+            'isolation.level': isolation,
+          },
+          {},
+        );
+        await new Promise<void>((resolve, reject) =>
+          consumer.connect({}, (err) => (err ? reject(err) : resolve())),
+        );
+        return consumer;
+      }),
     );
-    await new Promise<void>((resolve, reject) =>
-      consumer.connect({}, (err) => (err ? reject(err) : resolve())),
-    );
-    return new ReadableWait(consumer);
+    return new ReadableWait(uncommitted!, committed!);
   }
 
   /**
-   * Resolves when each partition's last stable offset (from `stableEnds`, read_committed) has
-   * reached its high watermark as it was at the call; false when `withinMs` passed first (a
-   * transaction still open on one of them, another writer's or one left by a crash).
+   * Resolves true when each partition's last stable offset has reached its high watermark as it
+   * was at the call; false when `withinMs` passed first (a transaction still open on one of them,
+   * another writer's or one left by a crash).
    */
-  async until(
-    written: WrittenPartitions,
-    stableEnds: (kafkaTopic: string) => Promise<number[]>,
-    withinMs: number,
-  ): Promise<boolean> {
+  async until(written: WrittenPartitions, withinMs: number): Promise<boolean> {
     const targets: { topic: string; partition: number; end: number }[] = [];
     for (const [topic, partitions] of written)
       for (const partition of partitions)
-        targets.push({ topic, partition, end: await this.highWatermark(topic, partition) });
+        targets.push({ topic, partition, end: await highOffset(this.uncommitted, topic, partition) });
     const deadline = Date.now() + withinMs;
     for (let behind = targets; ; ) {
-      const ends = new Map<string, number[]>();
-      for (const topic of new Set(behind.map((t) => t.topic))) ends.set(topic, await stableEnds(topic));
-      behind = behind.filter((t) => (ends.get(t.topic)![t.partition] ?? 0) < t.end);
+      const stable = await Promise.all(behind.map((t) => highOffset(this.committed, t.topic, t.partition)));
+      behind = behind.filter((t, i) => stable[i]! < t.end);
       if (!behind.length) return true;
       if (Date.now() > deadline) return false;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
 
-  private highWatermark(topic: string, partition: number): Promise<number> {
-    return new Promise((resolve, reject) =>
-      this.uncommitted.queryWatermarkOffsets(topic, partition, 10_000, (err, o) =>
-        err ? reject(err) : resolve(o.highOffset),
-      ),
-    );
-  }
-
   async close(): Promise<void> {
-    await new Promise<void>((resolve) => this.uncommitted.disconnect(() => resolve()));
+    for (const consumer of [this.uncommitted, this.committed])
+      await new Promise<void>((resolve) => consumer.disconnect(() => resolve()));
   }
+}
+
+/** The partition's end as the client's isolation level sees it, asked of the broker. */
+function highOffset(client: rdkafka.KafkaConsumer, topic: string, partition: number): Promise<number> {
+  return new Promise((resolve, reject) =>
+    client.queryWatermarkOffsets(topic, partition, 10_000, (err, o) =>
+      err ? reject(err) : resolve(o.highOffset),
+    ),
+  );
 }
