@@ -3,7 +3,7 @@ import type { LlmJournalReply } from '../../schemas/llm.js';
 import { TransientError } from '../errors.js';
 import { splitThinking } from '../reply.js';
 import { type HttpFetch, httpFetch } from './http-fetch.js';
-import { ProgressWatch } from './progress.js';
+import { EndpointProgress, ProgressWatch } from './progress.js';
 import type { Provider, ProviderRequest } from './provider.js';
 
 /**
@@ -151,6 +151,8 @@ export interface OpenAiProviderOptions {
 export class OpenAiProvider implements Provider {
   private readonly client: OpenAI;
   private readonly http: HttpFetch = httpFetch();
+  /** Chunks from any of this endpoint's streams: a request queued behind them is not stalled. */
+  private readonly progress = new EndpointProgress();
   /** By model: a dialect is the endpoint's and the model's (one server can serve several). */
   private readonly dialects = new Map<string, Dialect>();
 
@@ -221,7 +223,11 @@ export class OpenAiProvider implements Provider {
    * token per chunk (llama.cpp and vLLM send one token per event by default).
    */
   private async streamed(request: ProviderRequest, dialect: Dialect): Promise<LlmJournalReply> {
-    const watch = new ProgressWatch({ ...request.stream!, totalMs: request.timeoutMs }, request.signal);
+    const watch = new ProgressWatch(
+      { ...request.stream!, totalMs: request.timeoutMs },
+      this.progress,
+      request.signal,
+    );
     try {
       const stream = await this.client.chat.completions.create(
         {

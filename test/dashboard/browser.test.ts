@@ -47,7 +47,7 @@ function logLine(child: ChildProcess, msg: string, deadlineMs = 60_000): Promise
 
 interface Snapshot {
   totals: { qa: number; accepted: number; mixVersion: number | null; deadLetters: number };
-  llm: { usage: { calls: number }[] };
+  llm: { usage: { stage: string; calls: number }[] };
   feeder: { ranks: { acked: number }[]; rewardByTopic: { data: (number | null)[] }[] };
   drift: { t: number[] };
   processors: { name: string; committed: number }[];
@@ -129,10 +129,15 @@ describe('the dashboard in Chromium, against a running pipeline', () => {
     (await (await fetch(`${dashboard}/api/snapshot?window=3600`)).json()) as Snapshot;
 
   it('shows every panel with the data the pipeline made, and a record produced meanwhile without a reload', async () => {
-    // The pipeline's work first: the 2,000 QA counted, a mix published, LLM calls accounted.
-    await until('the QA counted and a mix published', async () => {
+    // The pipeline's work first: the 2,000 QA counted, a mix published, LLM calls accounted, the
+    // classify stage's among them (the CI run under load drew the page before they were).
+    await until('the QA counted, a mix published, classify calls accounted', async () => {
       const s = await snapshot();
-      return s.totals.qa >= 2000 && s.totals.mixVersion !== null && s.llm.usage.length > 0 ? s : undefined;
+      return s.totals.qa >= 2000 &&
+        s.totals.mixVersion !== null &&
+        s.llm.usage.some((u) => u.stage === 'classify')
+        ? s
+        : undefined;
     });
     // A trainer leases a batch and acks it with rewards.
     const lease = await until('a batch to lease', async () => {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { EndpointProgress, ProgressWatch } from '../../llm/providers/progress.js';
 import { DIALECTS } from '../llm-server/dialects.js';
 import { type ChatRequest, schemaResponder } from '../llm-server/server.js';
 import { mcq, type Rig, rig } from './helpers.js';
@@ -60,6 +61,36 @@ describe('streamed replies', () => {
     // Were the whole-reply timeout the one that ended it, this would outlast the test's 10 s.
     await r.llm.complete(mcq(1));
     expect(Object.fromEntries(r.llm.requests)).toEqual({ timeout: 1, answered: 1 });
+  });
+
+  it("a request queued behind replies being decoded is not timed out while they bring chunks: the server's queue is not a stall", async () => {
+    // One slot, 1.5 s a reply, a first-chunk timeout of 0.6 s: the requests after the first wait
+    // in the server's queue longer than that, with no chunk of their own.
+    const r = await open(
+      { firstTokenTimeoutMs: 600, stallTimeoutMs: 1_000, timeoutMs: 30_000 },
+      {},
+      { slots: 1, latency: { kind: 'fixed', ms: 1_500 } },
+    );
+    await Promise.all([1, 2, 3, 4].map((i) => r.llm.complete(mcq(i))));
+    expect(Object.fromEntries(r.llm.requests)).toEqual({ answered: 4 });
+    expect(r.server.stats().maxWaiting).toBeGreaterThanOrEqual(1);
+  }, 30_000);
+
+  it('the first-chunk timeout runs out once the endpoint as a whole brings nothing', async () => {
+    const endpoint = new EndpointProgress();
+    const limits = { firstChunkMs: 100, stallMs: 1_000, totalMs: 60_000 };
+    const watch = new ProgressWatch(limits, endpoint);
+    // Another stream of the endpoint brings a chunk every 20 ms for 300 ms: three times the timeout.
+    const other = new ProgressWatch(limits, endpoint);
+    for (const deadline = Date.now() + 300; Date.now() < deadline; ) {
+      other.progressed();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(watch.expired).toBeUndefined();
+    other.done();
+    await new Promise<void>((resolve) => watch.signal.addEventListener('abort', () => resolve()));
+    expect(watch.expired?.message).toMatch(/no first chunk within 0\.1 s, nor any from the endpoint/);
+    watch.done();
   });
 
   it('every dialect gives the same reply, tokens and reasoning streamed as whole', async () => {
