@@ -23,7 +23,7 @@ import { runTopology } from '../topology/runner.js';
 import { openRuntime } from '../topology/runtime/open.js';
 import { ProcessorTask } from '../topology/task.js';
 import { configOf, loggerOf, stopOnSignal } from './context.js';
-import { openLlm } from './llm.js';
+import { endpointMemoryOf, openLlm } from './llm.js';
 import { type PipelineProcess, serveParent, startPipelineProcess } from './pipeline-process.js';
 import { LlmTally, runSummary } from './summary.js';
 import { type GlobalOptions, UsageError } from './usage.js';
@@ -129,7 +129,9 @@ export async function run(opts: RunOptions): Promise<void> {
           },
         });
     if (journal) {
+      const memory = endpointMemoryOf(config);
       llm = openLlm(config, {
+        ...(memory ? { memory } : {}),
         registry: metrics.registry,
         log: log.child({ layer: 'llm' }),
         journal,

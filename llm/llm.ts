@@ -15,6 +15,7 @@ import type {
 } from '../schemas/llm.js';
 import { Budget } from './budget.js';
 import { type Clock, systemClock } from './clock.js';
+import { EndpointMemory } from './endpoint-memory.js';
 import {
   LlmContextError,
   LlmRefusalError,
@@ -73,6 +74,11 @@ export interface LlmOptions {
    * every input), or null once it clears. Its calls wait meanwhile; nothing fails for it.
    */
   onFault?: (fault: EndpointFault | null) => void;
+  /**
+   * What is learned of each endpoint (refused fields, context, thinking budget, concurrency), and
+   * where it is kept: `run` keeps it with the data folder. Default: this layer's life only.
+   */
+  memory?: EndpointMemory;
 }
 
 interface Answered {
@@ -95,14 +101,12 @@ export class Llm {
   private readonly budget: Budget;
   private readonly targets: Targets;
   /**
-   * By endpoint and model: the budget a reply cut off while thinking last needed, where the next
-   * request to the model starts (how long a model thinks is the model's more than the stage's), so
-   * that only the first calls to a thinking model pay for a
-   * cut-off reply.
+   * By endpoint and model, what was learned of it (EndpointMemory): the budget a reply cut off
+   * while thinking last needed, where the next request starts (how long a model thinks is the
+   * model's more than the stage's); the context a server's overflow 400 named, where none is
+   * declared.
    */
-  private readonly thinkingBudgets = new Map<string, number>();
-  /** By endpoint and model: the context a server's overflow 400 named, where none is declared. */
-  private readonly serverContexts = new Map<string, number>();
+  private readonly memory: EndpointMemory;
   private readonly contextsLogged = new Set<string>();
   /** Requests sent and not yet answered, by request key. */
   private readonly sending = new Map<string, Promise<{ reply: LlmJournalReply; attempts: number }>>();
@@ -117,6 +121,7 @@ export class Llm {
     this.journal = options.journal ?? new MemoryJournal();
     this.onCall = options.onCall ?? (() => {});
     this.clock = options.clock ?? systemClock;
+    this.memory = options.memory ?? EndpointMemory.inMemory();
     this.budget = new Budget(config.budget, this.clock, (paused, why) => {
       this.metrics.budgetPaused.set(paused ? 1 : 0);
       if (paused) this.log.warn(`LLM calls paused: the daily budget is spent (${why}); raise it to resume`);
@@ -124,6 +129,7 @@ export class Llm {
     });
     this.targets = new Targets(
       config,
+      this.memory,
       this.clock,
       (endpoint) => ({
         onRetry: (reason) => this.metrics.retries.inc({ endpoint, reason }),
@@ -231,8 +237,9 @@ export class Llm {
     const wanted = request.params?.maxTokens ?? target.maxTokens;
     const prompt = promptTokens(messages);
     const served = `${target.endpoint.name}\u0000${target.model}`;
+    const known = this.memory.get(target.endpoint.name, target.model);
     // Declared, or as the server said in an overflow it answered before.
-    let context = target.contextTokens ?? this.serverContexts.get(served);
+    let context = target.contextTokens ?? known.contextTokens;
     const least = Math.min(wanted, MIN_REPLY_TOKENS);
     if (context !== undefined && context - prompt < least)
       throw new LlmContextError(
@@ -243,8 +250,7 @@ export class Llm {
       Math.max(target.maxTokensCap, wanted),
       context === undefined ? Infinity : context - prompt,
     );
-    const learned = served;
-    let budget = Math.min(Math.max(wanted, this.thinkingBudgets.get(learned) ?? 0), cap);
+    let budget = Math.min(Math.max(wanted, known.thinkingBudget ?? 0), cap);
     for (;;) {
       let answered: Answered;
       try {
@@ -256,7 +262,7 @@ export class Llm {
         const said =
           e instanceof LlmContextError && context === undefined ? serverContext(e.message) : undefined;
         if (said === undefined) throw e;
-        this.serverContexts.set(served, said);
+        this.memory.learn(target.endpoint.name, target.model, { contextTokens: said });
         if (!this.contextsLogged.has(served)) {
           this.contextsLogged.add(served);
           this.log.warn(
@@ -272,8 +278,9 @@ export class Llm {
       }
       spent.push(answered);
       if (!cutOffThinking(answered.reply)) {
-        if (budget > wanted)
-          this.thinkingBudgets.set(learned, Math.max(budget, this.thinkingBudgets.get(learned) ?? 0));
+        const before = this.memory.get(target.endpoint.name, target.model).thinkingBudget ?? 0;
+        if (budget > wanted && budget > before)
+          this.memory.learn(target.endpoint.name, target.model, { thinkingBudget: budget });
         return answered;
       }
       this.count(stage, target, 'thinking-cut-off');
@@ -326,6 +333,9 @@ export class Llm {
 
   async close(): Promise<void> {
     this.stop();
+    // The limits found (not stated by the server, which says them again): the next run starts there.
+    for (const c of this.targets.concurrency())
+      if (c.stated === undefined) this.memory.learn(c.endpoint, c.model, { concurrencyLimit: c.limit });
     await this.targets.close();
   }
 

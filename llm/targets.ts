@@ -1,6 +1,7 @@
 import { basename } from 'node:path';
 import { type LlmConfig, type LlmProvider, LlmStage } from '../schemas/llm.js';
 import type { Clock } from './clock.js';
+import type { EndpointMemory } from './endpoint-memory.js';
 import { type ConcurrencyState, Endpoint, type EndpointHooks } from './flow/endpoint.js';
 import type { EndpointFault } from './flow/faults.js';
 import { Throttle } from './flow/throttle.js';
@@ -45,6 +46,8 @@ export class Targets {
 
   constructor(
     private readonly config: LlmConfig,
+    /** What earlier runs learned of the endpoints, and where this one's goes. */
+    private readonly memory: EndpointMemory,
     private readonly clock: Clock,
     private readonly hooks: (endpoint: string) => EndpointHooks,
     private readonly env: NodeJS.ProcessEnv,
@@ -95,6 +98,7 @@ export class Targets {
             retry: c.retry,
             circuit: c.circuit,
             statedCapacity: () => backend.statedCapacity(),
+            learnedLimit: (model) => this.memory.get(name, model).concurrencyLimit,
           },
           this.clock,
           this.hooks(name),
@@ -127,6 +131,10 @@ export class Targets {
       throw new Error(`the LLM endpoint's API key: environment variable ${this.config.apiKeyEnv} is not set`);
     return new OpenAiProvider(this.config.baseUrl, key, {
       onDialect: (model, change, refusal) => this.onDialect(endpoint, model, change, refusal),
+      dialects: {
+        get: (model) => this.memory.get(endpoint, model).dialect,
+        set: (model, dialect) => this.memory.learn(endpoint, model, { dialect }),
+      },
     });
   }
 }

@@ -52,6 +52,15 @@ export class AdaptiveLimit {
     this.limit = this.bound;
   }
 
+  /**
+   * The limit an earlier run found for this server: it starts there, past slow start (the ramp
+   * from 1 was that run's), and goes on moving with the latency as ever.
+   */
+  resume(limit: number): void {
+    this.limit = Math.max(1, Math.min(limit, this.bound));
+    this.slowStart = false;
+  }
+
   get current(): number {
     return this.limit;
   }

@@ -22,6 +22,8 @@ export interface EndpointOptions {
   circuit: CircuitOptions;
   /** The decoding slots the server says it has, if it says (llama-server's /props): asked once. */
   statedCapacity?: () => Promise<number | undefined>;
+  /** The limit a model's server took in an earlier run (EndpointMemory): where a found limit starts. */
+  learnedLimit?: (model: string) => number | undefined;
 }
 
 /** What the adaptive limit of one model of an endpoint stands at (the run summary, /metrics, llm check). */
@@ -186,7 +188,9 @@ export class Endpoint {
     limit = this.limits.get(model);
     if (limit) return limit;
     limit = new AdaptiveLimit(this.opts.limits.concurrency ?? Number.POSITIVE_INFINITY);
+    const learned = this.opts.learnedLimit?.(model);
     if (slots) limit.state(slots);
+    else if (learned) limit.resume(learned);
     this.limits.set(model, limit);
     return limit;
   }

@@ -1,4 +1,5 @@
 import OpenAI from 'openai';
+import { z } from 'zod';
 import type { LlmJournalReply } from '../../schemas/llm.js';
 import { TransientError } from '../errors.js';
 import { splitThinking } from '../reply.js';
@@ -10,28 +11,31 @@ import type { Provider, ProviderRequest } from './provider.js';
  * How one endpoint's model takes a request, learned from what it refused: each server speaks its own
  * dialect of the chat completions API, and the project's defaults are refused by some.
  */
-interface Dialect {
-  /** OpenAI's reasoning models (o-series, gpt-5) take no temperature but their default. */
-  temperature: boolean;
-  /**
-   * Both by default: OpenAI's reasoning models refuse `max_tokens`, older servers refuse
-   * `max_completion_tokens` ("Unrecognized request argument supplied"), and Ollama and
-   * llama-cpp-python ignore it, so only `max_tokens` bounds their replies.
-   */
-  maxTokens: boolean;
-  maxCompletionTokens: boolean;
-  /**
-   * `json_schema` is OpenAI's; llama-cpp-python takes only `text` or `json_object`, with the
-   * schema beside the type (llama_cpp/server/types.py: ChatCompletionRequestResponseFormat).
-   */
-  responseFormat: 'json_schema' | 'json_object';
-  /**
-   * A streamed request asks for the usage in its last chunk (`stream_options.include_usage`,
-   * OpenAI's and vLLM's); a server that refuses the field is sent streams without it, and the
-   * usage is then estimated.
-   */
-  streamOptions: boolean;
-}
+export const Dialect = z
+  .object({
+    /** OpenAI's reasoning models (o-series, gpt-5) take no temperature but their default. */
+    temperature: z.boolean(),
+    /**
+     * Both by default: OpenAI's reasoning models refuse `max_tokens`, older servers refuse
+     * `max_completion_tokens` ("Unrecognized request argument supplied"), and Ollama and
+     * llama-cpp-python ignore it, so only `max_tokens` bounds their replies.
+     */
+    maxTokens: z.boolean(),
+    maxCompletionTokens: z.boolean(),
+    /**
+     * `json_schema` is OpenAI's; llama-cpp-python takes only `text` or `json_object`, with the
+     * schema beside the type (llama_cpp/server/types.py: ChatCompletionRequestResponseFormat).
+     */
+    responseFormat: z.enum(['json_schema', 'json_object']),
+    /**
+     * A streamed request asks for the usage in its last chunk (`stream_options.include_usage`,
+     * OpenAI's and vLLM's); a server that refuses the field is sent streams without it, and the
+     * usage is then estimated.
+     */
+    streamOptions: z.boolean(),
+  })
+  .strict();
+export type Dialect = z.infer<typeof Dialect>;
 
 const DEFAULT_DIALECT: Dialect = {
   temperature: true,
@@ -145,6 +149,8 @@ function journalReply(r: {
 export interface OpenAiProviderOptions {
   /** Told once per endpoint and model each time the request is resent in another dialect. */
   onDialect?: (model: string, change: string, refusal: string) => void;
+  /** Where each model's dialect is kept beyond this provider (EndpointMemory): read first, written on a change. */
+  dialects?: { get(model: string): Partial<Dialect> | undefined; set(model: string, dialect: Dialect): void };
 }
 
 /** An OpenAI-compatible chat completions endpoint, through the `openai` client. */
@@ -155,6 +161,16 @@ export class OpenAiProvider implements Provider {
   private readonly progress = new EndpointProgress();
   /** By model: a dialect is the endpoint's and the model's (one server can serve several). */
   private readonly dialects = new Map<string, Dialect>();
+
+  private dialectOf(model: string): Dialect {
+    let dialect = this.dialects.get(model);
+    if (!dialect) {
+      // Learned by an earlier run, over the defaults (a field added since is at its default).
+      dialect = { ...DEFAULT_DIALECT, ...this.options.dialects?.get(model) };
+      this.dialects.set(model, dialect);
+    }
+    return dialect;
+  }
 
   constructor(
     private readonly baseUrl: string | undefined,
@@ -174,7 +190,7 @@ export class OpenAiProvider implements Provider {
   async chat(request: ProviderRequest): Promise<LlmJournalReply> {
     // Each refusal teaches one field; there are five to learn, so a sixth refusal is the request's.
     for (let tries = 0; ; tries++) {
-      const dialect = this.dialects.get(request.model) ?? DEFAULT_DIALECT;
+      const dialect = this.dialectOf(request.model);
       try {
         return request.stream ? await this.streamed(request, dialect) : await this.whole(request, dialect);
       } catch (e) {
@@ -184,8 +200,9 @@ export class OpenAiProvider implements Provider {
             : undefined;
         if (refused && tries < 5) {
           // Requests in flight together are refused together: the first to learn tells, once.
-          if ((this.dialects.get(request.model) ?? DEFAULT_DIALECT) === dialect) {
+          if (this.dialectOf(request.model) === dialect) {
             this.dialects.set(request.model, refused.dialect);
+            this.options.dialects?.set(request.model, refused.dialect);
             this.options.onDialect?.(request.model, refused.change, String(withoutSecret(e, this.apiKey)));
           }
           continue;
