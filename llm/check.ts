@@ -150,7 +150,9 @@ async function checkStage(
     return `parameters refused: ${learned.length ? learned.map((w) => w.replace(/^.*?: /, '')).join('; ') : 'none'}`;
   };
   let timer: NodeJS.Timeout | undefined;
-  const deadlineMs = opts.deadlineMs ?? config.timeoutMs * 2;
+  // Twice the timeout a silent endpoint meets first: the first chunk's when streaming (the
+  // whole-reply bound above it is minutes), else the whole reply's.
+  const deadlineMs = opts.deadlineMs ?? (config.stream ? config.firstTokenTimeoutMs : config.timeoutMs) * 2;
   try {
     const outcome = await Promise.race([
       llm.complete(request).then(
@@ -173,7 +175,7 @@ async function checkStage(
     }
     if (outcome.kind === 'timeout')
       return done(false, [
-        `no answer within ${(deadlineMs / 1000).toFixed(0)} s: the endpoint is down or too slow (llm.baseUrl, llm.timeoutMs)`,
+        `no answer within ${(deadlineMs / 1000).toFixed(0)} s: the endpoint is down or too slow (llm.baseUrl, llm.firstTokenTimeoutMs, llm.timeoutMs)`,
       ]);
     if (outcome.kind === 'error') {
       const e = outcome.error as Error;

@@ -16,7 +16,7 @@ const SAMPLES = fileURLToPath(new URL('../../examples/articles', import.meta.url
  * does not state.
  */
 describe('what is learned of an endpoint survives a restart', () => {
-  it('the second run sends no request the server refuses, and its limit starts where the first ended', async () => {
+  it('the second run sends no request the server refuses: the dialect learned is kept in the data folder', async () => {
     const server = await start({
       responder: pipelineResponder,
       dialect: DIALECTS['llama-cpp-python'],

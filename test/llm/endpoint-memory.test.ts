@@ -11,9 +11,12 @@ import { mcq, rig } from './helpers.js';
  * What the layer learns of an endpoint's model (EndpointMemory): kept in a file, read by the next
  * layer on the same file, so that it pays no refused request, no cut-off reply and no ramp again.
  */
+/** A fresh file for a memory, in a folder of its own. */
+const memoryFile = () => join(mkdtempSync(join(tmpdir(), 'bioalchemy-memory-')), 'llm-endpoints.json');
+
 describe('EndpointMemory', () => {
   it('a dialect learned from a refusal is not refused again by the next layer on the same file', async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'bioalchemy-memory-')), 'llm-endpoints.json');
+    const file = memoryFile();
     const server = await start({ dialect: DIALECTS['llama-cpp-python'] });
     try {
       const first = await rig({}, { memory: EndpointMemory.open(file) }, server);
@@ -36,7 +39,7 @@ describe('EndpointMemory', () => {
   });
 
   it('a thinking budget learned from a cut-off reply is where the next layer starts', async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'bioalchemy-memory-')), 'llm-endpoints.json');
+    const file = memoryFile();
     const server = await start({ dialect: DIALECTS['vllm-reasoning'] });
     try {
       const first = await rig({}, { memory: EndpointMemory.open(file) }, server);
@@ -54,7 +57,7 @@ describe('EndpointMemory', () => {
   });
 
   it('the concurrency limit found is where the next layer starts: no ramp from 1', async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'bioalchemy-memory-')), 'llm-endpoints.json');
+    const file = memoryFile();
     const server = await start({ slots: 8, latency: { kind: 'fixed', ms: 300 } });
     const burst = async (memory: EndpointMemory, from: number) => {
       server.resetStats();
