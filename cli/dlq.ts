@@ -1,4 +1,4 @@
-import { DLQ_REPLAYED_TOPIC, planReplay, type ReplayFilter, replay } from '../processors/dlq-replay.js';
+import { DLQ_REPLAYED_TOPIC, planReplay, type ReplayFilter, replayOnce } from '../processors/dlq-replay.js';
 import { pipelineTopology } from '../processors/pipeline.js';
 import { DeadLetterCode } from '../schemas/dead-letter.js';
 import { openRuntime } from '../topology/runtime/open.js';
@@ -44,13 +44,12 @@ export async function replayDeadLetters(opts: DlqReplayOptions): Promise<void> {
   const out: string[] = [];
   try {
     await runtime.ensureTopics([...topology.topics, DLQ_REPLAYED_TOPIC]);
-    const plan = await planReplay(runtime, filter);
+    const plan = opts.dryRun ? await planReplay(runtime, filter) : await replayOnce(runtime, filter);
     if (plan.matched === 0) {
       process.stdout.write('no dead letter matches the filter: nothing to replay\n');
       return;
     }
     const deadLetters = plan.inputs.reduce((n, i) => n + i.deadLetters.length, 0);
-    if (!opts.dryRun) await replay(runtime, plan);
     const verb = opts.dryRun ? 'would replay' : 'replayed';
     out.push(
       `${plan.matched} dead letter(s) match: ${verb} ${deadLetters} (${plan.inputs.length} input(s) appended again: ${summary(plan.inputs.map((i) => i.input.topic))}), ` +

@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import { DeadLetter, type DeadLetterCode } from '../schemas/dead-letter.js';
-import type { LogRecord, OutgoingRecord } from '../topology/records.js';
-import type { Runtime } from '../topology/runtime/types.js';
+import { type LogRecord, type OutgoingRecord, partitionKey } from '../topology/records.js';
+import { FencedError, type LogTask, type Runtime } from '../topology/runtime/types.js';
 import type { TopicSpec } from '../topology/topology.js';
 
 /**
  * Which dead letters were re-driven, by dead-letter id (compacted: one record each, kept for good).
- * Written in the same atomic append as the inputs it re-drives, so a dead letter is replayed
- * exactly once: a second replay finds its id here and does nothing.
+ * Written in the same transaction as the inputs it re-drives, so a dead letter is replayed exactly
+ * once: a later replay finds its id here and does nothing, and one at the same time is fenced
+ * (replayOnce).
  */
 export const DLQ_REPLAYED_TOPIC: TopicSpec = {
   name: 'dlq.replayed',
@@ -136,15 +137,84 @@ export async function planReplay(runtime: Runtime, filter: ReplayFilter): Promis
   return plan;
 }
 
+/** The consumer group whose offset on dlq.replayed fences replays that run at the same time. */
+export const DLQ_REPLAY_GROUP = 'dlq-replay';
+
+/** How long a replay waits for another replay's hold on dlq.replayed (Kafka's group) to end. */
+const HOLD_WAIT_MS = 60_000;
+
 /**
- * Appends each planned input to its topic and partition again, with a dlq.replayed record per
- * dead letter, all in one atomic append: the processors then read the inputs as new ones, and a
- * second replay of the same dead letters finds them replayed. Returns the records appended.
+ * Plans a replay of the dead letters the filter matches and carries it out, once whatever runs at
+ * the same time: each planned input is appended to its topic and partition again, with a
+ * dlq.replayed record per dead letter, in one transaction of the group DLQ_REPLAY_GROUP that also
+ * moves the group's offset on dlq.replayed to the topic's end after those records. A replay that
+ * planned while another appended cannot commit (the embedded log refuses a commit whose group
+ * offset moved since it was read; Kafka gives the partition to one member at a time and fences the
+ * transactions of the one before): it plans again and finds the other's records. Returns the plan
+ * carried out; the processors then read its inputs as new ones.
  */
-export async function replay(runtime: Runtime, plan: ReplayPlan, now = new Date()): Promise<number> {
+export async function replayOnce(
+  runtime: Runtime,
+  filter: ReplayFilter,
+  now = new Date(),
+): Promise<ReplayPlan> {
+  const topic = DLQ_REPLAYED_TOPIC.name;
+  await runtime.ensureTopics([DLQ_REPLAYED_TOPIC]);
+  const task = await runtime.openTask({ group: DLQ_REPLAY_GROUP, topics: [topic], stores: [] });
+  try {
+    for (;;) {
+      await holding(task);
+      const end = (await runtime.endOffsets(topic))[0] ?? 0;
+      const plan = await planReplay(runtime, filter);
+      const records = replayRecords(plan, now);
+      if (records.length === 0) return plan;
+      const markers = records.filter((r) => r.topic === topic).length;
+      const tx = await task.begin();
+      await tx.produce(records);
+      await tx.commitOffsets(
+        new Map([[partitionKey(topic, 0), { topic, partition: 0, offset: end + markers }]]),
+      );
+      try {
+        await tx.commit();
+        return plan;
+      } catch (e) {
+        if (!(e instanceof FencedError)) throw e;
+        await tx.abort();
+        await task.rewind();
+      }
+    }
+  } finally {
+    await task.close();
+  }
+}
+
+/** Waits until the task holds dlq.replayed's partition (at once on the embedded log). */
+async function holding(task: LogTask): Promise<void> {
+  const deadline = Date.now() + HOLD_WAIT_MS;
+  while (!task.owned().includes(0)) {
+    if (Date.now() >= deadline)
+      throw new Error(
+        `another dlq replay has held ${DLQ_REPLAYED_TOPIC.name} (group ${DLQ_REPLAY_GROUP}) for over ${HOLD_WAIT_MS / 1000} s`,
+      );
+    await task.poll(1, 200);
+  }
+}
+
+/**
+ * A plan's records: each input again, and a dlq.replayed record per dead letter it re-drives. All
+ * are written by the step that holds dlq.replayed's partition 0 (`from`): on Kafka with kafkajs a
+ * step's outputs travel in its input partition's transaction, the one that fences another replay.
+ */
+function replayRecords(plan: ReplayPlan, now: Date): OutgoingRecord[] {
   const records: OutgoingRecord[] = [];
   for (const { input, deadLetters } of plan.inputs) {
-    records.push({ topic: input.topic, partition: input.partition, key: input.key, value: input.value });
+    records.push({
+      topic: input.topic,
+      partition: input.partition,
+      key: input.key,
+      value: input.value,
+      from: 0,
+    });
     for (const dl of deadLetters) {
       const marker: DlqReplayed = {
         deadLetterId: dl.id,
@@ -153,12 +223,8 @@ export async function replay(runtime: Runtime, plan: ReplayPlan, now = new Date(
         input: { topic: input.topic, partition: input.partition, offset: String(input.offset) },
         replayedAt: now.toISOString(),
       };
-      records.push({ topic: DLQ_REPLAYED_TOPIC.name, key: dl.id, value: JSON.stringify(marker) });
+      records.push({ topic: DLQ_REPLAYED_TOPIC.name, key: dl.id, value: JSON.stringify(marker), from: 0 });
     }
   }
-  if (records.length) {
-    await runtime.ensureTopics([DLQ_REPLAYED_TOPIC]);
-    await runtime.append(records);
-  }
-  return records.length;
+  return records;
 }
