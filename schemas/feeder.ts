@@ -53,7 +53,9 @@ export const LeftOut = z.object({
   slot: z.number().int(),
   id: z.string().describe('the item planned for the slot'),
   reason: z.enum([...AsideReason.options, 'explore', 'target']),
-  by: z.string().describe('the item of the same topics served in its place'),
+  by: z
+    .string()
+    .describe("the item served in its place: of the slot's sampled topic, or within the topic budget"),
 });
 export type LeftOut = z.infer<typeof LeftOut>;
 
@@ -61,7 +63,7 @@ export type LeftOut = z.infer<typeof LeftOut>;
  * Band-pass serving (issue 44): an item whose pass rate is at or below `floor` or at or above
  * `ceiling` after `minRollouts` rollouts teaches a GRPO trainer nothing (every rollout of its group
  * gets the same reward), so the feeder sets it aside for `cooldownSteps` trainer steps and serves
- * another item of the same topics in its place.
+ * another item of the slot's sampled topic in its place, or, spending `topicBudget`, of another.
  */
 export const BandPass = z
   .object({
@@ -81,6 +83,14 @@ export const BandPass = z
     exploreShare: Rate.default(0.1).describe(
       'share of each batch given to items of the run not yet observed, when its topics have any',
     ),
+    topicBudget: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.02)
+      .describe(
+        "TVD the run's served topic shares may stray from its planned ones so that a set-aside item's slot gets a live item of another topic set; 0: every replacement keeps the plan's shares",
+      ),
   })
   .strict()
   .refine((b) => b.floor < b.ceiling, { message: 'floor must be below ceiling', path: ['floor'] });

@@ -1,5 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { FeederConfig, ItemDifficulty, ItemDifficultyPage } from '../../schemas/feeder.js';
+import type { MixState } from '../../schemas/mix-state.js';
+import { sampledTopic } from '../sampler/selection.js';
 import {
   bandOf,
   blended,
@@ -16,6 +18,7 @@ import {
   outside,
   passRate,
   prior,
+  type TopicShares,
   updated,
 } from './difficulty.js';
 import type { Slot } from './order.js';
@@ -31,8 +34,8 @@ export type GroupSums = Map<string, { passes: number; rollouts: number }>;
 
 export class DifficultyRecords {
   private readonly d: DifficultyStatements;
-  /** Each selection's items grouped by their topics (band-pass replaces an item within its group). */
-  private peerIndex: { of: unknown; key: Map<string, string>; peers: Map<string, string[]> } | null = null;
+  /** The selection's items by topic and each item's topics (band-pass replaces within a topic). */
+  private topicIndex: TopicIndex | null = null;
   /** Items' topics, article and grade (difficulty.ts ItemMeta): one entry per pool item at most. */
   private readonly metas = new Map<string, ItemMeta>();
 
@@ -85,13 +88,14 @@ export class DifficultyRecords {
 
   /**
    * The slots a batch serves of its planned ones: as planned without band-pass or a target; else
-   * difficulty.ts's choice, which keeps each slot's topics.
+   * difficulty.ts's choice, which keeps each slot's sampled topic or spends the run's topic budget
+   * (its topic shares, planned and served, kept in the file in the cut's transaction).
    */
   chooseFor(run: RunRow, batchId: string, planned: Slot[]): Choice {
     const cfg = this.config;
     const band = bandOf(cfg, run.run);
     if (!band && cfg.target === null) return { slots: planned, leftOut: [], servedAside: 0 };
-    const index = this.peers();
+    const index = this.topics();
     const w = cfg.priorWeight;
     const views = new Map<string, ItemView>();
     const view = (id: string): ItemView => {
@@ -110,15 +114,33 @@ export class DifficultyRecords {
       views.set(id, v);
       return v;
     };
-    return choose({
+    const rows = this.d.shares.all(run.run) as { topic: string; planned: number; served: number }[];
+    const shares: TopicShares = {
+      planned: new Map(rows.map((r) => [r.topic, r.planned])),
+      served: new Map(rows.map((r) => [r.topic, r.served])),
+    };
+    const topicsOf = (id: string) => index.topicsOf.get(id) ?? this.metaOf(id)?.topics ?? [];
+    const choice = choose({
       batchId,
       planned,
       band,
       target: cfg.target,
       targetProbe: cfg.targetProbe,
       view,
-      peers: (id) => index.peers.get(index.key.get(id) ?? '') ?? [],
+      sampledTopic: (slot) => sampledTopic(index.mix, { id: slot.id, topics: topicsOf(slot.id) }, slot.copy),
+      itemsOf: (topic) => index.itemsOf.get(topic) ?? [],
+      topicsOf,
+      shares,
     });
+    // Only the topics the batch touched: a mix of hundreds of topics writes a few rows a cut.
+    const was = new Map(rows.map((r) => [r.topic, r]));
+    for (const topic of new Set([...shares.planned.keys(), ...shares.served.keys()])) {
+      const planned = shares.planned.get(topic) ?? 0;
+      const served = shares.served.get(topic) ?? 0;
+      if (was.get(topic)?.planned !== planned || was.get(topic)?.served !== served)
+        this.d.putShare.run(run.run, topic, planned, served);
+    }
+    return choice;
   }
 
   private describe(row: DifficultyRow, runStep: number): ItemDifficulty {
@@ -204,25 +226,28 @@ export class DifficultyRecords {
     return row.aside_until !== null;
   }
 
-  /** The selection's items grouped by their exact topic set, made once per selection. */
-  private peers(): { key: Map<string, string>; peers: Map<string, string[]> } {
-    const items = this.selections.selection().items;
-    if (this.peerIndex?.of === items) return this.peerIndex;
-    const key = new Map<string, string>();
-    const peers = new Map<string, string[]>();
+  /** The selection's items by topic, made once per selection. */
+  private topics(): TopicIndex {
+    const { mix, items } = this.selections.selection();
+    if (this.topicIndex?.of === items) return this.topicIndex;
+    const itemsOf = new Map<string, string[]>();
+    const topicsOf = new Map<string, readonly string[]>();
     for (const it of items) {
-      const k = [...it.topics].sort().join('\u0000');
-      key.set(it.id, k);
-      const list = peers.get(k);
-      if (list) list.push(it.id);
-      else peers.set(k, [it.id]);
+      topicsOf.set(it.id, it.topics);
+      for (const t of it.topics) {
+        const list = itemsOf.get(t);
+        if (list) list.push(it.id);
+        else itemsOf.set(t, [it.id]);
+      }
     }
-    this.peerIndex = { of: items, key, peers };
-    return this.peerIndex;
+    this.topicIndex = { of: items, mix, itemsOf, topicsOf };
+    return this.topicIndex;
   }
+}
 
-  /**
-   * The slots a batch serves of its planned ones: as planned without band-pass or a target; else
-   * difficulty.ts's choice, which keeps each slot's topics.
-   */
+interface TopicIndex {
+  of: unknown;
+  mix: MixState;
+  itemsOf: Map<string, string[]>;
+  topicsOf: Map<string, readonly string[]>;
 }

@@ -39,6 +39,9 @@ CREATE TABLE IF NOT EXISTS difficulty (
   acks INTEGER NOT NULL, ew_pass REAL NOT NULL, ew_n REAL NOT NULL, ew_step INTEGER NOT NULL, step INTEGER NOT NULL,
   flat INTEGER NOT NULL, set_aside INTEGER NOT NULL, aside_until INTEGER, aside_reason TEXT,
   PRIMARY KEY (run, id)) WITHOUT ROWID;
+-- Each run's topic shares of the slots it was planned and of those band-pass served (TopicShares):
+-- what the topic budget is spent against.
+CREATE TABLE IF NOT EXISTS difficulty_shares (run TEXT NOT NULL, topic TEXT NOT NULL, planned REAL NOT NULL, served REAL NOT NULL, PRIMARY KEY (run, topic)) WITHOUT ROWID;
 -- Sums per topic and per topic and grade; an article's are summed from its items' rows when a prior
 -- needs them (items_by_article), so an ack writes a few group rows, not one per slot.
 CREATE TABLE IF NOT EXISTS difficulty_groups (run TEXT NOT NULL, key TEXT NOT NULL, passes REAL NOT NULL, rollouts INTEGER NOT NULL, PRIMARY KEY (run, key)) WITHOUT ROWID;
@@ -59,6 +62,11 @@ export function difficultyStatements(db: Database.Database) {
     addGroup: p(
       `INSERT INTO difficulty_groups (run, key, passes, rollouts) VALUES (?, ?, ?, ?)
        ON CONFLICT (run, key) DO UPDATE SET passes = passes + excluded.passes, rollouts = rollouts + excluded.rollouts`,
+    ),
+    shares: p('SELECT topic, planned, served FROM difficulty_shares WHERE run = ?'),
+    putShare: p(
+      `INSERT INTO difficulty_shares (run, topic, planned, served) VALUES (?, ?, ?, ?)
+       ON CONFLICT (run, topic) DO UPDATE SET planned = excluded.planned, served = excluded.served`,
     ),
     getGroup: p('SELECT passes, rollouts FROM difficulty_groups WHERE run = ? AND key = ?'),
     articleSums: p(
@@ -278,15 +286,21 @@ export interface ItemView {
 }
 
 export interface ChoiceInput {
-  /** The batch's id, which seeds where each slot's search among its topics' items starts. */
+  /** The batch's id, which seeds where each slot's search among its topic's items starts. */
   batchId: string;
   planned: readonly Slot[];
   band: BandPass | null;
   target: number | null;
   targetProbe: number;
   view: (id: string) => ItemView;
-  /** The selection's items of the same topics as `id` (itself included), in a fixed order. */
-  peers: (id: string) => readonly string[];
+  /** The topic whose quota a slot fills (sampledTopic); undefined for an item of no known topic. */
+  sampledTopic: (slot: Slot) => string | undefined;
+  /** The selection's items of a topic, in a fixed order. */
+  itemsOf: (topic: string) => readonly string[];
+  /** An item's topics. */
+  topicsOf: (id: string) => readonly string[];
+  /** The run's topic shares so far, planned and served: the batch's are added to them here. */
+  shares: TopicShares;
 }
 
 /** What a batch serves of its planned slots. */
@@ -294,40 +308,109 @@ export interface Choice {
   slots: Slot[];
   /** The planned items not served, why, and what stood in. */
   leftOut: LeftOut[];
-  /** Slots that serve their set-aside item: no live item of its topics was found. */
+  /** Slots that serve their set-aside item: no live item of its topic was found within the budget. */
   servedAside: number;
 }
 
-/** Candidates a slot looks at among its topics' items before it gives up. */
-const PROBE = 32;
+/**
+ * A run's topic shares of the slots it was planned and of those it was served: a slot counts 1,
+ * split evenly over its item's topics (for single-topic items, the topic's count of slots).
+ */
+export interface TopicShares {
+  planned: Map<string, number>;
+  served: Map<string, number>;
+}
+
+/** Total variation distance between the served and the planned topic shares. */
+export function sharesTvd(shares: TopicShares): number {
+  const total = (m: Map<string, number>) => {
+    let n = 0;
+    for (const c of m.values()) n += c;
+    return n;
+  };
+  const planned = total(shares.planned);
+  const served = total(shares.served);
+  if (planned === 0 || served === 0) return planned === served ? 0 : 1;
+  let d = 0;
+  for (const [t, c] of shares.planned) d += Math.abs((shares.served.get(t) ?? 0) / served - c / planned);
+  for (const [t, c] of shares.served) if (!shares.planned.has(t)) d += c / served;
+  return d / 2;
+}
+
+/** Candidates a slot looks at among its topic's items before it gives up. */
+const PROBE = 128;
+/** Live candidates a replacement compares (for the pass rate nearest the aim) without a target. */
+const REPLACEMENT_CHOICES = 8;
+/** Other topics a set-aside slot with no live item of its own looks in, most under-served first. */
+const OTHER_TOPICS = 8;
 
 /**
- * The slots a batch serves: a planned item set aside is replaced by an item of the same topics that
- * is not, looked for among PROBE of them from a start seeded by the batch and slot (bounded, so a
- * cut costs the same whatever a topic's size): one the band keeps and not in the batch, else any
- * live one, else a kept one already in the batch; none found: the planned item is served. With a
- * target, each slot takes the item nearest the target
- * among itself and `targetProbe` of its peers; then, with band-pass, observed items give way to
- * unobserved peers until `exploreShare` of the batch is unobserved. Every replacement keeps the
- * slot's topics, so the batch's topic counts are the plan's.
+ * The slots a batch serves. A planned item set aside is replaced by a live item of the slot's
+ * sampled topic, looked for among PROBE of its items from a start seeded by the batch and slot
+ * (bounded, so a cut costs the same whatever a topic's size): one the band keeps and not in the
+ * batch, else any live one, else a kept one already in the batch; among those found, an item of
+ * the planned item's whole topic set first (it leaves the topic shares as planned), then the pass
+ * rate nearest the target (0.5 without one: a group's chance of a signal is highest there). When
+ * the topic has none, a kept item of another topic stands in, the most under-served first. A
+ * replacement that changes the run's topic counts is taken only while the served shares stay
+ * within `topicBudget` (TVD) of the planned ones (or move closer). None found: the planned item is
+ * served. With a target, each slot takes the item nearest the target among itself and
+ * `targetProbe` of its topic's items; then, with band-pass, observed items give way to unobserved
+ * ones until `exploreShare` of the batch is unobserved.
  */
 export function choose(input: ChoiceInput): Choice {
-  const { planned, band, target, view, peers } = input;
+  const { planned, band, target, view, shares, topicsOf } = input;
+  const budget = band?.topicBudget ?? 0;
   const inBatch = new Map<string, number>();
-  for (const s of planned) inBatch.set(s.id, (inBatch.get(s.id) ?? 0) + 1);
+  // A slot is one unit of the shares, split evenly over its item's topics: both sides then always
+  // total the slots cut, so a batch served as planned never moves the TVD away from the budget, and
+  // checking each replacement against the budget keeps every batch within it.
+  const bump = (m: Map<string, number>, id: string, by: number) => {
+    const topics = topicsOf(id);
+    for (const t of topics) m.set(t, (m.get(t) ?? 0) + by / topics.length);
+  };
+  for (const s of planned) {
+    inBatch.set(s.id, (inBatch.get(s.id) ?? 0) + 1);
+    bump(shares.planned, s.id, 1);
+    bump(shares.served, s.id, 1);
+  }
   const slots = planned.slice();
   const leftOut: LeftOut[] = [];
   let servedAside = 0;
+  const sameTopics = (a: string, b: string) => {
+    const x = topicsOf(a);
+    const y = topicsOf(b);
+    return x.length === y.length && x.every((t) => y.includes(t));
+  };
+  /** Whether slot i may serve `id`: the served shares stay within the budget, or come closer. */
+  const fits = (i: number, id: string) => {
+    const was = slots[i]!.id;
+    if (sameTopics(was, id)) return true;
+    const before = sharesTvd(shares);
+    bump(shares.served, was, -1);
+    bump(shares.served, id, 1);
+    const after = sharesTvd(shares);
+    bump(shares.served, id, -1);
+    bump(shares.served, was, 1);
+    return after <= Math.max(budget, before) + 1e-12;
+  };
   const take = (i: number, id: string, reason: LeftOut['reason']) => {
     const was = slots[i]!.id;
     leftOut.push({ slot: i, id: was, reason, by: id });
     inBatch.set(was, inBatch.get(was)! - 1);
     inBatch.set(id, (inBatch.get(id) ?? 0) + 1);
+    bump(shares.served, was, -1);
+    bump(shares.served, id, 1);
     slots[i] = { id, copy: 0 };
   };
-  /** Live peers of slot i's item, not in the batch, up to `want`, from a start seeded by the slot. */
-  const live = (i: number, want: number, ok: (v: ItemView) => boolean, twice = false): string[] => {
-    const list = peers(slots[i]!.id);
+  /** Live items of `list` for slot i, not in the batch, up to `want`, from a start seeded by the slot. */
+  const live = (
+    i: number,
+    list: readonly string[],
+    want: number,
+    ok: (v: ItemView) => boolean,
+    twice = false,
+  ) => {
     const out: string[] = [];
     if (list.length === 0) return out;
     const start = itemKey(`${input.batchId}#${i}`) % list.length;
@@ -335,31 +418,54 @@ export function choose(input: ChoiceInput): Choice {
       const id = list[(start + k) % list.length]!;
       if (id === slots[i]!.id || (!twice && (inBatch.get(id) ?? 0) > 0)) continue;
       const v = view(id);
-      if (v.aside === null && ok(v)) out.push(id);
+      if (v.aside === null && ok(v) && fits(i, id)) out.push(id);
     }
     return out;
   };
-  const near = (v: ItemView) => (target === null ? 0 : Math.abs(v.rate - target));
+  const ownTopic = (i: number) => {
+    const topic = input.sampledTopic(planned[i]!);
+    return topic === undefined ? [] : input.itemsOf(topic);
+  };
+  const aim = target ?? (band ? 0.5 : null);
+  const near = (v: ItemView) => (aim === null ? 0 : Math.abs(v.rate - aim));
   // A replacement is an item the band would keep: one back from its cool-down with a rate still
   // outside is re-tested in its own planned slot, not called in to stand for another.
   const kept = (v: ItemView) => !band || v.rollouts === 0 || outside(v.rate, band) === null;
+  /** Topics other than slot i's, the most under-served against the plan first. */
+  const otherTopics = (i: number) => {
+    const own = new Set(topicsOf(planned[i]!.id));
+    const gap = (t: string) => (shares.served.get(t) ?? 0) - (shares.planned.get(t) ?? 0);
+    return [...shares.planned.keys()]
+      .filter((t) => !own.has(t))
+      .sort((a, b) => gap(a) - gap(b) || (a < b ? -1 : 1))
+      .slice(0, OTHER_TOPICS);
+  };
   for (let i = 0; i < slots.length; i++) {
     const v = view(slots[i]!.id);
     if (v.aside !== null) {
-      const want = target === null ? 1 : input.targetProbe;
-      let found = live(i, want, kept);
-      if (found.length === 0) found = live(i, want, () => true);
+      const want = target === null ? REPLACEMENT_CHOICES : input.targetProbe;
+      const list = ownTopic(i);
+      let found = live(i, list, want, kept);
+      if (found.length === 0) found = live(i, list, want, () => true);
       // A topic with few live items serves one twice in a batch (two groups of the same prompt
       // are two GRPO groups) rather than an item set aside.
-      if (found.length === 0) found = live(i, want, kept, true);
+      if (found.length === 0) found = live(i, list, want, kept, true);
+      // The topic has no live item: the budget lets another topic's kept item stand in.
+      if (found.length === 0 && budget > 0)
+        for (const t of otherTopics(i)) {
+          found = live(i, input.itemsOf(t), want, kept, true);
+          if (found.length) break;
+        }
       if (found.length) {
-        found.sort((a, b) => near(view(a)) - near(view(b)));
+        const was = slots[i]!.id;
+        const rank = (id: string) => (sameTopics(was, id) ? 0 : 2) + near(view(id));
+        found.sort((a, b) => rank(a) - rank(b));
         take(i, found[0]!, v.aside);
       } else servedAside++;
     } else if (target !== null) {
       let best = slots[i]!.id;
       let bestGap = near(v);
-      for (const id of live(i, input.targetProbe, () => true)) {
+      for (const id of live(i, ownTopic(i), input.targetProbe, () => true)) {
         const gap = near(view(id));
         if (gap < bestGap) [best, bestGap] = [id, gap];
       }
@@ -371,7 +477,7 @@ export function choose(input: ChoiceInput): Choice {
       Math.ceil(band.exploreShare * slots.length) - slots.filter((s) => view(s.id).rollouts === 0).length;
     for (let i = slots.length - 1; i >= 0 && need > 0; i--) {
       if (view(slots[i]!.id).rollouts === 0) continue;
-      const [id] = live(i, 1, (v) => v.rollouts === 0);
+      const [id] = live(i, ownTopic(i), 1, (v) => v.rollouts === 0);
       if (id === undefined) continue;
       take(i, id, 'explore');
       need--;

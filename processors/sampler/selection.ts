@@ -105,6 +105,32 @@ export function copiesOf(mix: Pick<MixState, 'seed' | 'quotas' | 'heldOut'>, ite
 }
 
 /**
+ * The topic whose rule took copy `copy` of an item (copiesOf): of the topics whose rule takes the
+ * item more than `copy` times, the one the mix upsamples most (the scarcest, whose quota the copy
+ * fills), ties by name; the item's first topic when no rule takes it that often (a padding slot).
+ * Band-pass replaces a slot's item with another item of this topic, so a multi-topic item's slot is
+ * kept for the topic that asked for it.
+ */
+export function sampledTopic(
+  mix: Pick<MixState, 'seed' | 'quotas'>,
+  item: Pick<MixItem, 'id' | 'topics'>,
+  copy: number,
+): string | undefined {
+  if (item.topics.length <= 1) return item.topics[0];
+  let damp = 1;
+  for (const t of item.topics) damp = Math.min(damp, mix.quotas[t]?.damp ?? 1);
+  const draw = uniformOf(itemKey(item.id), mix.seed) / damp;
+  let best: string | undefined;
+  for (const t of item.topics) {
+    const q = mix.quotas[t];
+    if (!q || copiesFor(q, draw) <= copy) continue;
+    const b = best === undefined ? undefined : mix.quotas[best]!;
+    if (!b || q.upsample > b.upsample || (q.upsample === b.upsample && t < best!)) best = t;
+  }
+  return best ?? item.topics[0];
+}
+
+/**
  * Every item the sampler has seen, in columns: ids are kept only as 53-bit keys, topics as
  * indices in one flat list, so 3.45M items fit in a few hundred MB and a recompute walks arrays.
  */

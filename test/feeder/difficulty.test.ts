@@ -21,7 +21,8 @@ import { type FeederConfigInput, Rollouts } from '../../schemas/feeder.js';
 import { poolItems } from './fixtures.js';
 import { feederWith, type Leased, leased, openFeeder } from './setup.js';
 
-const BAND = { floor: 0.1, ceiling: 0.9, minRollouts: 5, cooldownSteps: 10, exploreShare: 0 };
+/** A band that keeps the plan's topic shares exactly (no topic budget). */
+const BAND = { floor: 0.1, ceiling: 0.9, minRollouts: 5, cooldownSteps: 10, exploreShare: 0, topicBudget: 0 };
 
 /** A feeder with this difficulty config, leases of a minute (acks come at once, on the real clock). */
 const bandFeeder = (n: number, difficulty: FeederConfigInput['difficulty'] = {}, path?: string) =>
@@ -151,6 +152,16 @@ const stateArb = fc.record({
 const topicOf = (id: string) => `t${Number(id.slice(1)) % 4}`;
 const peersOf = (id: string) =>
   Array.from({ length: 40 }, (_, k) => `i${k}`).filter((p) => topicOf(p) === topicOf(id));
+/** choose's topic inputs for single-topic items: `topic` gives an item's, `peers` its topic's items. */
+const oneTopicEach = (topic: (id: string) => string, peers: (id: string) => readonly string[]) => ({
+  sampledTopic: (slot: { id: string }) => topic(slot.id),
+  itemsOf: (t: string) => {
+    const first = [...'abcd', ...Array.from({ length: 40 }, (_, k) => `i${k}`)].find((id) => topic(id) === t);
+    return first === undefined ? [] : peers(first);
+  },
+  topicsOf: (id: string) => [topic(id)],
+  shares: { planned: new Map<string, number>(), served: new Map<string, number>() },
+});
 
 describe('choose: what a batch serves of its plan', () => {
   it("keeps the plan's topic counts, and serves nothing set aside while a same-topic item is live", () => {
@@ -168,7 +179,7 @@ describe('choose: what a batch serves of its plan', () => {
           target: s.target,
           targetProbe: 4,
           view,
-          peers: peersOf,
+          ...oneTopicEach(topicOf, peersOf),
         });
         const count = (xs: { id: string }[]) => {
           const m = new Map<string, number>();
@@ -367,7 +378,7 @@ describe('choose: tables', () => {
       target: 0.5,
       targetProbe: 3,
       view,
-      peers,
+      ...oneTopicEach(() => 'T', peers),
     });
     expect(r.slots).toEqual([{ id: 'b', copy: 0 }]);
     expect(r.leftOut).toEqual([{ slot: 0, id: 'a', reason: 'target', by: 'b' }]);
@@ -378,7 +389,7 @@ describe('choose: tables', () => {
       target: 0.52,
       targetProbe: 3,
       view,
-      peers,
+      ...oneTopicEach(() => 'T', peers),
     });
     expect(tie.slots).toEqual([{ id: 'b', copy: 1 }]);
   });
@@ -396,7 +407,7 @@ describe('choose: tables', () => {
       target: null,
       targetProbe: 4,
       view,
-      peers,
+      ...oneTopicEach(() => 'T', peers),
     });
     expect(r.leftOut.map((l) => [l.slot, l.reason])).toEqual([[1, 'explore']]);
     expect(['c', 'd']).toContain(r.slots[1]!.id);
@@ -417,7 +428,7 @@ describe('choose: tables', () => {
       target: null,
       targetProbe: 4,
       view: allAside,
-      peers,
+      ...oneTopicEach(() => 'T', peers),
     });
     expect(kept).toEqual({ slots: [{ id: 'a', copy: 0 }], leftOut: [], servedAside: 1 });
     const oneLive = viewOf({
@@ -435,7 +446,7 @@ describe('choose: tables', () => {
       target: null,
       targetProbe: 4,
       view: oneLive,
-      peers,
+      ...oneTopicEach(() => 'T', peers),
     });
     expect(twice.slots.map((s) => s.id)).toEqual(['d', 'd']);
     expect(twice.servedAside).toBe(0);
