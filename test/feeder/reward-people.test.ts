@@ -161,6 +161,58 @@ describe('the reward against people (issue 50), as properties', () => {
     );
   });
 
+  it('a citation mark run into the answer ("X1.", "X12,") never changes a score (citationDigits)', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(name, term),
+        fc.constantFrom(...ANSWERS),
+        fc.boolean(),
+        fc.constantFrom('1', '2', '12'),
+        fc.array(fc.constantFrom(...NEUTRAL), { maxLength: 2 }),
+        ({ reference, other }, answer, right, mark, after) => {
+          const x = right ? reference : other;
+          const output = [fill(answer, x), ...after].join('\n');
+          const cited = [fill(answer, `${x}${mark}`), ...after].join('\n');
+          const r = pays(reference, cited);
+          expect(r.score, `${r.reason} | ${cited}`).toBe(pays(reference, output).score);
+          expect(r.score).toBe(right ? 1 : 0);
+        },
+      ),
+      RUNS,
+    );
+  });
+
+  it("a title's inner punctuation (a comma between its words, quotes around one) never changes a score (loosePunctuation)", () => {
+    const title = fc
+      .tuple(word, word, word, word)
+      .filter(([, , last, otherLast]) => last[0] !== otherLast[0])
+      .map(([a, b, c, d]) => ({
+        reference: `${capital(a)} ${b} ${capital(c)}`,
+        other: `${capital(a)} ${b} ${capital(d)}`,
+        parts: [capital(a), b],
+      }));
+    fc.assert(
+      fc.property(
+        title,
+        fc.constantFrom(...ANSWERS),
+        fc.boolean(),
+        fc.array(fc.constantFrom(...NEUTRAL), { maxLength: 2 }),
+        ({ reference, other, parts: [a, b] }, answer, right, after) => {
+          const x = right ? reference : other;
+          const last = x.split(' ')[2]!;
+          const output = [fill(answer, x), ...after].join('\n');
+          expect(pays(reference, output).score).toBe(right ? 1 : 0);
+          for (const written of [`${a} ${b}, ${last}`, `${a}, ${b} ${last}`, `${a} "${b}" ${last}`]) {
+            const v = [fill(answer, written), ...after].join('\n');
+            const r = pays(reference, v);
+            expect(r.score, `${r.reason} | ${v}`).toBe(right ? 1 : 0);
+          }
+        },
+      ),
+      RUNS,
+    );
+  });
+
   it('a place and a region of the table after a comma pays the place, or the region; two regions never pay', () => {
     const regions = [...RULES.regions].filter((r) => !TABLE_WORDS.has(r));
     const titled = (r: string) => r.split(' ').map(capital).join(' ');

@@ -116,3 +116,37 @@ def test_a_place_and_a_region_after_a_comma_pays_the_place_or_the_region_and_two
     two = fill(answer, f"{_titled(region)}, {_titled(other)}")
     r = pays(region, two)
     assert r["score"] == 0, (r["reason"], two)
+
+
+@PROPERTIES
+@given(st.one_of(NAME, TERM), st.sampled_from(ANSWERS), st.booleans(), st.sampled_from(["1", "2", "12"]),
+       st.lists(st.sampled_from(NEUTRAL), max_size=2))
+def test_a_citation_mark_run_into_the_answer_never_changes_a_score(pair, answer, right, mark, after):
+    # citationDigits: "X1.", "X12," as search-backed assistants copy their citation marks.
+    _, reference, other = pair
+    x = reference if right else other
+    output = "\n".join([fill(answer, x), *after])
+    cited = "\n".join([fill(answer, f"{x}{mark}"), *after])
+    r = pays(reference, cited)
+    assert r["score"] == pays(reference, output)["score"], (r["reason"], cited)
+    assert r["score"] == (1 if right else 0)
+
+
+TITLE = st.tuples(WORD, WORD, WORD, WORD).filter(lambda t: t[2][0] != t[3][0]).map(
+    lambda t: (f"{t[0].capitalize()} {t[1]} {t[2].capitalize()}", f"{t[0].capitalize()} {t[1]} {t[3].capitalize()}",
+               (t[0].capitalize(), t[1])))
+
+
+@PROPERTIES
+@given(TITLE, st.sampled_from(ANSWERS), st.booleans(), st.lists(st.sampled_from(NEUTRAL), max_size=2))
+def test_a_titles_inner_punctuation_never_changes_a_score(title, answer, right, after):
+    # loosePunctuation: a comma between a title's words, quotes around one.
+    reference, other, (a, b) = title
+    x = reference if right else other
+    last = x.split(" ")[2]
+    output = "\n".join([fill(answer, x), *after])
+    assert pays(reference, output)["score"] == (1 if right else 0)
+    for written in (f"{a} {b}, {last}", f"{a}, {b} {last}", f'{a} "{b}" {last}'):
+        v = "\n".join([fill(answer, written), *after])
+        r = pays(reference, v)
+        assert r["score"] == (1 if right else 0), (r["reason"], v)
