@@ -394,6 +394,25 @@ function numericGrader(truth: string, accepted: readonly string[]): Grader {
   };
 }
 
+/** A word's key without a plural ending: "bees" and "bee" are one head. */
+const stem = (key: string) => (key.endsWith('s') ? key.slice(0, -1) : key);
+
+/**
+ * headGiven: the answer as the modifier of a compound whose head the sentence has already named
+ * ("The largest bee in a hive is the queen bee.", "heat energy ... is geothermal energy"): the
+ * head is what the sentence is about, the modifier is what it answers. The compound is one
+ * candidate (its head goes with it), so a list or a hedge beside it still refuses ("the queen bee
+ * or the worker bee"). A head the sentence has not named ("a kinase inhibitor") ends nothing.
+ */
+function headGiven(tokens: Token[], i: number): boolean {
+  const head = tokens[i + 1]!;
+  if (!/^[a-z]{3,}$/.test(head.text)) return false;
+  const after = tokens[i + 2];
+  if (after?.kind === 'word' || after?.kind === 'form') return false;
+  const want = stem(head.key);
+  return tokens.slice(0, i).some((t) => t.kind === 'word' && stem(t.key) === want);
+}
+
 /** A verb after a subject: one of subjectVerbs, or any word ending in -ed. */
 export const isVerb = (t: Token): boolean =>
   t.kind === 'word' && ((t.key.length > 4 && t.key.endsWith('ed')) || RULES.subjectVerbs.has(t.key));
@@ -409,8 +428,9 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
     stands: ANSWER,
   }));
   const regionAnswer = accepted.some(regionForm);
-  // A number with names in words ("43", "forty-three"): a word after it is what it counts.
-  const counts = numericForm(truth) !== null;
+  // A number with names in words ("43", "forty-three"), whichever one the reference names first:
+  // a word after it is what it counts ("303 AD" for "three hundred and three / 303").
+  const counts = accepted.some((f) => numericForm(f) !== null);
   return {
     text: true,
     wholeAnswer: true,
@@ -426,24 +446,28 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
         // bear named Ben"), it is written as a proper name ("Seymour Hersh first told ...", "the
         // Colorado River"), or it is a number and the word is what it counts ("four players").
         const next = tokens[i + 1];
+        let end = i + 1;
+        // The word a number counts, or the head the sentence named (headGiven), goes with it: the
+        // two are one candidate, so "37 points or 38 points" is a hedge as "37 or 38" is.
         if (
           next?.kind === 'word' &&
           !t.name &&
-          !counts &&
           !RULES.continuations.has(next.key) &&
           !RULES.heads.has(next.key) &&
           !RULES.fillers.has(next.key) &&
           !next.key.endsWith('ly') &&
           !isVerb(next)
-        )
-          return;
+        ) {
+          if (!counts && !headGiven(tokens, i)) return;
+          end = i + 2;
+        }
         out.push({
           value: ANSWER,
           number: null,
           bound: null,
           start: i,
-          end: i + 1,
-          listed: listedBeside(tokens, i, i + 1, regionAnswer),
+          end,
+          listed: listedBeside(tokens, i, end, regionAnswer),
         });
       });
       return out;

@@ -417,6 +417,30 @@ def _numeric_grader(truth: str, accepted: Sequence[str]) -> _Grader:
     return _Grader(False, [], mentions, decide, whole_answer=True)
 
 
+def _stem(key: str) -> str:
+    """A word's key without a plural ending: "bees" and "bee" are one head."""
+    return key[:-1] if key.endswith("s") else key
+
+
+_HEAD_WORD = re.compile(r"[a-z]{3,}\Z")
+
+
+def _head_given(tokens: Sequence[Token], i: int) -> bool:
+    """head_given: the answer as the modifier of a compound whose head the sentence has already named
+    ("The largest bee in a hive is the queen bee.", "heat energy ... is geothermal energy"): the head is
+    what the sentence is about, the modifier is what it answers. The compound is one candidate (its head
+    goes with it), so a list or a hedge beside it still refuses ("the queen bee or the worker bee"). A head
+    the sentence has not named ("a kinase inhibitor") ends nothing."""
+    head = tokens[i + 1]
+    if not _HEAD_WORD.match(head.text):
+        return False
+    after = _get(tokens, i + 2)
+    if after is not None and after.kind in ("word", "form"):
+        return False
+    want = _stem(head.key)
+    return any(t.kind == "word" and _stem(t.key) == want for t in tokens[:i])
+
+
 def is_verb(t: Token) -> bool:
     """A verb after a subject: one of subjectVerbs, or any word ending in -ed."""
     return t.kind == "word" and ((len(t.key) > 4 and t.key.endswith("ed")) or t.key in _SUBJECT_VERBS)
@@ -430,8 +454,9 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
         return _numeric_grader(truth, accepted)
     forms = [Form(text, ANSWER) for text in [*accepted, *binomial_forms(accepted), *shorter_names(accepted)]]
     region_answer = any(_region_form(f) for f in accepted)
-    # A number with names in words ("43", "forty-three"): a word after it is what it counts.
-    counts = numeric_form(truth) is not None
+    # A number with names in words ("43", "forty-three"), whichever one the reference names first: a word after it
+    # is what it counts ("303 AD" for "three hundred and three / 303").
+    counts = any(numeric_form(f) is not None for f in accepted)
 
     def written(text):
         return [Form(f, ANSWER) for f in written_forms(text, accepted)]
@@ -447,11 +472,17 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
             # written as a proper name ("Seymour Hersh first told ...", "the Colorado River"), or it is a number
             # and the word is what it counts ("four players").
             nxt = _get(tokens, i + 1)
-            if (nxt is not None and nxt.kind == "word" and not t.name and not counts and nxt.key not in _CONTINUATIONS
+            # The word a number counts, or the head the sentence named (head_given), goes with it: the two are
+            # one candidate, so "37 points or 38 points" is a hedge as "37 or 38" is.
+            if (nxt is not None and nxt.kind == "word" and not t.name and nxt.key not in _CONTINUATIONS
                     and nxt.key not in _HEADS and nxt.key not in _FILLERS and not nxt.key.endswith("ly")
                     and not is_verb(nxt)):
-                continue
-            out.append(Mention(ANSWER, None, None, i, i + 1, _listed_beside(tokens, i, i + 1, region_answer)))
+                if not counts and not _head_given(tokens, i):
+                    continue
+                end = i + 2
+            else:
+                end = i + 1
+            out.append(Mention(ANSWER, None, None, i, end, _listed_beside(tokens, i, end, region_answer)))
         return out
 
     def decide(found, where):
