@@ -394,6 +394,40 @@ function numericGrader(truth: string, accepted: readonly string[]): Grader {
   };
 }
 
+/**
+ * nameRunsOn: where a name that runs on into a longer one ends ("the Colorado River" for Colorado,
+ * "the Notch Delta pathway" for Notch Delta) when a disjunction follows it, or a list separator and
+ * another name on the same last word (parallel: a list, whatever an apposition after a comma
+ * would be): the capitalised words after it (and a head of the rules' table) are part of it, so
+ * "the Colorado River or the Hudson River" and "the Colorado River, the Hudson River" are a hedge
+ * and a list, not the answer followed by more of its name. Otherwise the longer name ends where the answer does, as before: "Denali National Park and
+ * Preserve" and "New York City, US" are one place, as people read them.
+ */
+function nameRunsOn(tokens: Token[], i: number): { end: number; parallel: boolean } {
+  const capitalised = (t: Token | undefined) =>
+    t !== undefined && t.kind === 'word' && /^[A-Z][a-z]/.test(t.text);
+  const alone = { end: i + 1, parallel: false };
+  let end = i + 1;
+  while (capitalised(tokens[end])) end++;
+  if (tokens[end]?.kind === 'word' && RULES.heads.has(tokens[end]!.key)) end++;
+  if (end === i + 1) return alone;
+  const next = tokens[end];
+  if (next !== undefined && (next.key === '/' || RULES.disjunctions.has(next.key)))
+    return { end, parallel: false };
+  // Another name on the same last word after a list separator ("the Colorado River, the Hudson River").
+  if (!isListSeparator(next)) return alone;
+  let j = end + 1;
+  while (j < tokens.length && (isListSeparator(tokens[j]) || ARTICLES.has(tokens[j]!.key))) j++;
+  // "Charles de Gaulle Airport, also known as Roissy Airport" describes it (an apposition, or an
+  // adverb or a participle that opens one: "colloquially known as", "named after").
+  const first = tokens[j];
+  if (first === undefined || RULES.appositions.has(first.text) || /^[a-z]{3,}(?:ly|ed)$/.test(first.text))
+    return alone;
+  let k = j;
+  while (k < tokens.length && tokens[k]!.kind !== 'punct' && !isListSeparator(tokens[k])) k++;
+  return k > j + 1 && tokens[k - 1]!.key === tokens[end - 1]!.key ? { end, parallel: true } : alone;
+}
+
 /** A word's key without a plural ending: "bees" and "bee" are one head. */
 const stem = (key: string) => (key.endsWith('s') ? key.slice(0, -1) : key);
 
@@ -447,13 +481,17 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
         // Colorado River"), or it is a number and the word is what it counts ("four players").
         const next = tokens[i + 1];
         let end = i + 1;
-        // The word a number counts, or the head the sentence named (headGiven), goes with it: the
-        // two are one candidate, so "37 points or 38 points" is a hedge as "37 or 38" is.
-        if (
+        // The rest of a longer name (nameRunsOn), the word a number counts, a head of the rules'
+        // table ("the mTOR pathway") or the head the sentence named (headGiven) goes with it: the
+        // two are one candidate, so "37 points or 38 points", "the mTOR pathway or the MAPK
+        // pathway" and "the Colorado River or the Hudson River" are hedges as "37 or 38" is, and
+        // "the mTOR pathway is not involved" denies it.
+        let parallel = false;
+        if (t.name) ({ end, parallel } = nameRunsOn(tokens, i));
+        else if (next?.kind === 'word' && RULES.heads.has(next.key)) end = i + 2;
+        else if (
           next?.kind === 'word' &&
-          !t.name &&
           !RULES.continuations.has(next.key) &&
-          !RULES.heads.has(next.key) &&
           !RULES.fillers.has(next.key) &&
           !next.key.endsWith('ly') &&
           !isVerb(next)
@@ -467,7 +505,7 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
           bound: null,
           start: i,
           end,
-          listed: listedBeside(tokens, i, end, regionAnswer),
+          listed: parallel || listedBeside(tokens, i, end, regionAnswer),
         });
       });
       return out;

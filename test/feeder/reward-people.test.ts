@@ -106,7 +106,18 @@ describe('the reward against people (issue 50), as properties', () => {
   });
 
   it('a second, different candidate of the same kind in the final answer always turns it to 0', () => {
-    const both = ['X or Y', 'Y or X', 'X, Y', 'either X or Y', 'X and/or Y', 'X (or Y)'];
+    // The same with a head of the rules' table, or a longer name on one last word, after each.
+    const both = [
+      'X or Y',
+      'Y or X',
+      'X, Y',
+      'either X or Y',
+      'X and/or Y',
+      'X (or Y)',
+      'the X pathway or the Y pathway',
+      'the X River or the Y River',
+      'the X River, the Y River',
+    ];
     fc.assert(
       fc.property(
         pair,

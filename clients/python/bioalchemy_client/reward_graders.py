@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from typing import Callable, List, NamedTuple, Optional, Sequence
+from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 from bioalchemy_client.reward_anchor import ANSWER, Form, binomial_forms, form_key
 from bioalchemy_client.reward_names import is_short_form, shorter_names, written_forms
@@ -417,6 +417,50 @@ def _numeric_grader(truth: str, accepted: Sequence[str]) -> _Grader:
     return _Grader(False, [], mentions, decide, whole_answer=True)
 
 
+_CAPITALISED = re.compile(r"[A-Z][a-z]")
+_DESCRIBING = re.compile(r"[a-z]{3,}(?:ly|ed)\Z")
+
+
+def _capitalised(t: Optional[Token]) -> bool:
+    return t is not None and t.kind == "word" and _CAPITALISED.match(t.text) is not None
+
+
+def _name_runs_on(tokens: Sequence[Token], i: int) -> Tuple[int, bool]:
+    """name_runs_on: where a name that runs on into a longer one ends ("the Colorado River" for Colorado, "the Notch
+    Delta pathway" for Notch Delta) when a disjunction follows it, or a list separator and another name on the same
+    last word (parallel: a list, whatever an apposition after a comma would be): the capitalised words after it
+    (and a head of the rules' table) are part of it, so "the Colorado River or the Hudson River" and "the Colorado
+    River, the Hudson River" are a hedge and a list, not the answer followed by more of its name. Otherwise the
+    longer name ends where the answer does, as before: "Denali National Park and Preserve" and "New York City, US"
+    are one place, as people read them."""
+    alone = (i + 1, False)
+    end = i + 1
+    while _capitalised(_get(tokens, end)):
+        end += 1
+    head = _get(tokens, end)
+    if head is not None and head.kind == "word" and head.key in _HEADS:
+        end += 1
+    if end == i + 1:
+        return alone
+    nxt = _get(tokens, end)
+    if nxt is not None and (nxt.key == "/" or nxt.key in _DISJUNCTIONS):
+        return end, False
+    # Another name on the same last word after a list separator ("the Colorado River, the Hudson River").
+    if not _is_list_separator(nxt):
+        return alone
+    j = end + 1
+    while j < len(tokens) and (_is_list_separator(tokens[j]) or tokens[j].key in _ARTICLES):
+        j += 1
+    # "Charles de Gaulle Airport, also known as Roissy Airport" describes it (an apposition, or an adverb or a
+    # participle that opens one: "colloquially known as", "named after").
+    if j >= len(tokens) or tokens[j].text in _APPOSITIONS or _DESCRIBING.match(tokens[j].text):
+        return alone
+    k = j
+    while k < len(tokens) and tokens[k].kind != "punct" and not _is_list_separator(tokens[k]):
+        k += 1
+    return (end, True) if k > j + 1 and tokens[k - 1].key == tokens[end - 1].key else alone
+
+
 def _stem(key: str) -> str:
     """A word's key without a plural ending: "bees" and "bee" are one head."""
     return key[:-1] if key.endswith("s") else key
@@ -472,17 +516,22 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
             # written as a proper name ("Seymour Hersh first told ...", "the Colorado River"), or it is a number
             # and the word is what it counts ("four players").
             nxt = _get(tokens, i + 1)
-            # The word a number counts, or the head the sentence named (head_given), goes with it: the two are
-            # one candidate, so "37 points or 38 points" is a hedge as "37 or 38" is.
-            if (nxt is not None and nxt.kind == "word" and not t.name and nxt.key not in _CONTINUATIONS
-                    and nxt.key not in _HEADS and nxt.key not in _FILLERS and not nxt.key.endswith("ly")
-                    and not is_verb(nxt)):
+            # The rest of a longer name (name_runs_on), the word a number counts, a head of the rules' table ("the
+            # mTOR pathway") or the head the sentence named (head_given) goes with it: the two are one candidate,
+            # so "37 points or 38 points", "the mTOR pathway or the MAPK pathway" and "the Colorado River or the
+            # Hudson River" are hedges as "37 or 38" is, and "the mTOR pathway is not involved" denies it.
+            end = i + 1
+            parallel = False
+            if t.name:
+                end, parallel = _name_runs_on(tokens, i)
+            elif nxt is not None and nxt.kind == "word" and nxt.key in _HEADS:
+                end = i + 2
+            elif (nxt is not None and nxt.kind == "word" and nxt.key not in _CONTINUATIONS
+                    and nxt.key not in _FILLERS and not nxt.key.endswith("ly") and not is_verb(nxt)):
                 if not counts and not _head_given(tokens, i):
                     continue
                 end = i + 2
-            else:
-                end = i + 1
-            out.append(Mention(ANSWER, None, None, i, end, _listed_beside(tokens, i, end, region_answer)))
+            out.append(Mention(ANSWER, None, None, i, end, parallel or _listed_beside(tokens, i, end, region_answer)))
         return out
 
     def decide(found, where):

@@ -62,7 +62,11 @@ def test_padding_a_correct_answer_with_neutral_sentences_never_turns_it_to_0(pai
 
 @PROPERTIES
 @given(PAIR, st.sampled_from(ANSWERS), st.sampled_from(["X or Y", "Y or X", "X, Y", "either X or Y", "X and/or Y",
-                                                        "X (or Y)"]), st.lists(st.sampled_from(NEUTRAL), max_size=2))
+                                                        "X (or Y)",
+                                                        # a head of the rules' table, a longer name on one last word
+                                                        "the X pathway or the Y pathway", "the X River or the Y River",
+                                                        "the X River, the Y River"]),
+       st.lists(st.sampled_from(NEUTRAL), max_size=2))
 def test_a_second_candidate_of_the_same_kind_in_the_final_answer_always_turns_it_to_0(pair, answer, hedge, before):
     _, reference, other = pair
     final = fill(answer, hedge.replace("X", reference).replace("Y", other))
