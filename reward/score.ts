@@ -343,8 +343,25 @@ function takesBack(last: Token[]): boolean {
   const first = last[0]!;
   if (RULES.endOfAnswer.conclusions.has(first.key)) return true;
   const refersBack = first.kind === 'word' && RULES.endOfAnswer.anaphors.has(first.key);
-  const doubts = last.some((t) => RULES.negators.has(t.key) || RULES.endOfAnswer.hedges.has(t.key));
-  return (refersBack && (doubts || namesAnotherPlainly(last))) || opensWithAnotherName(last);
+  return (
+    (refersBack && (doubtsInMainClause(last) || namesAnotherPlainly(last))) || opensWithAnotherName(last)
+  );
+}
+
+/**
+ * doubtsInMainClause: a negator or a hedge before the sentence's first subordinator or bracket
+ * doubts what came before ("It is not, however, the only one.", "It might also be ..."); one in a
+ * clause about something else describes it ("It is played by teams who are not allowed shoes.",
+ * "These are younglings that haven't learned to fly yet."). A doubt there names no other
+ * candidate, so reading it as a description opens nothing a policy could game: a sentence that
+ * names one is read by namesAnother and opensWithAnotherName.
+ */
+function doubtsInMainClause(tokens: Token[]): boolean {
+  for (const t of tokens) {
+    if (t.key === '(' || RULES.endOfAnswer.subordinators.has(t.key)) return false;
+    if (RULES.negators.has(t.key) || RULES.endOfAnswer.hedges.has(t.key)) return true;
+  }
+  return false;
 }
 
 /**

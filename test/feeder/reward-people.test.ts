@@ -80,6 +80,7 @@ const NEUTRAL = [
   'Historians have written about it at length.',
   'Hope this helps!',
   'Quiz books often ask about this.',
+  'It is a question that people do not often ask.',
 ];
 
 const pays = (reference: string, output: string) =>

@@ -38,7 +38,8 @@ PAIR = st.one_of(NAME, TERM, COUNT, YEAR)
 ANSWERS = ["X.", "The answer is X.", "I believe it is X.", "Answer: X", "It was X, as the record shows."]
 # Sentences that name nothing, deny nothing and hedge nothing.
 NEUTRAL = ["Many sources agree on this point.", "The question concerns a well-known topic.",
-           "Historians have written about it at length.", "Hope this helps!", "Quiz books often ask about this."]
+           "Historians have written about it at length.", "Hope this helps!", "Quiz books often ask about this.",
+           "It is a question that people do not often ask."]
 PADDING = st.lists(st.sampled_from(NEUTRAL), max_size=3)
 
 
