@@ -294,8 +294,14 @@ interface Stated {
   readonly exact: boolean;
 }
 
-/** The number a form states, when it is nothing but a number and its units ("37 °C", "25%"). */
-function numericForm(form: string): Stated | null {
+/**
+ * The number a form states, when it is nothing but a number and its units ("37 °C", "25%"),
+ * remembered: every accepted form of a reference is asked (counts), and a trainer scores several
+ * rollouts of one item in a row.
+ */
+const numericForm = remembered((form: string): Stated | null => computeNumericForm(form));
+
+function computeNumericForm(form: string): Stated | null {
   const tokens = tokenize(prepare(form)).filter((t) => t.key !== '~');
   const n = tokens.length > 0 ? numberAt(tokens, 0) : null;
   if (!n || n.end !== tokens.length) return null;

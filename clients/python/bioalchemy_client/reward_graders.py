@@ -316,6 +316,7 @@ _FIVE_OR_SIX_DIGITS = re.compile(r"\d{5,6}\Z", _A)
 _YEAR_KEY = re.compile(r"(?:1[0-9]{3}|20[0-9]{2})\Z", _A)
 
 
+@functools.lru_cache(maxsize=4096)  # every accepted form of a reference is asked (counts), rollouts repeat items
 def numeric_form(form: str) -> Optional[tuple]:
     """(value, percent, key, exact) when a form is nothing but a number and its units ("37 °C", "25%"): key
     is the number as written, exact that it is an integer counting things (a year, "46", "3 copies")."""
