@@ -30,7 +30,9 @@ import {
 //    of "long (SHORT)", a binomial's abbreviation, its singular or plural) becomes one token, so
 //    punctuation inside a name ("E. coli", "1,25-", "Na+/K+") never cuts it. For multiple choice
 //    the forms are the options' texts, each standing for its letter. With them, the forms the
-//    output itself writes (names.ts: "Gregor Johann Mendel", "SA node").
+//    output itself writes (names.ts: "Gregor Johann Mendel", "SA node"). A citation mark run into
+//    a form goes with it ("Otto Hahn1.": citationDigits); a comma, quotes or full stops between
+//    letters inside a name do not cut it ("Kiss Me, Kate", "D.I.V.O.R.C.E.": loosePunctuation).
 // 3. afterRevision: an explicit revision ("First I thought A, but on reflection C") leaves only
 //    what follows it.
 // 4. placesOf: the answer span: every \boxed{}; else the last line when it alone opens with an
@@ -44,7 +46,9 @@ import {
 // 5. judge: a candidate in a clause with a negation is no answer ("not C", "C is wrong"); a
 //    conflicting candidate beside it scores 0: another option, another value or a bound
 //    ("p < 0.05 or p > 0.05"), another item of a list ("E. coli or S. aureus"), another box.
-//    A free-form answer ends its phrase: "kinase" is not the answer in "a kinase inhibitor".
+//    A free-form answer ends its phrase: "kinase" is not the answer in "a kinase inhibitor", unless
+//    the sentence named the head before ("the largest bee ... is the queen bee": headGiven); the
+//    head, a counted word and the rest of a longer name before "or" go with it as one candidate.
 
 type Input = Pick<RewardRequestItem, 'kind' | 'ground_truth' | 'output'> &
   Partial<Pick<RewardRequestItem, 'options' | 'aliases'>>;
@@ -323,8 +327,8 @@ function* placesOf(text: string, grader: Grader): Generator<Place> {
  * - listedReference: it is one of a list or a hedge (grader.decide);
  * - takenBack: the final sentence offers an alternative ("Alternatively, ..."), opens a
  *   conclusion with another answer ("So the structure in question is the AV node."), denies or hedges
- *   what came before ("It is not, however, the only one."), or names another answer ("It is the AV
- *   node.").
+ *   what came before in its main clause ("It is not, however, the only one.": doubtsInMainClause),
+ *   or names another answer ("It is the AV node.").
  */
 function judgeWholeAnswer(grader: Grader, sentences: Token[][], last: Token[]): RewardResult | null {
   const read = sentences.map((s) => readSentence(grader, s));

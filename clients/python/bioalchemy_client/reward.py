@@ -230,8 +230,9 @@ def _judge_whole_answer(grader: _Grader, sentences: List[List[Token]], last: Lis
     - denied_reference: it is quoted and denied somewhere ("It is not Jane Doe.");
     - listed_reference: it is one of a list or a hedge (grader.decide);
     - taken_back: the final sentence offers an alternative ("Alternatively, ..."), concludes with another
-      answer ("So the structure in question is the AV node."), denies or hedges what came before ("It is
-      not, however, the only one."), or names another answer ("It is the AV node.")."""
+      answer ("So the structure in question is the AV node."), denies or hedges what came before in its main
+      clause ("It is not, however, the only one.": _doubts_in_main_clause), or names another answer ("It is
+      the AV node.")."""
     read = [_read_sentence(grader, s) for s in sentences]
     positive = [m for r in read for m in r[0]]
     denied = any(r[1] > 0 for r in read)
