@@ -17,7 +17,7 @@ export const ANSWER = '@';
 /** Characters a key keeps besides letters and digits: signs that change what a name is. */
 const KEY_SIGNS = new Set([...'+<>=≤≥%']);
 /** What may stand between two characters of a form however the reference wrote it. */
-const FREE_GAP = /[ \t\-'/^_~$()]/g;
+const FREE_GAP = /[ \t\-'"\u201c\u201d/^_~$()]/g;
 
 /**
  * The text as a key (lower-case letters, digits, signs and charges; a full stop or comma between
@@ -75,6 +75,8 @@ interface Pattern {
   readonly key: string;
   /** gaps[k]: the residue the reference has between key characters k and k + 1. */
   readonly gaps: readonly string[];
+  /** The form as written (no ending or other number): only it takes loose punctuation. */
+  readonly written: boolean;
 }
 
 /**
@@ -109,7 +111,7 @@ function computePatterns(form: string): Pattern[] {
       }
     }
   }
-  return [...keys].map((k) => ({ key: k, gaps }));
+  return [...keys].map((k, n) => ({ key: k, gaps, written: n === 0 }));
 }
 
 /**
@@ -126,12 +128,31 @@ export function binomialForms(forms: readonly string[]): string[] {
   });
 }
 
+/**
+ * loosePunctuation: punctuation a writer puts inside a name the reference writes without it, as
+ * the SQuAD normalisation people agree with drops it: a comma between two words of a title ("Kiss
+ * Me, Kate" for Kiss Me Kate) and a full stop between single letters ("D.I.V.O.R.C.E.", "U.S.A.").
+ * Quotes anywhere inside are free (FREE_GAP: 'James "Buster" Douglas'). Only the form as written
+ * takes it, not its plural: "E. coli, S. aureus" is a list, not "E. colis".
+ */
+function loosePunctuation(text: string, from: number, to: number, raw: string): boolean {
+  // Words on both sides: "A, C, E" is a list of letters, not the name ACE.
+  if (/^, +$/.test(raw)) return isAlnum(text[from - 1]) && isAlnum(text[to + 1]);
+  return raw === '.' && !isAlnum(text[from - 1]) && !isAlnum(text[to + 1]);
+}
+
 /** Where the key match [k, k + length) lies in the text, when it is a whole term there. */
 function occurrence(text: string, at: readonly number[], k: number, p: Pattern): [number, number] | null {
   for (let j = k; j < k + p.key.length - 1; j++) {
     if (at[j + 1] === at[j]! + 1) continue;
-    const gap = residue(text.slice(at[j]! + 1, at[j + 1]!));
-    if (gap !== '' && gap !== (p.gaps[j - k] ?? '')) return null;
+    const raw = text.slice(at[j]! + 1, at[j + 1]!);
+    const gap = residue(raw);
+    if (
+      gap !== '' &&
+      gap !== (p.gaps[j - k] ?? '') &&
+      !(p.written && loosePunctuation(text, at[j]!, at[j + 1]!, raw))
+    )
+      return null;
   }
   const start = at[k]!;
   const last = at[k + p.key.length - 1]!;
@@ -140,9 +161,27 @@ function occurrence(text: string, at: readonly number[], k: number, p: Pattern):
   const before = text[start - 1];
   const after = text[last + 1];
   if (isAlnum(before) || (before === '-' && isAlnum(text[start - 2]))) return null;
+  const cited = citationAfter(text, start, last + 1);
+  if (cited > 0) return [start, last + 1 + cited];
   if (isAlnum(after) || after === '+' || after === '-') return null;
   return [start, last + 1];
 }
+
+/**
+ * citationDigits: a citation mark run into the word it annotates, as search-backed assistants
+ * copy them ("was Otto Hahn1.", "is Ghent12, the ..."): one or two digits glued to a form that
+ * ends in a word of four letters or more, right before a full stop, comma, semicolon or colon that
+ * ends the clause (or the line). The mark goes with the form; a name that ends in its own digits
+ * ("Notch1", "Sox2") is a form of its own and matches first, and a short one ("Cdk1" for Cdk) is
+ * another name. Returns how many characters the mark takes (0: none).
+ */
+function citationAfter(text: string, start: number, end: number): number {
+  CITATION.lastIndex = end;
+  const m = CITATION.exec(text);
+  if (!m || !/[A-Za-z]{4}$/.test(text.slice(Math.max(start, end - 4), end))) return 0;
+  return m[1]!.length;
+}
+const CITATION = /([0-9]{1,2})(?:[.,;:](?![0-9A-Za-z])|$|(?=\n))/y;
 
 /**
  * The text with every occurrence of a form replaced by a mark of what it stands for: at each

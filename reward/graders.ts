@@ -294,8 +294,14 @@ interface Stated {
   readonly exact: boolean;
 }
 
-/** The number a form states, when it is nothing but a number and its units ("37 °C", "25%"). */
-function numericForm(form: string): Stated | null {
+/**
+ * The number a form states, when it is nothing but a number and its units ("37 °C", "25%"),
+ * remembered: every accepted form of a reference is asked (counts), and a trainer scores several
+ * rollouts of one item in a row.
+ */
+const numericForm = remembered((form: string): Stated | null => computeNumericForm(form));
+
+function computeNumericForm(form: string): Stated | null {
   const tokens = tokenize(prepare(form)).filter((t) => t.key !== '~');
   const n = tokens.length > 0 ? numberAt(tokens, 0) : null;
   if (!n || n.end !== tokens.length) return null;
@@ -394,6 +400,59 @@ function numericGrader(truth: string, accepted: readonly string[]): Grader {
   };
 }
 
+/**
+ * nameRunsOn: where a name that runs on into a longer one ends ("the Colorado River" for Colorado,
+ * "the Notch Delta pathway" for Notch Delta) when a disjunction follows it, or a list separator and
+ * another name on the same last word (parallel: a list, whatever an apposition after a comma
+ * would be): the capitalised words after it (and a head of the rules' table) are part of it, so
+ * "the Colorado River or the Hudson River" and "the Colorado River, the Hudson River" are a hedge
+ * and a list, not the answer followed by more of its name. Otherwise the longer name ends where the answer does, as before: "Denali National Park and
+ * Preserve" and "New York City, US" are one place, as people read them.
+ */
+function nameRunsOn(tokens: Token[], i: number): { end: number; parallel: boolean } {
+  const capitalised = (t: Token | undefined) =>
+    t !== undefined && t.kind === 'word' && /^[A-Z][a-z]/.test(t.text);
+  const alone = { end: i + 1, parallel: false };
+  let end = i + 1;
+  while (capitalised(tokens[end])) end++;
+  if (tokens[end]?.kind === 'word' && RULES.heads.has(tokens[end]!.key)) end++;
+  if (end === i + 1) return alone;
+  const next = tokens[end];
+  if (next !== undefined && (next.key === '/' || RULES.disjunctions.has(next.key)))
+    return { end, parallel: false };
+  // Another name on the same last word after a list separator ("the Colorado River, the Hudson River").
+  if (!isListSeparator(next)) return alone;
+  let j = end + 1;
+  while (j < tokens.length && (isListSeparator(tokens[j]) || ARTICLES.has(tokens[j]!.key))) j++;
+  // "Charles de Gaulle Airport, also known as Roissy Airport" describes it (an apposition, or an
+  // adverb or a participle that opens one: "colloquially known as", "named after").
+  const first = tokens[j];
+  if (first === undefined || RULES.appositions.has(first.text) || /^[a-z]{3,}(?:ly|ed)$/.test(first.text))
+    return alone;
+  let k = j;
+  while (k < tokens.length && tokens[k]!.kind !== 'punct' && !isListSeparator(tokens[k])) k++;
+  return k > j + 1 && tokens[k - 1]!.key === tokens[end - 1]!.key ? { end, parallel: true } : alone;
+}
+
+/** A word's key without a plural ending: "bees" and "bee" are one head. */
+const stem = (key: string) => (key.endsWith('s') ? key.slice(0, -1) : key);
+
+/**
+ * headGiven: the answer as the modifier of a compound whose head the sentence has already named
+ * ("The largest bee in a hive is the queen bee.", "heat energy ... is geothermal energy"): the
+ * head is what the sentence is about, the modifier is what it answers. The compound is one
+ * candidate (its head goes with it), so a list or a hedge beside it still refuses ("the queen bee
+ * or the worker bee"). A head the sentence has not named ("a kinase inhibitor") ends nothing.
+ */
+function headGiven(tokens: Token[], i: number): boolean {
+  const head = tokens[i + 1]!;
+  if (!/^[a-z]{3,}$/.test(head.text)) return false;
+  const after = tokens[i + 2];
+  if (after?.kind === 'word' || after?.kind === 'form') return false;
+  const want = stem(head.key);
+  return tokens.slice(0, i).some((t) => t.kind === 'word' && stem(t.key) === want);
+}
+
 /** A verb after a subject: one of subjectVerbs, or any word ending in -ed. */
 export const isVerb = (t: Token): boolean =>
   t.kind === 'word' && ((t.key.length > 4 && t.key.endsWith('ed')) || RULES.subjectVerbs.has(t.key));
@@ -409,8 +468,9 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
     stands: ANSWER,
   }));
   const regionAnswer = accepted.some(regionForm);
-  // A number with names in words ("43", "forty-three"): a word after it is what it counts.
-  const counts = numericForm(truth) !== null;
+  // A number with names in words ("43", "forty-three"), whichever one the reference names first:
+  // a word after it is what it counts ("303 AD" for "three hundred and three / 303").
+  const counts = accepted.some((f) => numericForm(f) !== null);
   return {
     text: true,
     wholeAnswer: true,
@@ -426,24 +486,32 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
         // bear named Ben"), it is written as a proper name ("Seymour Hersh first told ...", "the
         // Colorado River"), or it is a number and the word is what it counts ("four players").
         const next = tokens[i + 1];
-        if (
+        let end = i + 1;
+        // The rest of a longer name (nameRunsOn), the word a number counts, a head of the rules'
+        // table ("the mTOR pathway") or the head the sentence named (headGiven) goes with it: the
+        // two are one candidate, so "37 points or 38 points", "the mTOR pathway or the MAPK
+        // pathway" and "the Colorado River or the Hudson River" are hedges as "37 or 38" is, and
+        // "the mTOR pathway is not involved" denies it.
+        let parallel = false;
+        if (t.name) ({ end, parallel } = nameRunsOn(tokens, i));
+        else if (next?.kind === 'word' && RULES.heads.has(next.key)) end = i + 2;
+        else if (
           next?.kind === 'word' &&
-          !t.name &&
-          !counts &&
           !RULES.continuations.has(next.key) &&
-          !RULES.heads.has(next.key) &&
           !RULES.fillers.has(next.key) &&
           !next.key.endsWith('ly') &&
           !isVerb(next)
-        )
-          return;
+        ) {
+          if (!counts && !headGiven(tokens, i)) return;
+          end = i + 2;
+        }
         out.push({
           value: ANSWER,
           number: null,
           bound: null,
           start: i,
-          end: i + 1,
-          listed: listedBeside(tokens, i, i + 1, regionAnswer),
+          end,
+          listed: parallel || listedBeside(tokens, i, end, regionAnswer),
         });
       });
       return out;

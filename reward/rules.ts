@@ -48,6 +48,7 @@ const RewardRules = z.strictObject({
     alternatives: wordSet,
     conclusions: wordSet,
     copulas: wordSet,
+    subordinators: wordSet,
   }),
   regions: z
     .strictObject({ about: z.string(), names: z.array(z.string()) })

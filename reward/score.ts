@@ -30,7 +30,9 @@ import {
 //    of "long (SHORT)", a binomial's abbreviation, its singular or plural) becomes one token, so
 //    punctuation inside a name ("E. coli", "1,25-", "Na+/K+") never cuts it. For multiple choice
 //    the forms are the options' texts, each standing for its letter. With them, the forms the
-//    output itself writes (names.ts: "Gregor Johann Mendel", "SA node").
+//    output itself writes (names.ts: "Gregor Johann Mendel", "SA node"). A citation mark run into
+//    a form goes with it ("Otto Hahn1.": citationDigits); a comma, quotes or full stops between
+//    letters inside a name do not cut it ("Kiss Me, Kate", "D.I.V.O.R.C.E.": loosePunctuation).
 // 3. afterRevision: an explicit revision ("First I thought A, but on reflection C") leaves only
 //    what follows it.
 // 4. placesOf: the answer span: every \boxed{}; else the last line when it alone opens with an
@@ -44,7 +46,9 @@ import {
 // 5. judge: a candidate in a clause with a negation is no answer ("not C", "C is wrong"); a
 //    conflicting candidate beside it scores 0: another option, another value or a bound
 //    ("p < 0.05 or p > 0.05"), another item of a list ("E. coli or S. aureus"), another box.
-//    A free-form answer ends its phrase: "kinase" is not the answer in "a kinase inhibitor".
+//    A free-form answer ends its phrase: "kinase" is not the answer in "a kinase inhibitor", unless
+//    the sentence named the head before ("the largest bee ... is the queen bee": headGiven); the
+//    head, a counted word and the rest of a longer name before "or" go with it as one candidate.
 
 type Input = Pick<RewardRequestItem, 'kind' | 'ground_truth' | 'output'> &
   Partial<Pick<RewardRequestItem, 'options' | 'aliases'>>;
@@ -323,8 +327,8 @@ function* placesOf(text: string, grader: Grader): Generator<Place> {
  * - listedReference: it is one of a list or a hedge (grader.decide);
  * - takenBack: the final sentence offers an alternative ("Alternatively, ..."), opens a
  *   conclusion with another answer ("So the structure in question is the AV node."), denies or hedges
- *   what came before ("It is not, however, the only one."), or names another answer ("It is the AV
- *   node.").
+ *   what came before in its main clause ("It is not, however, the only one.": doubtsInMainClause),
+ *   or names another answer ("It is the AV node.").
  */
 function judgeWholeAnswer(grader: Grader, sentences: Token[][], last: Token[]): RewardResult | null {
   const read = sentences.map((s) => readSentence(grader, s));
@@ -343,8 +347,25 @@ function takesBack(last: Token[]): boolean {
   const first = last[0]!;
   if (RULES.endOfAnswer.conclusions.has(first.key)) return true;
   const refersBack = first.kind === 'word' && RULES.endOfAnswer.anaphors.has(first.key);
-  const doubts = last.some((t) => RULES.negators.has(t.key) || RULES.endOfAnswer.hedges.has(t.key));
-  return (refersBack && (doubts || namesAnotherPlainly(last))) || opensWithAnotherName(last);
+  return (
+    (refersBack && (doubtsInMainClause(last) || namesAnotherPlainly(last))) || opensWithAnotherName(last)
+  );
+}
+
+/**
+ * doubtsInMainClause: a negator or a hedge before the sentence's first subordinator or bracket
+ * doubts what came before ("It is not, however, the only one.", "It might also be ..."); one in a
+ * clause about something else describes it ("It is played by teams who are not allowed shoes.",
+ * "These are younglings that haven't learned to fly yet."). A doubt there names no other
+ * candidate, so reading it as a description opens nothing a policy could game: a sentence that
+ * names one is read by namesAnother and opensWithAnotherName.
+ */
+function doubtsInMainClause(tokens: Token[]): boolean {
+  for (const t of tokens) {
+    if (t.key === '(' || RULES.endOfAnswer.subordinators.has(t.key)) return false;
+    if (RULES.negators.has(t.key) || RULES.endOfAnswer.hedges.has(t.key)) return true;
+  }
+  return false;
 }
 
 /**

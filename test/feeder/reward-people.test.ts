@@ -80,6 +80,7 @@ const NEUTRAL = [
   'Historians have written about it at length.',
   'Hope this helps!',
   'Quiz books often ask about this.',
+  'It is a question that people do not often ask.',
 ];
 
 const pays = (reference: string, output: string) =>
@@ -106,7 +107,18 @@ describe('the reward against people (issue 50), as properties', () => {
   });
 
   it('a second, different candidate of the same kind in the final answer always turns it to 0', () => {
-    const both = ['X or Y', 'Y or X', 'X, Y', 'either X or Y', 'X and/or Y', 'X (or Y)'];
+    // The same with a head of the rules' table, or a longer name on one last word, after each.
+    const both = [
+      'X or Y',
+      'Y or X',
+      'X, Y',
+      'either X or Y',
+      'X and/or Y',
+      'X (or Y)',
+      'the X pathway or the Y pathway',
+      'the X River or the Y River',
+      'the X River, the Y River',
+    ];
     fc.assert(
       fc.property(
         pair,
@@ -155,6 +167,58 @@ describe('the reward against people (issue 50), as properties', () => {
           }
           // The reference written with accents pays the answer without them, and the other way.
           if (kind === 'name' || kind === 'term') expect(pays(accented(reference), output).score).toBe(want);
+        },
+      ),
+      RUNS,
+    );
+  });
+
+  it('a citation mark run into the answer ("X1.", "X12,") never changes a score (citationDigits)', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(name, term),
+        fc.constantFrom(...ANSWERS),
+        fc.boolean(),
+        fc.constantFrom('1', '2', '12'),
+        fc.array(fc.constantFrom(...NEUTRAL), { maxLength: 2 }),
+        ({ reference, other }, answer, right, mark, after) => {
+          const x = right ? reference : other;
+          const output = [fill(answer, x), ...after].join('\n');
+          const cited = [fill(answer, `${x}${mark}`), ...after].join('\n');
+          const r = pays(reference, cited);
+          expect(r.score, `${r.reason} | ${cited}`).toBe(pays(reference, output).score);
+          expect(r.score).toBe(right ? 1 : 0);
+        },
+      ),
+      RUNS,
+    );
+  });
+
+  it("a title's inner punctuation (a comma between its words, quotes around one) never changes a score (loosePunctuation)", () => {
+    const title = fc
+      .tuple(word, word, word, word)
+      .filter(([, , last, otherLast]) => last[0] !== otherLast[0])
+      .map(([a, b, c, d]) => ({
+        reference: `${capital(a)} ${b} ${capital(c)}`,
+        other: `${capital(a)} ${b} ${capital(d)}`,
+        parts: [capital(a), b],
+      }));
+    fc.assert(
+      fc.property(
+        title,
+        fc.constantFrom(...ANSWERS),
+        fc.boolean(),
+        fc.array(fc.constantFrom(...NEUTRAL), { maxLength: 2 }),
+        ({ reference, other, parts: [a, b] }, answer, right, after) => {
+          const x = right ? reference : other;
+          const last = x.split(' ')[2]!;
+          const output = [fill(answer, x), ...after].join('\n');
+          expect(pays(reference, output).score).toBe(right ? 1 : 0);
+          for (const written of [`${a} ${b}, ${last}`, `${a}, ${b} ${last}`, `${a} "${b}" ${last}`]) {
+            const v = [fill(answer, written), ...after].join('\n');
+            const r = pays(reference, v);
+            expect(r.score, `${r.reason} | ${v}`).toBe(right ? 1 : 0);
+          }
         },
       ),
       RUNS,

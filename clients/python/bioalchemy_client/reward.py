@@ -30,7 +30,7 @@ from bioalchemy_client.reward_graders import (LETTERS, NUMERIC_TOLERANCE, Mentio
 from bioalchemy_client.reward_rules import (_ALTERNATIVES, _ANAPHORS, _CLAUSE_WORDS, _CONCLUSIONS, _CONTINUATIONS,
                                            _COPULAS, _FILLERS,
                                            _HEDGES, _NAME_PARTICLES, _NEGATORS, _NOTES, _REMARK_LABELS, _REMARKS,
-                                           _RULES)
+                                           _RULES, _SUBORDINATORS)
 from bioalchemy_client.reward_text import (_A, _ANSWER_LABEL, _ANSWER_PHRASE, _S, MARK_CLOSE, MARK_OPEN, Token,
                                            _is_question, _is_word, after_revision, boxed, drop_footnotes, final_text,
                                            prepare, sentences_of, tokenize)
@@ -230,8 +230,9 @@ def _judge_whole_answer(grader: _Grader, sentences: List[List[Token]], last: Lis
     - denied_reference: it is quoted and denied somewhere ("It is not Jane Doe.");
     - listed_reference: it is one of a list or a hedge (grader.decide);
     - taken_back: the final sentence offers an alternative ("Alternatively, ..."), concludes with another
-      answer ("So the structure in question is the AV node."), denies or hedges what came before ("It is
-      not, however, the only one."), or names another answer ("It is the AV node.")."""
+      answer ("So the structure in question is the AV node."), denies or hedges what came before in its main
+      clause ("It is not, however, the only one.": _doubts_in_main_clause), or names another answer ("It is
+      the AV node.")."""
     read = [_read_sentence(grader, s) for s in sentences]
     positive = [m for r in read for m in r[0]]
     denied = any(r[1] > 0 for r in read)
@@ -252,8 +253,22 @@ def _takes_back(last: List[Token]) -> bool:
     if first.key in _CONCLUSIONS:
         return True
     refers_back = first.kind == "word" and first.key in _ANAPHORS
-    doubts = any(t.key in _NEGATORS or t.key in _HEDGES for t in last)
+    doubts = _doubts_in_main_clause(last)
     return (refers_back and (doubts or _names_another_plainly(last))) or _opens_with_another_name(last)
+
+
+def _doubts_in_main_clause(tokens: List[Token]) -> bool:
+    """doubts_in_main_clause: a negator or a hedge before the sentence's first subordinator or bracket doubts what came
+    before ("It is not, however, the only one.", "It might also be ..."); one in a clause about something else
+    describes it ("It is played by teams who are not allowed shoes.", "These are younglings that haven't learned to
+    fly yet."). A doubt there names no other candidate, so reading it as a description opens nothing a policy could
+    game: a sentence that names one is read by _names_another and _opens_with_another_name."""
+    for t in tokens:
+        if t.key == "(" or t.key in _SUBORDINATORS:
+            return False
+        if t.key in _NEGATORS or t.key in _HEDGES:
+            return True
+    return False
 
 
 _PARTICIPLE = re.compile("[a-z]{3,}ed", _A)

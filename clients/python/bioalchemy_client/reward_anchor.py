@@ -20,7 +20,7 @@ class Form(NamedTuple):
 
 ANSWER = "@"
 
-_FREE_GAP = re.compile(r"[ \t\-'/^_~$()]")
+_FREE_GAP = re.compile("[ \t\\-'\"\u201c\u201d/^_~$()]")
 
 
 # A key character: a letter, a digit or a sign; a minus that ends a name is a charge ("Cl-", "Ca2-",
@@ -62,6 +62,7 @@ def form_key(form: str) -> str:
 class _Pattern(NamedTuple):
     key: str
     gaps: List[str]  # gaps[k]: the residue the reference has between key characters k and k + 1
+    written: bool  # the form as written (no ending or other number): only it takes loose punctuation
 
 
 _LAST_WORD = re.compile(r"([A-Za-z]+)\Z", _A)
@@ -107,7 +108,7 @@ def _compute_patterns(form: str) -> List[_Pattern]:
             for a, b in _ENDINGS_IRREGULAR:
                 swap(a, b, True)
                 swap(b, a, True)
-    return [_Pattern(k, gaps) for k in keys]
+    return [_Pattern(k, gaps, n == 0) for n, k in enumerate(keys)]
 
 
 _BINOMIAL = re.compile(r"^([A-Z])[a-z]{2,}" + _S + r"+([a-z]{3,}(?:" + _S + _DOT + r"*)?)\Z", _A)
@@ -136,8 +137,10 @@ def _occurrence(text: str, at: List[int], k: int, p: _Pattern) -> Optional[Tuple
     for j in range(k, k + len(p.key) - 1):
         if at[j + 1] == at[j] + 1:
             continue
-        gap = _residue(text[at[j] + 1:at[j + 1]])
-        if gap != "" and gap != (p.gaps[j - k] if j - k < len(p.gaps) else ""):
+        raw = text[at[j] + 1:at[j + 1]]
+        gap = _residue(raw)
+        if (gap != "" and gap != (p.gaps[j - k] if j - k < len(p.gaps) else "")
+                and not (p.written and _loose_punctuation(text, at[j], at[j + 1], raw))):
             return None
     start = at[k]
     last = at[k + len(p.key) - 1]
@@ -147,9 +150,44 @@ def _occurrence(text: str, at: List[int], k: int, p: _Pattern) -> Optional[Tuple
     after = _at(text, last + 1)
     if _is_alnum(before) or (before == "-" and _is_alnum(_at(text, start - 2))):
         return None
+    cited = _citation_after(text, start, last + 1)
+    if cited > 0:
+        return start, last + 1 + cited
     if _is_alnum(after) or after == "+" or after == "-":
         return None
     return start, last + 1
+
+
+_LOOSE_COMMA = re.compile(r", +\Z")
+
+
+def _loose_punctuation(text: str, frm: int, to: int, raw: str) -> bool:
+    """loosePunctuation: punctuation a writer puts inside a name the reference writes without it, as
+    the SQuAD normalisation people agree with drops it: a comma between two words of a title ("Kiss Me,
+    Kate" for Kiss Me Kate) and a full stop between single letters ("D.I.V.O.R.C.E.", "U.S.A."). Quotes
+    anywhere inside are free (_FREE_GAP: 'James "Buster" Douglas'). Only the form as written takes it,
+    not its plural: "E. coli, S. aureus" is a list, not "E. colis"."""
+    if _LOOSE_COMMA.match(raw):
+        # Words on both sides: "A, C, E" is a list of letters, not the name ACE.
+        return _is_alnum(_at(text, frm - 1)) and _is_alnum(_at(text, to + 1))
+    return raw == "." and not _is_alnum(_at(text, frm - 1)) and not _is_alnum(_at(text, to + 1))
+
+
+_CITATION = re.compile(r"([0-9]{1,2})(?:[.,;:](?![0-9A-Za-z])|\Z|(?=\n))")
+_FOUR_LETTERS_END = re.compile(r"[A-Za-z]{4}\Z")
+
+
+def _citation_after(text: str, start: int, end: int) -> int:
+    """citationDigits: a citation mark run into the word it annotates, as search-backed assistants copy
+    them ("was Otto Hahn1.", "is Ghent12, the ..."): one or two digits glued to a form that ends in a
+    word of four letters or more, right before a full stop, comma, semicolon or colon that ends the
+    clause (or the line). The mark goes with the form; a name that ends in its own digits ("Notch1",
+    "Sox2") is a form of its own and matches first, and a short one ("Cdk1" for Cdk) is another name.
+    Returns how many characters the mark takes (0: none)."""
+    m = _CITATION.match(text, end)
+    if m is None or not _FOUR_LETTERS_END.search(text[max(start, end - 4):end]):
+        return 0
+    return len(m.group(1))
 
 
 def anchor(prepared: str, forms: Sequence[Form]) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from typing import Callable, List, NamedTuple, Optional, Sequence
+from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 from bioalchemy_client.reward_anchor import ANSWER, Form, binomial_forms, form_key
 from bioalchemy_client.reward_names import is_short_form, shorter_names, written_forms
@@ -316,6 +316,7 @@ _FIVE_OR_SIX_DIGITS = re.compile(r"\d{5,6}\Z", _A)
 _YEAR_KEY = re.compile(r"(?:1[0-9]{3}|20[0-9]{2})\Z", _A)
 
 
+@functools.lru_cache(maxsize=4096)  # every accepted form of a reference is asked (counts), rollouts repeat items
 def numeric_form(form: str) -> Optional[tuple]:
     """(value, percent, key, exact) when a form is nothing but a number and its units ("37 °C", "25%"): key
     is the number as written, exact that it is an integer counting things (a year, "46", "3 copies")."""
@@ -417,6 +418,74 @@ def _numeric_grader(truth: str, accepted: Sequence[str]) -> _Grader:
     return _Grader(False, [], mentions, decide, whole_answer=True)
 
 
+_CAPITALISED = re.compile(r"[A-Z][a-z]")
+_DESCRIBING = re.compile(r"[a-z]{3,}(?:ly|ed)\Z")
+
+
+def _capitalised(t: Optional[Token]) -> bool:
+    return t is not None and t.kind == "word" and _CAPITALISED.match(t.text) is not None
+
+
+def _name_runs_on(tokens: Sequence[Token], i: int) -> Tuple[int, bool]:
+    """name_runs_on: where a name that runs on into a longer one ends ("the Colorado River" for Colorado, "the Notch
+    Delta pathway" for Notch Delta) when a disjunction follows it, or a list separator and another name on the same
+    last word (parallel: a list, whatever an apposition after a comma would be): the capitalised words after it
+    (and a head of the rules' table) are part of it, so "the Colorado River or the Hudson River" and "the Colorado
+    River, the Hudson River" are a hedge and a list, not the answer followed by more of its name. Otherwise the
+    longer name ends where the answer does, as before: "Denali National Park and Preserve" and "New York City, US"
+    are one place, as people read them."""
+    alone = (i + 1, False)
+    end = i + 1
+    while _capitalised(_get(tokens, end)):
+        end += 1
+    head = _get(tokens, end)
+    if head is not None and head.kind == "word" and head.key in _HEADS:
+        end += 1
+    if end == i + 1:
+        return alone
+    nxt = _get(tokens, end)
+    if nxt is not None and (nxt.key == "/" or nxt.key in _DISJUNCTIONS):
+        return end, False
+    # Another name on the same last word after a list separator ("the Colorado River, the Hudson River").
+    if not _is_list_separator(nxt):
+        return alone
+    j = end + 1
+    while j < len(tokens) and (_is_list_separator(tokens[j]) or tokens[j].key in _ARTICLES):
+        j += 1
+    # "Charles de Gaulle Airport, also known as Roissy Airport" describes it (an apposition, or an adverb or a
+    # participle that opens one: "colloquially known as", "named after").
+    if j >= len(tokens) or tokens[j].text in _APPOSITIONS or _DESCRIBING.match(tokens[j].text):
+        return alone
+    k = j
+    while k < len(tokens) and tokens[k].kind != "punct" and not _is_list_separator(tokens[k]):
+        k += 1
+    return (end, True) if k > j + 1 and tokens[k - 1].key == tokens[end - 1].key else alone
+
+
+def _stem(key: str) -> str:
+    """A word's key without a plural ending: "bees" and "bee" are one head."""
+    return key[:-1] if key.endswith("s") else key
+
+
+_HEAD_WORD = re.compile(r"[a-z]{3,}\Z")
+
+
+def _head_given(tokens: Sequence[Token], i: int) -> bool:
+    """head_given: the answer as the modifier of a compound whose head the sentence has already named
+    ("The largest bee in a hive is the queen bee.", "heat energy ... is geothermal energy"): the head is
+    what the sentence is about, the modifier is what it answers. The compound is one candidate (its head
+    goes with it), so a list or a hedge beside it still refuses ("the queen bee or the worker bee"). A head
+    the sentence has not named ("a kinase inhibitor") ends nothing."""
+    head = tokens[i + 1]
+    if not _HEAD_WORD.match(head.text):
+        return False
+    after = _get(tokens, i + 2)
+    if after is not None and after.kind in ("word", "form"):
+        return False
+    want = _stem(head.key)
+    return any(t.kind == "word" and _stem(t.key) == want for t in tokens[:i])
+
+
 def is_verb(t: Token) -> bool:
     """A verb after a subject: one of subjectVerbs, or any word ending in -ed."""
     return t.kind == "word" and ((len(t.key) > 4 and t.key.endswith("ed")) or t.key in _SUBJECT_VERBS)
@@ -430,8 +499,9 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
         return _numeric_grader(truth, accepted)
     forms = [Form(text, ANSWER) for text in [*accepted, *binomial_forms(accepted), *shorter_names(accepted)]]
     region_answer = any(_region_form(f) for f in accepted)
-    # A number with names in words ("43", "forty-three"): a word after it is what it counts.
-    counts = numeric_form(truth) is not None
+    # A number with names in words ("43", "forty-three"), whichever one the reference names first: a word after it
+    # is what it counts ("303 AD" for "three hundred and three / 303").
+    counts = any(numeric_form(f) is not None for f in accepted)
 
     def written(text):
         return [Form(f, ANSWER) for f in written_forms(text, accepted)]
@@ -447,11 +517,22 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
             # written as a proper name ("Seymour Hersh first told ...", "the Colorado River"), or it is a number
             # and the word is what it counts ("four players").
             nxt = _get(tokens, i + 1)
-            if (nxt is not None and nxt.kind == "word" and not t.name and not counts and nxt.key not in _CONTINUATIONS
-                    and nxt.key not in _HEADS and nxt.key not in _FILLERS and not nxt.key.endswith("ly")
-                    and not is_verb(nxt)):
-                continue
-            out.append(Mention(ANSWER, None, None, i, i + 1, _listed_beside(tokens, i, i + 1, region_answer)))
+            # The rest of a longer name (name_runs_on), the word a number counts, a head of the rules' table ("the
+            # mTOR pathway") or the head the sentence named (head_given) goes with it: the two are one candidate,
+            # so "37 points or 38 points", "the mTOR pathway or the MAPK pathway" and "the Colorado River or the
+            # Hudson River" are hedges as "37 or 38" is, and "the mTOR pathway is not involved" denies it.
+            end = i + 1
+            parallel = False
+            if t.name:
+                end, parallel = _name_runs_on(tokens, i)
+            elif nxt is not None and nxt.kind == "word" and nxt.key in _HEADS:
+                end = i + 2
+            elif (nxt is not None and nxt.kind == "word" and nxt.key not in _CONTINUATIONS
+                    and nxt.key not in _FILLERS and not nxt.key.endswith("ly") and not is_verb(nxt)):
+                if not counts and not _head_given(tokens, i):
+                    continue
+                end = i + 2
+            out.append(Mention(ANSWER, None, None, i, end, parallel or _listed_beside(tokens, i, end, region_answer)))
         return out
 
     def decide(found, where):

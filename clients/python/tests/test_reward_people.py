@@ -38,7 +38,8 @@ PAIR = st.one_of(NAME, TERM, COUNT, YEAR)
 ANSWERS = ["X.", "The answer is X.", "I believe it is X.", "Answer: X", "It was X, as the record shows."]
 # Sentences that name nothing, deny nothing and hedge nothing.
 NEUTRAL = ["Many sources agree on this point.", "The question concerns a well-known topic.",
-           "Historians have written about it at length.", "Hope this helps!", "Quiz books often ask about this."]
+           "Historians have written about it at length.", "Hope this helps!", "Quiz books often ask about this.",
+           "It is a question that people do not often ask."]
 PADDING = st.lists(st.sampled_from(NEUTRAL), max_size=3)
 
 
@@ -62,7 +63,11 @@ def test_padding_a_correct_answer_with_neutral_sentences_never_turns_it_to_0(pai
 
 @PROPERTIES
 @given(PAIR, st.sampled_from(ANSWERS), st.sampled_from(["X or Y", "Y or X", "X, Y", "either X or Y", "X and/or Y",
-                                                        "X (or Y)"]), st.lists(st.sampled_from(NEUTRAL), max_size=2))
+                                                        "X (or Y)",
+                                                        # a head of the rules' table, a longer name on one last word
+                                                        "the X pathway or the Y pathway", "the X River or the Y River",
+                                                        "the X River, the Y River"]),
+       st.lists(st.sampled_from(NEUTRAL), max_size=2))
 def test_a_second_candidate_of_the_same_kind_in_the_final_answer_always_turns_it_to_0(pair, answer, hedge, before):
     _, reference, other = pair
     final = fill(answer, hedge.replace("X", reference).replace("Y", other))
@@ -116,3 +121,37 @@ def test_a_place_and_a_region_after_a_comma_pays_the_place_or_the_region_and_two
     two = fill(answer, f"{_titled(region)}, {_titled(other)}")
     r = pays(region, two)
     assert r["score"] == 0, (r["reason"], two)
+
+
+@PROPERTIES
+@given(st.one_of(NAME, TERM), st.sampled_from(ANSWERS), st.booleans(), st.sampled_from(["1", "2", "12"]),
+       st.lists(st.sampled_from(NEUTRAL), max_size=2))
+def test_a_citation_mark_run_into_the_answer_never_changes_a_score(pair, answer, right, mark, after):
+    # citationDigits: "X1.", "X12," as search-backed assistants copy their citation marks.
+    _, reference, other = pair
+    x = reference if right else other
+    output = "\n".join([fill(answer, x), *after])
+    cited = "\n".join([fill(answer, f"{x}{mark}"), *after])
+    r = pays(reference, cited)
+    assert r["score"] == pays(reference, output)["score"], (r["reason"], cited)
+    assert r["score"] == (1 if right else 0)
+
+
+TITLE = st.tuples(WORD, WORD, WORD, WORD).filter(lambda t: t[2][0] != t[3][0]).map(
+    lambda t: (f"{t[0].capitalize()} {t[1]} {t[2].capitalize()}", f"{t[0].capitalize()} {t[1]} {t[3].capitalize()}",
+               (t[0].capitalize(), t[1])))
+
+
+@PROPERTIES
+@given(TITLE, st.sampled_from(ANSWERS), st.booleans(), st.lists(st.sampled_from(NEUTRAL), max_size=2))
+def test_a_titles_inner_punctuation_never_changes_a_score(title, answer, right, after):
+    # loosePunctuation: a comma between a title's words, quotes around one.
+    reference, other, (a, b) = title
+    x = reference if right else other
+    last = x.split(" ")[2]
+    output = "\n".join([fill(answer, x), *after])
+    assert pays(reference, output)["score"] == (1 if right else 0)
+    for written in (f"{a} {b}, {last}", f"{a}, {b} {last}", f'{a} "{b}" {last}'):
+        v = "\n".join([fill(answer, written), *after])
+        r = pays(reference, v)
+        assert r["score"] == (1 if right else 0), (r["reason"], v)
