@@ -8,7 +8,7 @@ import { pipelineTopology } from '../processors/pipeline.js';
 import type { Article } from '../schemas/article.js';
 import { readPath, walk } from '../sources/read.js';
 import { pipelineResponder } from '../test/llm-server/pipeline-responder.js';
-import { start } from '../test/llm-server/server.js';
+import { type LlmServer, start } from '../test/llm-server/server.js';
 import { EmbeddedRuntime, MAINTENANCE_SLICE_ROWS } from '../topology/runtime/embedded.js';
 import { fmt } from './harness.js';
 import { servingAtScale } from './scale-serving.js';
@@ -157,6 +157,8 @@ export async function run(): Promise<string[]> {
         '(shared QA texts, as above); the rest are replies in transit at the kill',
     );
 
+    lines.push(...(await historyCost(ws, workspace, n, server)));
+
     // The journal alone: replies appended to a fresh folder, settled or pending.
     for (const settled of [true, false]) {
       const j = workspace();
@@ -175,6 +177,43 @@ export async function run(): Promise<string[]> {
     await server.stop();
     for (const dir of workspaces) rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * What history costs a batch: the same N/10 new articles run on the folder that holds the whole
+ * history (the N articles and the kill test's batch) and on an empty one, each from its "running"
+ * line to idle (the restart's reading of its history is measured apart, above). The two runs have
+ * the same ramp and the same drain, so what differs is the history alone: the log and the stores
+ * grown, the near-duplicate bands full, the sampler's pool. Per article, since a batch drawn from
+ * the same sentences finds more of its questions already kept when the history is long, and so
+ * makes fewer classify calls; per reply beside it.
+ */
+async function historyCost(
+  ws: { dir: string; config: string },
+  workspace: () => { dir: string; config: string },
+  n: number,
+  server: LlmServer,
+): Promise<string[]> {
+  const size = Math.max(100, Math.floor(n / 10));
+  const articles = await syntheticArticles(size, 2);
+  const runBatch = async (on: { dir: string; config: string }) => {
+    await appendArticles(on.dir, articles);
+    server.resetStats();
+    const r = await runCli(on.config, ['run', '--until-idle']);
+    if (r.code !== 0) throw new Error(`run failed: ${r.stderr.slice(-2000)}`);
+    return { seconds: r.seconds - r.toRunningS, requests: server.stats().requests };
+  };
+  const alone = await runBatch(workspace());
+  const after = await runBatch(ws);
+  const perArticle = (b: typeof alone) => (1000 * b.seconds) / size;
+  const perReply = (b: typeof alone) => (1000 * b.seconds) / b.requests;
+  return [
+    `the same ${size} new articles on the folder with the history and on an empty one, "running" to idle: ` +
+      `${after.seconds.toFixed(1)} s and ${alone.seconds.toFixed(1)} s; per article ${perArticle(after).toFixed(1)} ms and ` +
+      `${perArticle(alone).toFixed(1)} ms (${(perArticle(after) / perArticle(alone)).toFixed(2)}x), per reply ` +
+      `${perReply(after).toFixed(2)} ms and ${perReply(alone).toFixed(2)} ms (${(perReply(after) / perReply(alone)).toFixed(2)}x); ` +
+      `requests per article ${(after.requests / size).toFixed(2)} and ${(alone.requests / size).toFixed(2)}`,
+  ];
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
