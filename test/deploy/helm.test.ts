@@ -56,6 +56,9 @@ describe('the Helm chart (deploy/helm/bioalchemy)', () => {
   let kubeconform: string;
   let unittest: string;
   let k8sSchemas: string;
+  /** The chart rendered with one of its ci/ values files, as helm prints it. */
+  const templateWith = (values: string) =>
+    sh(helm, ['template', 't', CHART, '--kube-version', KUBE_VERSION, '-f', `${CHART}/ci/${values}`]);
   const conform = (yaml: string) =>
     sh(
       kubeconform,
@@ -97,15 +100,7 @@ describe('the Helm chart (deploy/helm/bioalchemy)', () => {
   });
 
   it.each(CI_VALUES)('helm template with ci/%s passes kubeconform -strict', (values) => {
-    const t = sh(helm, [
-      'template',
-      't',
-      CHART,
-      '--kube-version',
-      KUBE_VERSION,
-      '-f',
-      `${CHART}/ci/${values}`,
-    ]);
+    const t = templateWith(values);
     expect(t.code, t.err).toBe(0);
     const k = conform(t.out);
     expect(k.code, k.out + k.err).toBe(0);
@@ -117,15 +112,7 @@ describe('the Helm chart (deploy/helm/bioalchemy)', () => {
   });
 
   it('kubeconform -strict refuses a field Kubernetes does not know (the check can fail)', () => {
-    const t = sh(helm, [
-      'template',
-      't',
-      CHART,
-      '--kube-version',
-      KUBE_VERSION,
-      '-f',
-      `${CHART}/ci/minimal-values.yaml`,
-    ]);
+    const t = templateWith('minimal-values.yaml');
     const k = conform(t.out.replace('  strategy:\n', '  replicaz: 3\n  strategy:\n'));
     expect(k.code).not.toBe(0);
     expect(k.out).toContain('replicaz');
