@@ -299,7 +299,7 @@ interface Stated {
  * remembered: every accepted form of a reference is asked (counts), and a trainer scores several
  * rollouts of one item in a row.
  */
-const numericForm = remembered((form: string): Stated | null => computeNumericForm(form));
+const numericForm = remembered(computeNumericForm);
 
 function computeNumericForm(form: string): Stated | null {
   const tokens = tokenize(prepare(form)).filter((t) => t.key !== '~');
@@ -406,8 +406,9 @@ function numericGrader(truth: string, accepted: readonly string[]): Grader {
  * another name on the same last word (parallel: a list, whatever an apposition after a comma
  * would be): the capitalised words after it (and a head of the rules' table) are part of it, so
  * "the Colorado River or the Hudson River" and "the Colorado River, the Hudson River" are a hedge
- * and a list, not the answer followed by more of its name. Otherwise the longer name ends where the answer does, as before: "Denali National Park and
- * Preserve" and "New York City, US" are one place, as people read them.
+ * and a list, not the answer followed by more of its name. Otherwise the longer name ends where
+ * the answer does, as before: "Denali National Park and Preserve" and "New York City, US" are one
+ * place, as people read them.
  */
 function nameRunsOn(tokens: Token[], i: number): { end: number; parallel: boolean } {
   const capitalised = (t: Token | undefined) =>
