@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { EndpointMemory } from '../llm/endpoint-memory.js';
-import { Llm, type LlmOptions } from '../llm/index.js';
+import { ENDPOINTS_TOPIC, EndpointMemory, Llm, type LlmOptions } from '../llm/index.js';
 import type { Config } from '../schemas/config.js';
+import { openRuntime } from '../topology/runtime/open.js';
+import { configOf } from './context.js';
+import type { GlobalOptions } from './usage.js';
 
 /** With no endpoint configured, the local model: it must be there, or nothing could run. */
 export function openLlm(config: Config, options: LlmOptions): Llm {
@@ -15,12 +16,20 @@ export function openLlm(config: Config, options: LlmOptions): Llm {
   return new Llm(config.llm, options);
 }
 
-/**
- * Where what is learned of the endpoints is kept: beside the embedded log, in its data folder, so
- * that a restart starts from it. A Kafka deployment has no data folder of its own: its workers
- * learn again at start (a refused request or two each).
- */
-export function endpointMemoryOf(config: Config): EndpointMemory | undefined {
-  if (!config.log.startsWith('file:')) return undefined;
-  return EndpointMemory.open(join(config.log.slice('file:'.length) || './data', 'llm-endpoints.json'));
+export interface LlmForgetOptions extends GlobalOptions {
+  endpoint?: string;
+}
+
+/** `bioalchemy llm forget`: what was learned of the endpoints, forgotten: the next start learns afresh. */
+export async function llmForget(opts: LlmForgetOptions): Promise<void> {
+  const runtime = await openRuntime(configOf(opts).log);
+  try {
+    await runtime.ensureTopics([ENDPOINTS_TOPIC]);
+    const forgotten = await EndpointMemory.forget(runtime, opts.endpoint);
+    process.stdout.write(
+      `forgot ${forgotten} facts${opts.endpoint ? ` of ${opts.endpoint}` : ''}: the next run learns them afresh\n`,
+    );
+  } finally {
+    await runtime.close();
+  }
 }

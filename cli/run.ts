@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { type Analytics, openClickHouse } from '../analytics/clickhouse.js';
 import { preflightAtStart } from '../llm/check.js';
-import { type EndpointFault, type Llm, LlmCallLog, LogJournal } from '../llm/index.js';
+import { type EndpointFault, EndpointMemory, type Llm, LlmCallLog, LogJournal } from '../llm/index.js';
 import { ingestProcessor } from '../processors/ingest.js';
 import {
   CLICKHOUSE_PROCESSORS,
@@ -23,7 +23,7 @@ import { runTopology } from '../topology/runner.js';
 import { openRuntime } from '../topology/runtime/open.js';
 import { ProcessorTask } from '../topology/task.js';
 import { configOf, loggerOf, stopOnSignal } from './context.js';
-import { endpointMemoryOf, openLlm } from './llm.js';
+import { openLlm } from './llm.js';
 import { type PipelineProcess, serveParent, startPipelineProcess } from './pipeline-process.js';
 import { LlmTally, runSummary } from './summary.js';
 import { type GlobalOptions, UsageError } from './usage.js';
@@ -129,9 +129,19 @@ export async function run(opts: RunOptions): Promise<void> {
           },
         });
     if (journal) {
-      const memory = endpointMemoryOf(config);
+      const memory = await EndpointMemory.open(runtime, {
+        onRead: (read) => {
+          if (read.unreadable)
+            log.warn(
+              read,
+              'llm.endpoints: records that are no fact skipped (what they said is learned again)',
+            );
+        },
+        onWriteError: (err) =>
+          log.warn({ err }, 'llm.endpoints: a fact learned not kept (learned again after a restart)'),
+      });
       llm = openLlm(config, {
-        ...(memory ? { memory } : {}),
+        memory,
         registry: metrics.registry,
         log: log.child({ layer: 'llm' }),
         journal,

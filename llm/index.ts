@@ -2,6 +2,7 @@
 
 export { LLM_CALLS_TOPIC, LlmCallLog } from './calls.js';
 export { type Clock, systemClock } from './clock.js';
+export { ENDPOINTS_TOPIC, EndpointMemory } from './endpoint-memory.js';
 export {
   LlmContextError,
   LlmRefusalError,

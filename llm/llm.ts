@@ -337,6 +337,7 @@ export class Llm {
     for (const c of this.targets.concurrency())
       if (c.stated === undefined) this.memory.learn(c.endpoint, c.model, { concurrencyLimit: c.limit });
     await this.targets.close();
+    await this.memory.written();
   }
 
   /** One model request: from the journal if it was made before, else sent and journaled at once. */

@@ -1,6 +1,6 @@
 import type { Registry } from 'prom-client';
 import type { Analytics } from '../analytics/clickhouse.js';
-import { JOURNAL_TOPIC, LLM_CALLS_TOPIC, type Llm } from '../llm/index.js';
+import { ENDPOINTS_TOPIC, JOURNAL_TOPIC, LLM_CALLS_TOPIC, type Llm } from '../llm/index.js';
 import { Config, ProcessorConfig } from '../schemas/config.js';
 import type { Taxonomy } from '../schemas/taxonomy.js';
 import type { InputRecord, Processor } from '../topology/processor.js';
@@ -143,6 +143,7 @@ export function pipelineTopology(
       },
       JOURNAL_TOPIC,
       LLM_CALLS_TOPIC,
+      ENDPOINTS_TOPIC,
       {
         name: 'dlq',
         partitions: 1,
@@ -162,6 +163,12 @@ export function pipelineTopology(
         description:
           'every LLM reply, appended the moment it arrives, outside the steps (llm/journal/log.ts)',
         writes: [JOURNAL_TOPIC.name],
+      },
+      {
+        name: 'llm-endpoints',
+        description:
+          'what the LLM layer learns of an endpoint, appended when learned (llm/endpoint-memory.ts)',
+        writes: [ENDPOINTS_TOPIC.name],
       },
       {
         name: 'llm-accounting',

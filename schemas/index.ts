@@ -5,7 +5,7 @@ import { Article } from './article.js';
 import { Config } from './config.js';
 import { DeadLetter } from './dead-letter.js';
 import { BandVerdict, QaBand, QaWithdrawal } from './dedup.js';
-import { LlmCallRecord, LlmJournalReply } from './llm.js';
+import { EndpointFactRecord, LlmCallRecord, LlmJournalReply } from './llm.js';
 import { MixState } from './mix-state.js';
 import { ClassifiedQa, GradedQa, QaCandidate } from './qa.js';
 import { RolloutLeaseRecord } from './rollout-batch.js';
@@ -24,6 +24,7 @@ export const RECORD_SCHEMAS = {
   'rollout-lease': RolloutLeaseRecord,
   'llm-reply': LlmJournalReply,
   'llm-call': LlmCallRecord,
+  'llm-endpoint-fact': EndpointFactRecord,
 } as const;
 export type RecordSchemaName = keyof typeof RECORD_SCHEMAS;
 export const RECORD_SCHEMA_NAMES = Object.keys(RECORD_SCHEMAS) as RecordSchemaName[];

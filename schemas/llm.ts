@@ -214,3 +214,56 @@ export const LlmCallRecord = z
   })
   .strict();
 export type LlmCallRecord = z.infer<typeof LlmCallRecord>;
+
+/**
+ * How one endpoint's model takes a request, learned from what it refused: each server speaks its own
+ * dialect of the chat completions API, and the project's defaults are refused by some.
+ */
+export const Dialect = z
+  .object({
+    /** OpenAI's reasoning models (o-series, gpt-5) take no temperature but their default. */
+    temperature: z.boolean(),
+    /**
+     * Both by default: OpenAI's reasoning models refuse `max_tokens`, older servers refuse
+     * `max_completion_tokens` ("Unrecognized request argument supplied"), and Ollama and
+     * llama-cpp-python ignore it, so only `max_tokens` bounds their replies.
+     */
+    maxTokens: z.boolean(),
+    maxCompletionTokens: z.boolean(),
+    /**
+     * `json_schema` is OpenAI's; llama-cpp-python takes only `text` or `json_object`, with the
+     * schema beside the type (llama_cpp/server/types.py: ChatCompletionRequestResponseFormat).
+     */
+    responseFormat: z.enum(['json_schema', 'json_object']),
+    /**
+     * A streamed request asks for the usage in its last chunk (`stream_options.include_usage`,
+     * OpenAI's and vLLM's); a server that refuses the field is sent streams without it, and the
+     * usage is then estimated.
+     */
+    streamOptions: z.boolean(),
+  })
+  .strict();
+export type Dialect = z.infer<typeof Dialect>;
+
+/**
+ * What the LLM layer learned of one endpoint's model: the fields it refused (its dialect), the
+ * context its 400 named, the budget a thinking model needed, and the concurrency its server took.
+ * Learned each at the price of a refused request, a cut-off reply or a ramp from 1; kept on the log
+ * (llm/endpoint-memory.ts), a restart starts from them and pays none of that again.
+ */
+export const EndpointFacts = z
+  .object({
+    /** Partial: a field added to the dialect since the record was written takes its default. */
+    dialect: Dialect.partial().optional(),
+    contextTokens: z.number().int().positive().optional(),
+    thinkingBudget: z.number().int().positive().optional(),
+    concurrencyLimit: z.number().int().positive().optional(),
+  })
+  .strict();
+export type EndpointFacts = z.infer<typeof EndpointFacts>;
+
+/** One fact of an endpoint's model on llm.endpoints, keyed `<endpoint> <model> <fact>`. */
+export const EndpointFactRecord = z
+  .object({ endpoint: z.string(), model: z.string(), facts: EndpointFacts })
+  .strict();
+export type EndpointFactRecord = z.infer<typeof EndpointFactRecord>;

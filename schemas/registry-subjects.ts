@@ -42,6 +42,8 @@ export const SUBJECT_GENERATIONS: Record<RecordSchemaName, number> = {
   'rollout-lease': 2,
   'llm-reply': 2,
   'llm-call': 2,
+  // New with the endpoint memory on the log (issue 52): a closed model from its first version.
+  'llm-endpoint-fact': 2,
 };
 
 /** The registry subject of a topic's values (topic: its name on Kafka). */

@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import type { LlmForgetOptions } from '../llm.js';
 import type { LlmCheckOptions } from '../llm-check.js';
 
 const list = (value: string, previous: string[] = []) => [...previous, ...value.split(',').filter(Boolean)];
@@ -25,6 +26,23 @@ Examples:
     )
     .action(async (_opts, cmd: Command) =>
       (await import('../llm-check.js')).llmCheck(cmd.optsWithGlobals<LlmCheckOptions>()),
+    );
+  llm
+    .command('forget')
+    .description(
+      'forget what was learned of the endpoints (refused fields, context, thinking budget, concurrency, ' +
+        'kept on the log in llm.endpoints): the next run learns them afresh, after a server changes',
+    )
+    .option('--endpoint <url>', "only this endpoint's facts: its base URL, as the run summary names it")
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ bioalchemy llm forget
+  $ bioalchemy llm forget --endpoint http://127.0.0.1:8000/v1 --config prod.json`,
+    )
+    .action(async (_opts, cmd: Command) =>
+      (await import('../llm.js')).llmForget(cmd.optsWithGlobals<LlmForgetOptions>()),
     );
   return llm;
 }

@@ -1,41 +1,10 @@
 import OpenAI from 'openai';
-import { z } from 'zod';
-import type { LlmJournalReply } from '../../schemas/llm.js';
+import type { Dialect, LlmJournalReply } from '../../schemas/llm.js';
 import { TransientError } from '../errors.js';
 import { splitThinking } from '../reply.js';
 import { type HttpFetch, httpFetch } from './http-fetch.js';
 import { EndpointProgress, ProgressWatch } from './progress.js';
 import type { Provider, ProviderRequest } from './provider.js';
-
-/**
- * How one endpoint's model takes a request, learned from what it refused: each server speaks its own
- * dialect of the chat completions API, and the project's defaults are refused by some.
- */
-export const Dialect = z
-  .object({
-    /** OpenAI's reasoning models (o-series, gpt-5) take no temperature but their default. */
-    temperature: z.boolean(),
-    /**
-     * Both by default: OpenAI's reasoning models refuse `max_tokens`, older servers refuse
-     * `max_completion_tokens` ("Unrecognized request argument supplied"), and Ollama and
-     * llama-cpp-python ignore it, so only `max_tokens` bounds their replies.
-     */
-    maxTokens: z.boolean(),
-    maxCompletionTokens: z.boolean(),
-    /**
-     * `json_schema` is OpenAI's; llama-cpp-python takes only `text` or `json_object`, with the
-     * schema beside the type (llama_cpp/server/types.py: ChatCompletionRequestResponseFormat).
-     */
-    responseFormat: z.enum(['json_schema', 'json_object']),
-    /**
-     * A streamed request asks for the usage in its last chunk (`stream_options.include_usage`,
-     * OpenAI's and vLLM's); a server that refuses the field is sent streams without it, and the
-     * usage is then estimated.
-     */
-    streamOptions: z.boolean(),
-  })
-  .strict();
-export type Dialect = z.infer<typeof Dialect>;
 
 const DEFAULT_DIALECT: Dialect = {
   temperature: true,

@@ -64,6 +64,8 @@ function writtenNow(): [RecordSchemaName, string, unknown][] {
     ['qa-band', band],
     ['band-verdict', verdict],
     ['qa-withdrawal', withdrawal],
+    // New in this release too: a fact the LLM layer learned of an endpoint.
+    ['llm-endpoint-fact', { endpoint: 'http://llm', model: 'm', facts: { dialect: { maxTokens: false } } }],
   ] as const)
     out.push([kind, byKind.get(kind)!, JSON.parse(codecs.encode(byKind.get(kind)!, value))]);
   return out;

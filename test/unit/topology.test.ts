@@ -38,6 +38,7 @@ describe('topology validation', () => {
       'rollout.batches',
       'llm.journal',
       'llm.calls',
+      'llm.endpoints',
       'dlq',
     ]);
     expect(t.processors.map((p) => p.name)).toEqual([
