@@ -303,6 +303,41 @@ export function runtimeConformance(label: string, harness: Harness): void {
       expect(await countTotal(runtime, p)).toBe(40);
     });
 
+    it('a task reading nothing (a source, as ingest) sees its store across steps and after a restart', async () => {
+      // A source keeps state (ingest's index of works) in steps of its own, with no input partition
+      // a rebalance would restore it for: each step must read what the steps before it committed.
+      const source: Processor = {
+        name: `${prefix}-source`,
+        reads: [],
+        writes: [`${prefix}.out`],
+        stores: ['seen'],
+        async process() {},
+      };
+      // Driven by its own steps, as ingest is: not a processor of the topology, which reads topics.
+      const topology = conformanceTopology(prefix, (t) => [doubler(t)]);
+      await runtime.ensureTopics(topology.topics);
+      const emitOnce = (t: ProcessorTask, key: string) =>
+        t.stepWith(async (ctx) => {
+          const seen = ctx.store('seen');
+          if (seen.get(key) !== undefined) return;
+          seen.put(key, true);
+          ctx.emit(`${prefix}.out`, key, { key });
+        });
+      const first = await task(runtime, topology, source);
+      await emitOnce(first, 'a');
+      await emitOnce(first, 'a');
+      await emitOnce(first, 'b');
+      await first.close();
+      await runtime.close();
+      runtime = await harness.open();
+      const second = await task(runtime, topology, source);
+      await emitOnce(second, 'a');
+      await emitOnce(second, 'c');
+      await second.close();
+      const keys = (await readAll(runtime, `${prefix}.out`)).map((r) => r.key).sort();
+      expect(keys).toEqual(['a', 'b', 'c']);
+    });
+
     it('in run(), commits the steps of one interval together: a failure loses them all, then all come back', async () => {
       let sinkCalls = 0;
       const topology = conformanceTopology(prefix, (t) => {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { ENDPOINTS_TOPIC } from '../../llm/index.js';
 import type { EndpointFactRecord } from '../../schemas/llm.js';
 import { KafkaRuntime } from '../../topology/runtime/kafka/index.js';
 import { readAll } from '../conformance/suite.js';
@@ -45,8 +46,12 @@ describe('Kafka: what one worker learned of an endpoint, the next starts from', 
       expect(one.code, one.stderr).toBe(0);
       expect(server.stats().refusedByDialect).toEqual({ 500: expect.any(Number) });
 
+      // Its subject registered first: the reader takes values off the registry's wire by it.
       const runtime = await KafkaRuntime.open(LOG, { app });
-      const facts = await readAll(runtime, 'llm.endpoints').finally(() => runtime.close());
+      const facts = await runtime
+        .ensureTopics([ENDPOINTS_TOPIC])
+        .then(() => readAll(runtime, 'llm.endpoints'))
+        .finally(() => runtime.close());
       expect(facts.map((r) => (r.value as EndpointFactRecord).facts)).toContainEqual({
         dialect: { responseFormat: 'json_object' },
       });

@@ -121,6 +121,9 @@ export class RdkafkaTask implements LogTask {
       });
     }
     if (spec.topics.length) consumer.subscribe(spec.topics.map((t) => names.topic(t)));
+    // A task reading nothing (ingest) owns its global store alone, from the start: no rebalance
+    // will restore it. The producer's initialisation above fenced the one before, so its end is stable.
+    else await state.restore([GLOBAL]);
     return task;
   }
 
