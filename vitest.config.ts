@@ -26,6 +26,7 @@ export default defineConfig({
             'test/conformance/kafka.test.ts',
             'test/analytics/http.test.ts',
             'test/dashboard/queries-http.test.ts',
+            'test/deploy/image.test.ts',
           ],
         },
       },
@@ -42,6 +43,8 @@ export default defineConfig({
             'test/conformance/kafka.test.ts',
             'test/analytics/http.test.ts',
             'test/dashboard/queries-http.test.ts',
+            // The image built before the tests (.ci/run), run against the loopback services.
+            'test/deploy/image.test.ts',
           ],
           globalSetup: ['test/global-setup.ts'],
           fileParallelism: false,
