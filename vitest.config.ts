@@ -27,6 +27,7 @@ export default defineConfig({
             'test/analytics/http.test.ts',
             'test/dashboard/queries-http.test.ts',
             'test/deploy/image.test.ts',
+            'test/deploy/compose-up.test.ts',
           ],
         },
       },
@@ -45,6 +46,7 @@ export default defineConfig({
             'test/dashboard/queries-http.test.ts',
             // The image built before the tests (.ci/run), run against the loopback services.
             'test/deploy/image.test.ts',
+            'test/deploy/compose-up.test.ts',
           ],
           globalSetup: ['test/global-setup.ts'],
           fileParallelism: false,
