@@ -16,7 +16,7 @@ import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
 import { clickHouseServer, type ServerDatabase } from '../services/clickhouse-server.js';
 import { until } from '../until.js';
-import { HARDENED, inspectImage, podman, podmanAsync, WORKER_IMAGE } from './podman.js';
+import { ALL_IN_ONE_IMAGE, HARDENED, inspectImage, podman, podmanAsync, WORKER_IMAGE } from './podman.js';
 
 /** The process's own stop bound (cli/context.ts STOP_DEADLINE_MS) and what a container adds to it. */
 const STOP_BOUND_MS = 9_000;
@@ -46,6 +46,39 @@ function containerWorkspace(llmUrl: string, clickhouse: string) {
   chmodSync(dir, 0o755);
   chownSync(dir, 1000, 1000);
   chownSync(join(dir, 'config.json'), 1000, 1000);
+  return dir;
+}
+
+/** `ingest` and `run --until-idle` in the image on the sample articles (mounted read-only); the data folder. */
+async function ingestAndRunIn(image: string, dir: string): Promise<string> {
+  const mounts = ['-v', `${dir}:/data`, '-v', `${FIXTURES}:/fixtures:ro`, '-e', 'E2E_LLM_KEY=test-key'];
+  const inputs = FIXTURE_ARTICLES.map((p) => p.replace(FIXTURES, '/fixtures/'));
+  const config = ['--config', '/data/config.json'];
+  const ingest = await podmanAsync([
+    'run',
+    '--rm',
+    ...HARDENED,
+    ...mounts,
+    image,
+    'ingest',
+    ...inputs,
+    ...config,
+  ]);
+  expect(ingest.code, ingest.stderr).toBe(0);
+  const run = await podmanAsync([
+    'run',
+    '--rm',
+    ...HARDENED,
+    ...mounts,
+    '-e',
+    'BIOALCHEMY_LOG_LEVEL=warn',
+    image,
+    'run',
+    '--until-idle',
+    ...config,
+  ]);
+  expect(run.code, run.stderr).toBe(0);
+  expect(run.stdout).toMatch(/classify\s+in \d+ -> qa\.classified \d+/);
   return dir;
 }
 
@@ -111,39 +144,20 @@ describe('the image (podman, read-only, non-root)', () => {
     // Inside: the same two commands in the image, the fixtures mounted read-only.
     const insideDb = await ch.freshDatabase('image_inside');
     databases.push(insideDb);
-    const dir = containerWorkspace(server.url, insideDb.url);
-    const mounts = ['-v', `${dir}:/data`, '-v', `${FIXTURES}:/fixtures:ro`, '-e', 'E2E_LLM_KEY=test-key'];
-    const inputs = FIXTURE_ARTICLES.map((p) => p.replace(FIXTURES, '/fixtures/'));
-    const ingest = await podmanAsync([
-      'run',
-      '--rm',
-      ...HARDENED,
-      ...mounts,
-      WORKER_IMAGE,
-      'ingest',
-      ...inputs,
-      '--config',
-      '/data/config.json',
-    ]);
-    expect(ingest.code, ingest.stderr).toBe(0);
-    const run = await podmanAsync([
-      'run',
-      '--rm',
-      ...HARDENED,
-      ...mounts,
-      '-e',
-      'BIOALCHEMY_LOG_LEVEL=warn',
-      WORKER_IMAGE,
-      'run',
-      '--until-idle',
-      '--config',
-      '/data/config.json',
-    ]);
-    expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/classify\s+in \d+ -> qa\.classified \d+/);
+    const dir = await ingestAndRunIn(WORKER_IMAGE, containerWorkspace(server.url, insideDb.url));
     expect(await classifiedIds(dir)).toEqual(expected);
     // It wrote only to its data volume.
     expect(readdirSync(dir).sort()).toEqual(['config.json', 'log']);
+  }, 300_000);
+
+  it('the all-in-one image runs the embedded default in one container, ClickHouse in-process (chdb): the same QA ids', async () => {
+    expect(expected.length).toBeGreaterThan(5);
+    const image = inspectImage(ALL_IN_ONE_IMAGE);
+    expect(image.Config.User).toBe('1000:1000');
+    expect(image.Config.Labels['io.bioalchemy.variant']).toBe('all-in-one');
+    const dir = await ingestAndRunIn(ALL_IN_ONE_IMAGE, containerWorkspace(server.url, 'chdb:/data/chdb'));
+    expect(await classifiedIds(dir)).toEqual(expected);
+    expect(readdirSync(dir).sort()).toEqual(['chdb', 'config.json', 'log']);
   }, 300_000);
 
   // Near-duplicate control on Kafka reaches the one-process set whatever the arrival order: a QA

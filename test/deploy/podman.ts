@@ -5,6 +5,8 @@ import { fileURLToPath } from 'node:url';
 export const PODMAN = fileURLToPath(new URL('../../deploy/image/podman.sh', import.meta.url));
 /** What .ci/run builds before the tests (deploy/image/build.sh worker). */
 export const WORKER_IMAGE = process.env.BIOALCHEMY_TEST_IMAGE ?? 'localhost/bioalchemy:worker';
+/** The embedded default's variant, with chdb (deploy/image/build.sh all-in-one). */
+export const ALL_IN_ONE_IMAGE = 'localhost/bioalchemy:all-in-one';
 
 export function podman(args: string[], timeout = 120_000): SpawnSyncReturns<string> {
   return spawnSync('bash', [PODMAN, ...args], { encoding: 'utf8', timeout });
@@ -36,7 +38,9 @@ export function inspectImage(image = WORKER_IMAGE): {
 } {
   const r = podman(['image', 'inspect', image]);
   if (r.status !== 0)
-    throw new Error(`no image ${image} (${r.stderr.trim()}): build it with deploy/image/build.sh worker`);
+    throw new Error(
+      `no image ${image} (${r.stderr.trim()}): build it with deploy/image/build.sh ${image.endsWith(':all-in-one') ? 'all-in-one' : 'worker'}`,
+    );
   return JSON.parse(r.stdout)[0];
 }
 
