@@ -26,6 +26,21 @@ export async function oneArticle(opts: {
   statesSlots?: boolean;
   timeoutMs?: number;
 }): Promise<SlowServerRun> {
+  return (await articleRuns({ ...opts, runs: 1 }))[0]!;
+}
+
+/**
+ * `runs` such runs one after another on the same data folder, an article each: the runs after the
+ * first start from what the first learned of the server (llm.endpoints), as a restarted or a second
+ * worker does.
+ */
+export async function articleRuns(opts: {
+  slots: number;
+  replyMs: number;
+  runs: number;
+  statesSlots?: boolean;
+  timeoutMs?: number;
+}): Promise<SlowServerRun[]> {
   const server = await start({
     responder: pipelineResponder,
     slots: opts.slots,
@@ -44,14 +59,19 @@ export async function oneArticle(opts: {
     });
     const ingest = cli(['ingest', SAMPLES, '--config', config]);
     if (ingest.status !== 0) throw new Error(`ingest exited ${ingest.status}:\n${ingest.stderr}`);
-    const run = await runUntilIdle(config, { extraArgs: ['--max-articles', '1'] });
-    if (run.code !== 0) throw new Error(`run exited ${run.code}:\n${run.stderr}`);
-    return {
-      seconds: run.seconds,
-      stats: server.stats(),
-      requests: requestsByOutcome(run.stdout),
-      concurrency: /LLM concurrency.*/.exec(run.stdout)?.[0] ?? '',
-    };
+    const runs: SlowServerRun[] = [];
+    for (let i = 0; i < opts.runs; i++) {
+      server.resetStats();
+      const run = await runUntilIdle(config, { extraArgs: ['--max-articles', '1'] });
+      if (run.code !== 0) throw new Error(`run exited ${run.code}:\n${run.stderr}`);
+      runs.push({
+        seconds: run.seconds,
+        stats: server.stats(),
+        requests: requestsByOutcome(run.stdout),
+        concurrency: /LLM concurrency.*/.exec(run.stdout)?.[0] ?? '',
+      });
+    }
+    return runs;
   } finally {
     await server.stop();
   }
