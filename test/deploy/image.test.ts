@@ -104,6 +104,29 @@ describe('the image (podman, read-only, non-root)', () => {
     await ch.close();
   });
 
+  /** `run` in a detached container of the image on a data folder, hardened; its id (removed after). */
+  function startWorker(dir: string, args: string[], env: string[] = []): string {
+    const started = podman([
+      'run',
+      '--detach',
+      ...HARDENED,
+      '-v',
+      `${dir}:/data`,
+      '-e',
+      'E2E_LLM_KEY=test-key',
+      ...env,
+      WORKER_IMAGE,
+      'run',
+      '--config',
+      '/data/config.json',
+      ...args,
+    ]);
+    expect(started.status, started.stderr).toBe(0);
+    const id = started.stdout.trim();
+    containers.push(id);
+    return id;
+  }
+
   it('is non-root, with tini as PID 1, OCI labels, and at most 600 MB', () => {
     const image = inspectImage();
     expect(image.Config.User).toBe('1000:1000');
@@ -181,30 +204,18 @@ describe('the image (podman, read-only, non-root)', () => {
       );
     // Two workers of the pipeline's processors, as a Deployment's pods run (the sinks are not
     // needed for the dataset): they share each processor's partitions.
-    for (const [i, dir] of dirs.entries()) {
-      const started = podman([
-        'run',
-        '--detach',
-        ...HARDENED,
-        '-v',
-        `${dir}:/data`,
-        '-e',
-        'E2E_LLM_KEY=test-key',
-        '-e',
-        `BIOALCHEMY_STAMP_KEYS=${process.env.BIOALCHEMY_STAMP_KEYS ?? ''}`,
-        WORKER_IMAGE,
-        'run',
-        '--processors',
-        'extract,grade,dedup-bands,dedup,classify',
-        '--no-dashboard',
-        '--worker-id',
-        `w${i}`,
-        '--config',
-        '/data/config.json',
-      ]);
-      expect(started.status, started.stderr).toBe(0);
-      containers.push(started.stdout.trim());
-    }
+    for (const [i, dir] of dirs.entries())
+      startWorker(
+        dir,
+        [
+          '--processors',
+          'extract,grade,dedup-bands,dedup,classify',
+          '--no-dashboard',
+          '--worker-id',
+          `w${i}`,
+        ],
+        ['-e', `BIOALCHEMY_STAMP_KEYS=${process.env.BIOALCHEMY_STAMP_KEYS ?? ''}`],
+      );
     // Async: the test LLM server in this process answers the workers meanwhile.
     const consume = async (topic: string) => {
       const r = await cliAsync(['consume', topic, '--config', host.config]);
@@ -244,28 +255,7 @@ describe('the image (podman, read-only, non-root)', () => {
     databases.push(db);
     const dir = containerWorkspace(server.url, db.url);
     const port = 19_464 + (process.pid % 500);
-    const started = podman([
-      'run',
-      '--detach',
-      ...HARDENED,
-      '-v',
-      `${dir}:/data`,
-      '-e',
-      'E2E_LLM_KEY=test-key',
-      WORKER_IMAGE,
-      'run',
-      '--config',
-      '/data/config.json',
-      '--metrics-port',
-      String(port),
-      '--port',
-      '0',
-      '--dashboard-port',
-      '0',
-    ]);
-    expect(started.status, started.stderr).toBe(0);
-    const id = started.stdout.trim();
-    containers.push(id);
+    const id = startWorker(dir, ['--metrics-port', String(port), '--port', '0', '--dashboard-port', '0']);
     const get = async (path: string) => {
       try {
         return (await fetch(`http://127.0.0.1:${port}${path}`)).status;
