@@ -2,6 +2,7 @@ import { EndpointFactRecord, type EndpointFacts } from '../schemas/llm.js';
 import { type OutgoingRecord, TOMBSTONE } from '../topology/records.js';
 import type { Runtime } from '../topology/runtime/types.js';
 import type { TopicSpec } from '../topology/topology.js';
+import { parseJson } from './journal/log.js';
 
 /**
  * What the layer learned of each endpoint's model, on a compacted topic of the log, so that it is
@@ -151,12 +152,4 @@ async function readFacts(
     from = records[records.length - 1]!.offset + 1;
   }
   return { latest, unreadable };
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

@@ -244,7 +244,8 @@ export class RecentReplies {
   }
 }
 
-function parseJson(text: string): unknown {
+/** The JSON value of a record read off the log, or undefined where it is none (read as a miss, not an error). */
+export function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
