@@ -17,3 +17,13 @@ export function replyJsonSchema(schema: z.ZodType): Record<string, unknown> {
   }
   return json;
 }
+
+/**
+ * A reply string bounded where it is decoded, not where it is read. The schema sent carries
+ * `maxLength`, so a server that decodes under a grammar made of it (llama.cpp, llama-cpp-python,
+ * vLLM, Ollama) ends the string there: a small model repeating itself inside one would otherwise run
+ * to max_tokens, minutes a reply on a CPU. A longer string from a server that does not bound it
+ * (OpenAI's strict mode takes no lengths: Dialect.stringLengths) is read as it is, and what reads it
+ * judges it (grade's length checks are the same bounds).
+ */
+export const boundedString = (maxLength: number) => z.string().meta({ maxLength });

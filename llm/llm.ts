@@ -441,9 +441,10 @@ export class Llm {
       sent = await target.endpoint.send(
         target.throttle,
         estimate,
-        async () => {
+        async (started) => {
           const reply = await target.backend.chat({
             signal,
+            started,
             model: target.model,
             messages,
             schema,

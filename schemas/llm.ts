@@ -241,6 +241,15 @@ export const Dialect = z
      * usage is then estimated.
      */
     streamOptions: z.boolean(),
+    /**
+     * The reply schema's string lengths (`maxLength`, `minLength`) are sent: a server that decodes
+     * under a grammar made of the schema (llama.cpp, llama-cpp-python, vLLM, Ollama) then bounds
+     * each string, and a small model that repeats itself inside one ends there instead of at
+     * max_tokens. OpenAI's strict mode takes `pattern` and `format` for strings, no lengths
+     * (platform.openai.com/docs/guides/structured-outputs, "Supported properties"), and refuses the
+     * request: it is sent the schema without them, and the reply is still checked against them.
+     */
+    stringLengths: z.boolean(),
   })
   .strict();
 export type Dialect = z.infer<typeof Dialect>;

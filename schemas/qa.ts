@@ -23,6 +23,16 @@ const QaBase = z.object({
   generatedBy: ModelStamp,
 });
 
+/**
+ * Bounds on a question's lengths, in characters and words (grade's checks); the paper's answers are
+ * short and canonical. The extraction prompts' reply schemas bound decoding at the same lengths.
+ */
+export const QA_LIMITS = {
+  question: { min: 20, max: 1000 },
+  option: { max: 300 },
+  freeFormAnswer: { maxChars: 120, maxWords: 15 },
+} as const;
+
 export const QaCandidate = z.discriminatedUnion('kind', [
   QaBase.extend({
     kind: z.literal('multiple-choice'),

@@ -15,6 +15,12 @@
  * followed the latency would take a standing queue for the server's own pace.
  * - Slow start: from 1 (or the slots the server states), +1 for each reply that met no queue, which
  *   doubles it each round trip, until one meets a queue (of the requests in flight when it was sent).
+ *   A streamed reply says it sooner: its first chunk comes when the server has taken it into a slot
+ *   (llama-server, llama-cpp-python, vLLM and Ollama send nothing before), so a first chunk that
+ *   came before any request settled, when no slot can have been freed for it, found one free: +1
+ *   then, not at its end. Slow start then fills N slots in N prompts' reading rather than log2 N
+ *   whole replies, and stops one request over them: that one waits, and sends no first chunk until
+ *   a reply ends; a first chunk that late against the least one met a queue, and ends slow start.
  * - Then +1 a round while the queue is under a tenth of the limit (half a request under 5); when it
  *   is over a third of the limit and over one and a half requests, down to where about one request
  *   would wait; held between: the slots stay busy with a request or two waiting for the next free
@@ -32,8 +38,12 @@ export class AdaptiveLimit {
   private readonly waiters: (() => void)[] = [];
   /** The latencies of recent rounds: the least is the server's without a queue. */
   private readonly rounds = new Recent(ROUNDS_KEPT);
+  /** Recent streamed replies' first chunks: the least is a prompt's reading without a queue. */
+  private readonly firstChunks = new Recent(ROUNDS_KEPT);
   /** Permits handed out, numbered: a round counts the replies to requests sent since it began. */
   private handedOut = 0;
+  /** Requests settled (answered, failed, given up): each may have freed one of the server's slots. */
+  private settled = 0;
   private round = { from: 1, latencies: [] as number[], used: false };
   /** Replies that met a queue over the bound, timeouts and overloads: each lowered the limit. */
   queueingSeen = 0;
@@ -79,18 +89,39 @@ export class AdaptiveLimit {
     else await new Promise<void>((resolve) => this.waiters.push(resolve));
     const number = ++this.handedOut;
     const sentWith = this.inFlight;
+    const settledBefore = this.settled;
     let released = false;
+    let startSeen = false;
+    let raisedAtStart = false;
     const release = () => {
       if (released) return;
       released = true;
       this.inFlight--;
+      this.settled++;
       this.wake();
     };
+    // Used: as many in flight when it was sent, or now (the first of a burst goes out alone).
+    const used = () => Math.max(sentWith, this.inFlight) >= this.limit * USED;
     return {
+      started: (firstChunkMs) => {
+        if (startSeen) return;
+        startSeen = true;
+        this.firstChunks.add(Math.max(firstChunkMs, 1e-3));
+        if (!this.slowStart || number < this.round.from) return;
+        if (this.settled === settledBefore) {
+          // No request settled since this one was sent: no slot was freed for it, so it had one free.
+          if (!used()) return;
+          raisedAtStart = true;
+          this.raise(this.limit + 1);
+        } else if (queueMet(sentWith, firstChunkMs, this.firstChunks.least()) >= SLOW_START_QUEUE) {
+          // A slot was freed meanwhile, and its first chunk came that much later than the least: it
+          // waited for that slot. Slow start ends a reply sooner than by this request's latency.
+          this.slowStart = false;
+          this.nextRound();
+        }
+      },
       answered: (latencyMs) => {
-        // Used: as many in flight when it was sent, or now (the first of a burst goes out alone).
-        const used = Math.max(sentWith, this.inFlight) >= this.limit * USED;
-        if (number >= this.round.from) this.answered(latencyMs, sentWith, used);
+        if (number >= this.round.from) this.answered(latencyMs, sentWith, used(), raisedAtStart);
         release();
       },
       overloaded: () => {
@@ -101,7 +132,7 @@ export class AdaptiveLimit {
     };
   }
 
-  private answered(latencyMs: number, sentWith: number, used: boolean): void {
+  private answered(latencyMs: number, sentWith: number, used: boolean, raisedAtStart: boolean): void {
     this.round.latencies.push(latencyMs);
     // A limit is raised only where it was used: a caller with fewer calls to make than the limit
     // says nothing of whether the server takes more (Netflix's limiters' rule, "app-limited").
@@ -112,7 +143,7 @@ export class AdaptiveLimit {
       this.rounds.add(Math.max(latencyMs, 1e-3));
       const queue = queueMet(sentWith, latencyMs, this.rounds.least());
       if (queue >= SLOW_START_QUEUE) this.slowStart = false;
-      else if (used) this.raise(this.limit + 1);
+      else if (used && !raisedAtStart) this.raise(this.limit + 1);
       if (!this.slowStart) this.nextRound();
       return;
     }
@@ -154,8 +185,13 @@ export class AdaptiveLimit {
   }
 }
 
-/** One request's room under the limit; exactly one of its methods settles it. */
+/** One request's room under the limit; exactly one of its methods but `started` settles it. */
 export interface Permit {
+  /**
+   * The reply began (its first streamed chunk): the server took the request into a slot. Said
+   * before the reply ends, so slow start grows by it rather than by whole replies.
+   */
+  started(firstChunkMs: number): void;
   /** The server answered (a reply, or a refusal of this input) in latencyMs. */
   answered(latencyMs: number): void;
   /** A timeout, a 429 or a 503: the server has more than it can take. */

@@ -100,12 +100,13 @@ export class Endpoint {
    * faults.ts). `stage` is the caller's own throttle, entered before the endpoint's so that a
    * throttled stage does not hold endpoint slots while it waits. While the endpoint is down or at
    * fault, calls wait and one probes now and then: an endpoint's fault never fails a call. Aborting
-   * `signal` rejects with its reason, wherever the call is.
+   * `signal` rejects with its reason, wherever the call is. `attempt` calls `started` when the
+   * server begins its reply (a streamed reply's first chunk): the adaptive limit's earliest signal.
    */
   async send<T extends Attempted>(
     stage: Throttle,
     estimate: number,
-    attempt: (signal?: AbortSignal) => Promise<T>,
+    attempt: (started: () => void) => Promise<T>,
     who?: RequestIdentity,
     signal?: AbortSignal,
   ): Promise<{ reply: T; attempts: number }> {
@@ -122,7 +123,7 @@ export class Endpoint {
       const sentAt = this.clock.now();
       try {
         if (signal?.aborted) throw signal.reason;
-        reply = await attempt(signal);
+        reply = await attempt(() => permit.started(this.clock.now() - sentAt));
       } catch (e) {
         // A failed request's real token use is unknown: the estimate stays charged.
         for (const t of tickets) t.leave(estimate);

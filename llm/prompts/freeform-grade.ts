@@ -4,7 +4,7 @@ import { DATA_RULE, dataBlock, QA_RULE } from './data-block.js';
 import { scoringRules } from './judge.js';
 
 /** Free-form grading: the judge sees the passage, the question and the short answer. */
-export const FREEFORM_GRADE_PROMPT = 'freeform-grade-v3';
+export const FREEFORM_GRADE_PROMPT = 'freeform-grade-v4';
 
 export function freeformGradeMessages(
   passage: string,

@@ -1,9 +1,11 @@
 import { z } from 'zod';
 import type { LlmMessage } from '../../schemas/llm.js';
-import { articleBlock, DATA_RULE, QUESTION_RULES } from './data-block.js';
+import { QA_LIMITS } from '../../schemas/qa.js';
+import { boundedString } from '../json-schema.js';
+import { articleBlock, DATA_RULE, QUESTION_RULES, RATIONALE_CHARS } from './data-block.js';
 
 /** Free-form QA extraction: questions whose answer is a short canonical string. */
-export const FREEFORM_PROMPT = 'freeform-v3';
+export const FREEFORM_PROMPT = 'freeform-v4';
 
 export const FreeformReply = z
   .object({
@@ -11,9 +13,13 @@ export const FreeformReply = z
       .array(
         z
           .object({
-            question: z.string(),
-            answer: z.string().describe('a term, name or number with unit: at most a few words'),
-            rationale: z.string().describe('where the text supports the answer, in one or two sentences'),
+            question: boundedString(QA_LIMITS.question.max),
+            answer: boundedString(QA_LIMITS.freeFormAnswer.maxChars).describe(
+              'a term, name or number with unit: at most a few words',
+            ),
+            rationale: boundedString(RATIONALE_CHARS).describe(
+              'where the text supports the answer, in one or two sentences',
+            ),
           })
           .strict(),
       )

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import type { GradeAccept } from '../../schemas/qa.js';
+import { boundedString } from '../json-schema.js';
+import { REASON_CHARS } from './data-block.js';
 
 /**
  * What the two judges (multiple-choice quality evaluation, free-form grading) reply: four scores
@@ -13,7 +15,7 @@ export const JudgeReply = z
     answerability: z.number().int().min(1).max(5).describe('answerable without the article'),
     verifiability: z.number().int().min(1).max(5).describe('the answer can be checked exactly'),
     verdict: z.enum(['accept', 'reject']),
-    reasons: z.array(z.string()).max(4).describe('short reasons, above all for a rejection'),
+    reasons: z.array(boundedString(REASON_CHARS)).max(4).describe('short reasons, above all for a rejection'),
   })
   .strict();
 export type JudgeReply = z.infer<typeof JudgeReply>;

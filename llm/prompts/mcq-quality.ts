@@ -4,7 +4,7 @@ import { DATA_RULE, dataBlock, QA_RULE } from './data-block.js';
 import { scoringRules } from './judge.js';
 
 /** Multiple-choice quality evaluation: the judge sees the passage, the question and its key. */
-export const MCQ_QUALITY_PROMPT = 'mcq-quality-v3';
+export const MCQ_QUALITY_PROMPT = 'mcq-quality-v4';
 
 export function mcqQualityMessages(
   passage: string,

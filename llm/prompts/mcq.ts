@@ -1,9 +1,14 @@
 import { z } from 'zod';
 import type { LlmMessage } from '../../schemas/llm.js';
-import { articleBlock, DATA_RULE, QUESTION_RULES } from './data-block.js';
+import { QA_LIMITS } from '../../schemas/qa.js';
+import { boundedString } from '../json-schema.js';
+import { articleBlock, DATA_RULE, QUESTION_RULES, RATIONALE_CHARS } from './data-block.js';
 
 /** Multiple-choice generation: up to three questions, four or five options, one key. */
-export const MCQ_PROMPT = 'mcq-v3';
+export const MCQ_PROMPT = 'mcq-v4';
+
+/** The key as models write it: "B", "(B)", "Option B" (extract's optionLetter reads each). */
+const ANSWER_LETTER_CHARS = 12;
 
 export const McqReply = z
   .object({
@@ -11,10 +16,16 @@ export const McqReply = z
       .array(
         z
           .object({
-            question: z.string(),
-            options: z.array(z.string()).describe('4 or 5 options, each different, exactly one correct'),
-            answer: z.string().describe('the letter of the correct option: A, B, C, D or E'),
-            rationale: z.string().describe('why the key is right, from the text, in one or two sentences'),
+            question: boundedString(QA_LIMITS.question.max),
+            options: z
+              .array(boundedString(QA_LIMITS.option.max))
+              .describe('4 or 5 options, each different, exactly one correct'),
+            answer: boundedString(ANSWER_LETTER_CHARS).describe(
+              'the letter of the correct option: A, B, C, D or E',
+            ),
+            rationale: boundedString(RATIONALE_CHARS).describe(
+              'why the key is right, from the text, in one or two sentences',
+            ),
           })
           .strict(),
       )

@@ -1,14 +1,15 @@
 import { z } from 'zod';
 import type { LlmMessage } from '../../schemas/llm.js';
-import { articleBlock, DATA_RULE } from './data-block.js';
+import { boundedString } from '../json-schema.js';
+import { articleBlock, DATA_RULE, REASON_CHARS } from './data-block.js';
 
 /** Passage relevance: does this passage hold findings a verifiable biology question can test? */
-export const RELEVANCE_PROMPT = 'relevance-v2';
+export const RELEVANCE_PROMPT = 'relevance-v3';
 
 export const RelevanceReply = z
   .object({
     relevant: z.boolean(),
-    reason: z.string().describe('one short sentence'),
+    reason: boundedString(REASON_CHARS).describe('one short sentence'),
   })
   .strict();
 export type RelevanceReply = z.infer<typeof RelevanceReply>;

@@ -12,6 +12,7 @@ const DEFAULT_DIALECT: Dialect = {
   maxCompletionTokens: true,
   responseFormat: 'json_schema',
   streamOptions: true,
+  stringLengths: true,
 };
 
 /** A server that has a capacity endpoint answers it at once; one that has none may be slow to say so. */
@@ -20,6 +21,9 @@ const STATED_CAPACITY_TIMEOUT_MS = 5_000;
 /** The message of a server saying the prompt and the reply's budget do not fit its context. */
 export const CONTEXT_EXCEEDED =
   /context length|context window|context size|maximum context|exceeds? (?:the )?(?:model'?s? )?(?:max(?:imum)? )?(?:context|n_ctx)|n_ctx/i;
+
+/** How servers word a refused field or keyword. */
+const REFUSED = /input should be|not supported|unsupported|invalid|unrecognized|not permitted|extra/i;
 
 /**
  * The dialect that answers a refusal of the request, or undefined when the refusal is not about a
@@ -33,10 +37,16 @@ export function relearn(
   param: string | null | undefined,
 ): { dialect: Dialect; change: string } | undefined {
   if (CONTEXT_EXCEEDED.test(message)) return undefined;
+  // Before response_format's own refusal: a schema keyword refused is the keyword's, not the format's.
+  if (dialect.stringLengths && /\b(?:maxLength|minLength)\b/.test(message) && REFUSED.test(message))
+    return {
+      dialect: { ...dialect, stringLengths: false },
+      change: 'string lengths refused in the reply schema: sending it without maxLength and minLength',
+    };
   if (
     dialect.responseFormat === 'json_schema' &&
     /'text' or 'json_object'|response_format|json_schema/i.test(message) &&
-    /input should be|not supported|unsupported|invalid|unrecognized|not permitted|extra/i.test(message)
+    REFUSED.test(message)
   )
     return {
       dialect: { ...dialect, responseFormat: 'json_object' },
@@ -228,8 +238,13 @@ export class OpenAiProvider implements Provider {
       let finish: string | null | undefined;
       let usage: OpenAI.Completions.CompletionUsage | undefined;
       let chunks = 0;
+      let began = false;
       for await (const chunk of stream) {
         watch.progressed();
+        if (!began) {
+          began = true;
+          request.started?.();
+        }
         if (chunk.model) model = chunk.model;
         if (chunk.usage) usage = chunk.usage;
         const choice = chunk.choices?.[0];
@@ -294,7 +309,8 @@ export class OpenAiProvider implements Provider {
 
 /** The request body in a dialect; server-specific fields first, so nothing the request owns is overridden. */
 function body(request: ProviderRequest, dialect: Dialect): Record<string, unknown> {
-  const { name, schema } = request.schema;
+  const { name } = request.schema;
+  const schema = dialect.stringLengths ? request.schema.schema : withoutStringLengths(request.schema.schema);
   return {
     ...request.fields,
     model: request.model,
@@ -307,6 +323,21 @@ function body(request: ProviderRequest, dialect: Dialect): Record<string, unknow
         ? { type: 'json_schema', json_schema: { name, schema, strict: true } }
         : { type: 'json_object', schema },
   };
+}
+
+/** A JSON Schema without `maxLength` and `minLength`, at any depth (Dialect.stringLengths). */
+function withoutStringLengths(schema: Record<string, unknown>): Record<string, unknown> {
+  const strip = (value: unknown): unknown =>
+    Array.isArray(value)
+      ? value.map(strip)
+      : value && typeof value === 'object'
+        ? Object.fromEntries(
+            Object.entries(value)
+              .filter(([k]) => k !== 'maxLength' && k !== 'minLength')
+              .map(([k, v]) => [k, strip(v)]),
+          )
+        : value;
+  return strip(schema) as Record<string, unknown>;
 }
 
 /**

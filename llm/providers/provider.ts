@@ -15,6 +15,8 @@ export interface ProviderRequest {
    * within `firstChunkMs`, or a silence over `stallMs` between chunks. Unset: one whole reply.
    */
   stream?: { firstChunkMs: number; stallMs: number };
+  /** Called once when a streamed reply's first chunk arrives: the server took the request into a slot. */
+  started?: () => void;
   /** Aborts the request in flight: the process is stopping. */
   signal?: AbortSignal;
   /** Server-specific fields sent as they are (config `requestFields`); never ones the request owns. */

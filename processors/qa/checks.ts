@@ -1,6 +1,6 @@
 import { BLOCK_MARKER } from '../../llm/prompts/data-block.js';
 import { unverifiable } from '../../reward/index.js';
-import type { QaCandidate, RejectionCode } from '../../schemas/qa.js';
+import { QA_LIMITS, type QaCandidate, type RejectionCode } from '../../schemas/qa.js';
 import { normaliseText } from '../../sources/minhash.js';
 import { looksEnglish } from './language.js';
 
@@ -14,13 +14,6 @@ export interface CheckOptions {
   /** Accept free-form answers yes/no or true/false (grade.allowYesNo). */
   readonly allowYesNo: boolean;
 }
-
-/** Bounds on lengths, in characters and words; the paper's answers are short and canonical. */
-export const LIMITS = {
-  question: { min: 20, max: 1000 },
-  option: { max: 300 },
-  freeFormAnswer: { maxChars: 120, maxWords: 15 },
-} as const;
 
 // Phrases that point outside the question: a reader without the article cannot resolve them.
 const CONTEXT_BOUND = [
@@ -62,10 +55,10 @@ export function deterministicChecks(c: QaCandidate, opts: CheckOptions): RuleFai
   const fail = (code: RejectionCode, reason: string) => failures.push({ code, reason });
   const question = c.question.trim();
   const normalisedQuestion = normaliseText(question);
-  if (question.length < LIMITS.question.min || question.length > LIMITS.question.max)
+  if (question.length < QA_LIMITS.question.min || question.length > QA_LIMITS.question.max)
     fail(
       'question-length',
-      `question is ${question.length} characters, outside ${LIMITS.question.min}-${LIMITS.question.max}`,
+      `question is ${question.length} characters, outside ${QA_LIMITS.question.min}-${QA_LIMITS.question.max}`,
     );
   for (const pattern of CONTEXT_BOUND) {
     const m = question.match(pattern);
@@ -95,15 +88,15 @@ export function deterministicChecks(c: QaCandidate, opts: CheckOptions): RuleFai
     if (index < 0 || index >= n) fail('answer-key', `answer ${c.answer} is not one of the ${n} options`);
     if (c.options.some((o) => AMBIGUOUS_OPTION.test(o.trim())))
       fail('ambiguous-option', 'an "all/none/both of the above" option makes more than one key possible');
-    const long = c.options.find((o) => o.length > LIMITS.option.max);
-    if (long) fail('option-length', `an option is ${long.length} characters, over ${LIMITS.option.max}`);
+    const long = c.options.find((o) => o.length > QA_LIMITS.option.max);
+    if (long) fail('option-length', `an option is ${long.length} characters, over ${QA_LIMITS.option.max}`);
     const key = normalised[index];
     if (key && key.length >= 6 && normalisedQuestion.includes(key))
       fail('answer-in-question', 'the correct option is written in the question');
   } else {
     const answer = c.answer.trim();
     const words = answer.split(/\s+/).filter(Boolean).length;
-    if (answer.length > LIMITS.freeFormAnswer.maxChars || words > LIMITS.freeFormAnswer.maxWords)
+    if (answer.length > QA_LIMITS.freeFormAnswer.maxChars || words > QA_LIMITS.freeFormAnswer.maxWords)
       fail(
         'answer-length',
         `answer is ${words} words, ${answer.length} characters; a verifiable answer is short`,

@@ -36,6 +36,8 @@ export const Dialect = z
     ignoresMaxCompletionTokens: z.boolean().default(false),
     /** llama-cpp-python's response_format: `text` or `json_object` (with `schema`), else a 500. */
     llamaCppResponseFormat: z.boolean().default(false),
+    /** Structured outputs' strict mode: a string's `maxLength` or `minLength` in the schema is a 400. */
+    refusesStringLengths: z.boolean().default(false),
     /** Error bodies at the top level, `{object: "error", message, ...}`, as vLLM's before 0.9. */
     topLevelErrors: z.boolean().default(false),
     /**
@@ -85,6 +87,10 @@ export const DIALECTS = {
     ignoresMaxCompletionTokens: true,
     streamsNoUsage: true,
   },
+  // OpenAI's structured outputs (strict json_schema): "Supported properties" for strings are
+  // `pattern` and `format`, no lengths (platform.openai.com/docs/guides/structured-outputs); a schema
+  // with one is refused with a 400 naming the keyword and where it is, param "response_format".
+  'openai-structured': { refusesStringLengths: true },
   // Ollama's OpenAI endpoint lists max_tokens, not max_completion_tokens, among what it supports
   // (docs/openai.md, /v1/chat/completions).
   ollama: { ignoresMaxCompletionTokens: true },
@@ -162,6 +168,15 @@ export function refusal(d: Dialect, request: ChatRequest, promptTokens: number):
         },
       },
     };
+  const lengthAt = d.refusesStringLengths ? stringLengthPath(request.response_format) : undefined;
+  if (lengthAt)
+    return error(
+      d,
+      400,
+      `Invalid schema for response_format 'reply': In context=(${lengthAt.path.map((p) => `'${p}'`).join(', ')}), '${lengthAt.keyword}' is not permitted.`,
+      'response_format',
+      null,
+    );
   const budget = bound(d, request);
   if (d.contextTokens !== undefined && promptTokens + (budget ?? 0) > d.contextTokens)
     return error(
@@ -172,6 +187,22 @@ export function refusal(d: Dialect, request: ChatRequest, promptTokens: number):
       null,
     );
   return undefined;
+}
+
+/** Where the request's reply schema first sets a string length, if it does. */
+function stringLengthPath(format: unknown): { path: string[]; keyword: string } | undefined {
+  const schema = (format as { json_schema?: { schema?: unknown }; schema?: unknown } | undefined)?.json_schema
+    ?.schema;
+  const find = (value: unknown, path: string[]): { path: string[]; keyword: string } | undefined => {
+    if (!value || typeof value !== 'object') return undefined;
+    for (const keyword of ['maxLength', 'minLength']) if (keyword in value) return { path, keyword };
+    for (const [k, v] of Object.entries(value)) {
+      const found = find(v, [...path, k]);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  return find(schema, []);
 }
 
 /** The reply's budget as the dialect reads the request; undefined: none. */

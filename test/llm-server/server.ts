@@ -330,6 +330,13 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
 
 /** Characters per streamed event: fewer events than a real server's token each, the same shape. */
 const STREAM_CHUNK_CHARS = 64;
+/**
+ * The share of a streamed reply's latency before its first chunk: a server streams a reply's first
+ * token once it has read the prompt, and decodes the rest one by one (llama-server's `timings`
+ * report the two apart, `prompt_ms` and `predicted_ms`: tools/server/README.md). Measured here on
+ * llama-cpp-python 0.3.36 serving Gemma 3 270M: first chunks after 0.1-0.9 s of 4-12 s replies.
+ */
+const PROMPT_SHARE = 0.05;
 
 /**
  * A reply as server-sent events, as OpenAI documents chat completion streaming
@@ -338,7 +345,7 @@ const STREAM_CHUNK_CHARS = 64;
  * reasoning field first, as vLLM streams `reasoning_content`/`reasoning`, then the content or the
  * refusal), a last chunk with the finish_reason, with `stream_options.include_usage` one more with
  * empty choices and the usage, then `data: [DONE]`. The pieces are spread over the reply's
- * latency, so the first comes after a share of it and the last at its end. A client that left is
+ * latency: the first after the prompt's share of it (PROMPT_SHARE), the last at its end. A client that left is
  * decoded for to the end all the same (as the slots' note says); a stall sends half the pieces
  * and then nothing, the connection open, until the client leaves. Whether it reached the client
  * (false: decoded for nobody), or stalled.
@@ -372,13 +379,16 @@ async function streamReply(
   });
   const events = [...deltas.map((d) => chunk(d, null)), chunk({}, r.finish)];
   if (r.usage) events.push({ ...chunk({}, null), choices: [], usage: r.usage } as never);
-  const gap = r.delayMs / events.length;
+  // The first chunk once the prompt is read, the rest as the reply is decoded.
+  const firstMs = r.delayMs * PROMPT_SHARE;
+  const gap = (r.delayMs - firstMs) / Math.max(1, events.length - 1);
   for (const [i, event] of events.entries()) {
     if (r.stall && i === Math.ceil(events.length / 2)) {
       await new Promise((resolve) => res.once('close', resolve));
       return 'stalled';
     }
-    if (gap > 0) await new Promise((resolve) => setTimeout(resolve, gap));
+    const wait = i === 0 ? firstMs : gap;
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     if (gone()) continue;
     if (!res.headersSent)
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });

@@ -162,6 +162,25 @@ describe('dialects of request fields', () => {
     expect(warnings(x).filter((m) => /response_format/.test(m))).toHaveLength(1);
   });
 
+  it("OpenAI's strict mode: string lengths refused once, then the schema is sent without them, still strict", async () => {
+    const Short = z.object({ answer: z.string().max(40) }).strict();
+    const { rig: x, sent } = await speaking('openai-structured');
+    const first = await x.llm.complete({ ...mcq(1), schema: Short });
+    expect(Short.parse(first.value)).toEqual(first.value);
+    await x.llm.complete({ ...mcq(2), schema: Short });
+    expect(x.server.stats().refusedByDialect).toEqual({ '400': 1 });
+    // The requests answered: still strict json_schema, the length left out.
+    expect(sent.map((s) => s.response_format?.type)).toEqual(['json_schema', 'json_schema']);
+    expect(JSON.stringify(sent.map((s) => s.response_format))).not.toMatch(/maxLength/);
+    expect(warnings(x).filter((m) => /string lengths refused/.test(m))).toHaveLength(1);
+  });
+
+  it('a grammar server is sent the string lengths: they bound what it decodes', async () => {
+    const { rig: x, sent } = await speaking('plain');
+    await x.llm.complete(mcq(1));
+    expect(JSON.stringify(sent[0]!.response_format)).toMatch(/"minLength":10/);
+  });
+
   it('a server from before max_completion_tokens is sent max_tokens alone', async () => {
     const { rig: x, sent } = await speaking('old-openai-compatible');
     await x.llm.complete(mcq(1));
@@ -177,6 +196,7 @@ describe('dialects of request fields', () => {
       maxCompletionTokens: true,
       responseFormat: 'json_schema' as const,
       streamOptions: true,
+      stringLengths: true,
     };
     expect(
       relearn(
@@ -199,6 +219,14 @@ describe('dialects of request fields', () => {
       ),
     ).toBeUndefined();
     expect(relearn(d, "Unsupported parameter: 'top_k'", null)).toBeUndefined();
+    // A schema keyword refused is the keyword's: response_format json_schema stays.
+    expect(
+      relearn(
+        d,
+        "Invalid schema for response_format 'relevance': In context=('properties', 'reason'), 'maxLength' is not permitted.",
+        'response_format',
+      )?.dialect,
+    ).toEqual({ ...d, stringLengths: false });
     expect(relearn(d, 'Unrecognized request argument supplied: stream_options', null)?.dialect).toMatchObject(
       {
         streamOptions: false,

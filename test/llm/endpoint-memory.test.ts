@@ -82,9 +82,11 @@ describe('EndpointMemory', () => {
   it('the concurrency limit found is where the next layer starts: no ramp from 1', async () => {
     const folder = dataFolder();
     const server = await start({ slots: 8, latency: { kind: 'fixed', ms: 300 } });
+    // Whole replies: a streamed reply's first chunk ramps a fresh layer to the slots within one
+    // reply (adaptive-limit.ts), which would hide the ramp this compares with.
     const burst = async (memory: EndpointMemory, from: number) => {
       server.resetStats();
-      const r = await rig({}, { memory }, server);
+      const r = await rig({ stream: false }, { memory }, server);
       await Promise.all(Array.from({ length: 8 }, (_, i) => r.llm.complete(mcq(from + i))));
       await r.close();
       return server.stats().maxInFlight;

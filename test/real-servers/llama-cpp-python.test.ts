@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
@@ -55,10 +55,22 @@ describe('a real llama-cpp-python server through llm.baseUrl', () => {
     const python = built.stdout.trim().split('\n').at(-1)!;
     const port = await freePort();
     baseUrl = `http://127.0.0.1:${port}/v1`;
-    // --chat_format gemma: without it the server wraps Gemma's turns in [INST] markers.
+    // --chat_format gemma: without it the server wraps Gemma's turns in [INST] markers. --n_threads:
+    // its default is half the cores, one here.
     server = spawn(
       python,
-      ['-m', 'llama_cpp.server', '--model', modelPath, '--chat_format', 'gemma', '--n_ctx', '2048'],
+      [
+        '-m',
+        'llama_cpp.server',
+        '--model',
+        modelPath,
+        '--chat_format',
+        'gemma',
+        '--n_ctx',
+        '2048',
+        '--n_threads',
+        String(availableParallelism()),
+      ],
       { env: { ...process.env, HOST: '127.0.0.1', PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     // However this process ends (a runner's timeout kills it), the server goes with it.
@@ -177,19 +189,14 @@ describe('a real llama-cpp-python server through llm.baseUrl', () => {
     };
   }
 
-  it('runs the pipeline over a short article with no concurrency set: no request timed out, none refused; reported beside the local provider', async () => {
+  it('runs the pipeline over a short article with the minimal config (no concurrency, no token cap): no request timed out, none refused; reported beside the local provider', async () => {
     const articles = 1;
-    // No concurrency: the server's one decoding slot is found. The token cap stays: the 270M model
-    // writes to the default 1,024 tokens under this server's grammar, minutes a reply on 2 shared
-    // cores, and a run with no cap outlasts CI (issue 49). One short article (one passage).
+    // The minimal config: the server's one decoding slot is found, and no token cap is set. The
+    // 270M model repeats itself inside a JSON string until max_tokens (the default 1,024: minutes a
+    // reply on 2 cores) unless the reply schema bounds it: the stages' schemas carry maxLength,
+    // which this server's grammar keeps to (llm/json-schema.ts: boundedString).
     const served = await pipeline(
-      {
-        baseUrl,
-        model: 'gemma-3-270m',
-        apiKeyEnv: 'E2E_LLM_KEY',
-        maxTokens: MAX_TOKENS,
-        contextTokens: 2048,
-      },
+      { baseUrl, model: 'gemma-3-270m', apiKeyEnv: 'E2E_LLM_KEY' },
       articles,
       SHORT_ARTICLE,
     );
@@ -211,6 +218,5 @@ describe('a real llama-cpp-python server through llm.baseUrl', () => {
     // timed out waiting its turn at the server's one slot, none was sent again into its queue.
     expect(Object.keys(served.requests).filter((o) => o !== 'answered' && o !== 'http 500')).toEqual([]);
     expect(served.requests['http 500'] ?? 0).toBeLessThanOrEqual(1);
-    for (const c of served.calls) expect(c.outputTokens).toBeLessThanOrEqual(MAX_TOKENS);
   }, 900_000);
 });
