@@ -20,7 +20,13 @@
  *   came before any request settled, when no slot can have been freed for it, found one free: +1
  *   then, not at its end. Slow start then fills N slots in N prompts' reading rather than log2 N
  *   whole replies, and stops one request over them: that one waits, and sends no first chunk until
- *   a reply ends; a first chunk that late against the least one met a queue, and ends slow start.
+ *   a reply ends. A first chunk after a request settled is judged against the least first chunk:
+ *   that late, it waited for the slot freed and slow start ends; else +1 as well. A streamed reply's
+ *   whole latency judges nothing in slow start: it adds how long the reply is, which varies (a
+ *   short one among long ones), not the server's queue.
+ * - The rounds are judged against the least of their own medians, seeded at slow start's end with
+ *   the median of its replies: never against a single reply, the shortest of which is far under
+ *   any round's median where replies vary in length.
  * - Then +1 a round while the queue is under a tenth of the limit (half a request under 5); when it
  *   is over a third of the limit and over one and a half requests, down to where about one request
  *   would wait; held between: the slots stay busy with a request or two waiting for the next free
@@ -38,6 +44,12 @@ export class AdaptiveLimit {
   private readonly waiters: (() => void)[] = [];
   /** The latencies of recent rounds: the least is the server's without a queue. */
   private readonly rounds = new Recent(ROUNDS_KEPT);
+  /**
+   * Slow start's replies, each judged alone. Kept apart from the rounds: the least of single
+   * replies is far under any round's median where latencies vary (a short reply among long ones),
+   * and a round judged against it would read that gap as a queue.
+   */
+  private readonly replies = new Recent(ROUNDS_KEPT);
   /** Recent streamed replies' first chunks: the least is a prompt's reading without a queue. */
   private readonly firstChunks = new Recent(ROUNDS_KEPT);
   /** Permits handed out, numbered: a round counts the replies to requests sent since it began. */
@@ -92,7 +104,6 @@ export class AdaptiveLimit {
     const settledBefore = this.settled;
     let released = false;
     let startSeen = false;
-    let raisedAtStart = false;
     const release = () => {
       if (released) return;
       released = true;
@@ -108,20 +119,16 @@ export class AdaptiveLimit {
         startSeen = true;
         this.firstChunks.add(Math.max(firstChunkMs, 1e-3));
         if (!this.slowStart || number < this.round.from) return;
-        if (this.settled === settledBefore) {
-          // No request settled since this one was sent: no slot was freed for it, so it had one free.
-          if (!used()) return;
-          raisedAtStart = true;
-          this.raise(this.limit + 1);
-        } else if (queueMet(sentWith, firstChunkMs, this.firstChunks.least()) >= SLOW_START_QUEUE) {
-          // A slot was freed meanwhile, and its first chunk came that much later than the least: it
-          // waited for that slot. Slow start ends a reply sooner than by this request's latency.
-          this.slowStart = false;
-          this.nextRound();
-        }
+        // No request settled since this one was sent: no slot was freed for it, so it had one
+        // free. Else its first chunk against the least says whether it waited for the one freed.
+        const waited =
+          this.settled !== settledBefore &&
+          queueMet(sentWith, firstChunkMs, this.firstChunks.least()) >= SLOW_START_QUEUE;
+        if (waited) this.endSlowStart();
+        else if (used()) this.raise(this.limit + 1);
       },
       answered: (latencyMs) => {
-        if (number >= this.round.from) this.answered(latencyMs, sentWith, used(), raisedAtStart);
+        if (number >= this.round.from) this.answered(latencyMs, sentWith, used(), startSeen);
         release();
       },
       overloaded: () => {
@@ -132,19 +139,26 @@ export class AdaptiveLimit {
     };
   }
 
-  private answered(latencyMs: number, sentWith: number, used: boolean, raisedAtStart: boolean): void {
+  private answered(latencyMs: number, sentWith: number, used: boolean, streamed: boolean): void {
     this.round.latencies.push(latencyMs);
     // A limit is raised only where it was used: a caller with fewer calls to make than the limit
     // says nothing of whether the server takes more (Netflix's limiters' rule, "app-limited").
     if (used) this.round.used = true;
     if (this.slowStart) {
+      // A streamed reply was judged by its first chunk: its whole latency adds how long it is, which
+      // varies with the reply (a short one among long ones), not with the server's queue.
+      if (streamed) {
+        this.replies.add(Math.max(latencyMs, 1e-3));
+        return;
+      }
       // Each reply is a round of its own, judged by the requests in flight when it was sent: +1 a
       // reply that met no queue doubles the limit a round trip; one that met a queue ends it.
-      this.rounds.add(Math.max(latencyMs, 1e-3));
-      const queue = queueMet(sentWith, latencyMs, this.rounds.least());
-      if (queue >= SLOW_START_QUEUE) this.slowStart = false;
-      else if (used && !raisedAtStart) this.raise(this.limit + 1);
-      if (!this.slowStart) this.nextRound();
+      const queue = this.replies.size() ? queueMet(sentWith, latencyMs, this.replies.least()) : 0;
+      if (queue >= SLOW_START_QUEUE) this.endSlowStart();
+      else {
+        this.replies.add(Math.max(latencyMs, 1e-3));
+        if (used) this.raise(this.limit + 1);
+      }
       return;
     }
     if (this.round.latencies.length < Math.max(this.limit, ROUND_LEAST)) return;
@@ -165,9 +179,20 @@ export class AdaptiveLimit {
     this.wake();
   }
 
+  /**
+   * The rounds after slow start are judged against the least of their medians, seeded with the
+   * median of slow start's replies: what the server answers in without a queue, the replies that
+   * met one aside (or a standing queue would be taken for its pace).
+   */
+  private endSlowStart(): void {
+    this.slowStart = false;
+    if (this.replies.size()) this.rounds.add(this.replies.median());
+    this.nextRound();
+  }
+
   private lower(to: number): void {
     this.queueingSeen++;
-    this.slowStart = false;
+    if (this.slowStart) this.endSlowStart();
     this.limit = Math.max(1, Math.min(this.limit - 1, to));
     this.nextRound();
   }
@@ -243,20 +268,28 @@ function upperMedian(values: readonly number[]): number {
   return sorted[sorted.length >> 1]!;
 }
 
-/** The last `size` values, and the least of them. */
+/** The last `capacity` values, and the least and the median of them. */
 class Recent {
   private readonly values: number[] = [];
   private next = 0;
 
-  constructor(private readonly size: number) {}
+  constructor(private readonly capacity: number) {}
 
   add(value: number): void {
-    if (this.values.length < this.size) this.values.push(value);
+    if (this.values.length < this.capacity) this.values.push(value);
     else this.values[this.next] = value;
-    this.next = (this.next + 1) % this.size;
+    this.next = (this.next + 1) % this.capacity;
   }
 
   least(): number {
     return Math.min(...this.values);
+  }
+
+  median(): number {
+    return upperMedian(this.values);
+  }
+
+  size(): number {
+    return this.values.length;
   }
 }

@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AdaptiveLimit, type Permit } from '../../llm/flow/adaptive-limit.js';
+import { drawLatency } from '../llm-server/latency.js';
+import { seededFrom } from '../llm-server/random.js';
 
 /**
  * The adaptive limit against a simulated server in virtual time: `slots` decoding slots, a FIFO
@@ -10,7 +12,7 @@ import { AdaptiveLimit, type Permit } from '../../llm/flow/adaptive-limit.js';
  */
 async function simulate(opts: {
   slots: number;
-  replyMs: number;
+  replyMs: number | (() => number);
   promptMs: number;
   requests: number;
   streamed: boolean;
@@ -29,7 +31,7 @@ async function simulate(opts: {
   const decode = (sentAt: number, permit: Permit) => {
     busy++;
     if (opts.streamed) at(now + opts.promptMs, () => permit.started(now - sentAt));
-    at(now + opts.replyMs, () => {
+    at(now + (typeof opts.replyMs === 'number' ? opts.replyMs : opts.replyMs()), () => {
       atFirstReply ??= { limit: limit.current, sent };
       permit.answered(now - sentAt);
       busy--;
@@ -106,5 +108,24 @@ describe('slow start grows by first chunks, not whole replies', () => {
       ),
       { numRuns: 25 },
     );
+  });
+
+  it('replies whose lengths vary (log-normal, p99 ten times the median) with no queue: never lowered, and grown to the bound (streamed) or near it', async () => {
+    // Before slow start kept its single replies apart, the least of them (a short reply) became the
+    // rounds' baseline: every round's median read as a queue of most of the limit, and it was
+    // lowered again and again (npm run bench -- llm: 0.58 of the ideal rate).
+    for (const streamed of [true, false]) {
+      const random = seededFrom(`lognormal ${streamed}`);
+      const r = await simulate({
+        slots: Number.POSITIVE_INFINITY,
+        replyMs: () => drawLatency({ kind: 'lognormal', medianMs: 200, p99Ms: 2_000 }, random),
+        promptMs: 10,
+        requests: 3_000,
+        streamed,
+      });
+      expect(r.queueingSeen).toBe(0);
+      // Streamed, slow start never ends (no first chunk waits); whole replies grow a round at a time.
+      expect(r.limit).toBeGreaterThanOrEqual(streamed ? 64 : 48);
+    }
   });
 });
