@@ -325,8 +325,12 @@ function body(request: ProviderRequest, dialect: Dialect): Record<string, unknow
   };
 }
 
-/** A JSON Schema without `maxLength` and `minLength`, at any depth (Dialect.stringLengths). */
+const stripped = new WeakMap<Record<string, unknown>, Record<string, unknown>>();
+
+/** A JSON Schema without `maxLength` and `minLength`, at any depth (Dialect.stringLengths); once per schema. */
 function withoutStringLengths(schema: Record<string, unknown>): Record<string, unknown> {
+  const known = stripped.get(schema);
+  if (known) return known;
   const strip = (value: unknown): unknown =>
     Array.isArray(value)
       ? value.map(strip)
@@ -337,7 +341,9 @@ function withoutStringLengths(schema: Record<string, unknown>): Record<string, u
               .map(([k, v]) => [k, strip(v)]),
           )
         : value;
-  return strip(schema) as Record<string, unknown>;
+  const result = strip(schema) as Record<string, unknown>;
+  stripped.set(schema, result);
+  return result;
 }
 
 /**

@@ -191,8 +191,7 @@ export function refusal(d: Dialect, request: ChatRequest, promptTokens: number):
 
 /** Where the request's reply schema first sets a string length, if it does. */
 function stringLengthPath(format: unknown): { path: string[]; keyword: string } | undefined {
-  const schema = (format as { json_schema?: { schema?: unknown }; schema?: unknown } | undefined)?.json_schema
-    ?.schema;
+  const schema = (format as { json_schema?: { schema?: unknown } } | undefined)?.json_schema?.schema;
   const find = (value: unknown, path: string[]): { path: string[]; keyword: string } | undefined => {
     if (!value || typeof value !== 'object') return undefined;
     for (const keyword of ['maxLength', 'minLength']) if (keyword in value) return { path, keyword };

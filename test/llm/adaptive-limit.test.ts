@@ -65,7 +65,6 @@ async function simulate(opts: {
   return {
     limit: limit.current,
     maxWaiting,
-    seconds: now / 1000,
     atFirstReply: atFirstReply!,
     queueingSeen: limit.queueingSeen,
   };
@@ -85,7 +84,7 @@ describe('slow start grows by first chunks, not whole replies', () => {
     expect(r.atFirstReply).toEqual({ limit: 1, sent: 1 });
   });
 
-  it('a first chunk after a request settled is no evidence of a free slot: one slot is never sent more than two', async () => {
+  it('a first chunk that waited for a freed slot ends slow start: one slot is never sent more than two', async () => {
     const r = await simulate({ slots: 1, replyMs: 20_000, promptMs: 1_000, requests: 12, streamed: true });
     expect(r.atFirstReply).toEqual({ limit: 2, sent: 2 });
     expect(r.maxWaiting).toBe(1);
