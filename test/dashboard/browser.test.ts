@@ -8,7 +8,7 @@ import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, start } from '../llm-server/server.js';
 import { classifiedOf } from '../sampler/classified.js';
 import { generateItems } from '../sampler/generated.js';
-import { CHROMIUM } from '../tools-setup.js';
+import { CHROMIUM } from '../setup/tools.js';
 import { until } from '../until.js';
 import { metricNames, parsePrometheus, sampleValue } from './prometheus.js';
 

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 
 /** deploy/image/podman.sh: podman with the project's containers.conf and its storage under .deploy/. */
 export const PODMAN = fileURLToPath(new URL('../../deploy/image/podman.sh', import.meta.url));
-/** What .ci/run builds before the tests (deploy/image/build.sh worker). */
+/** What the services project's global setup builds (test/setup/services.ts: deploy/image/build.sh worker). */
 export const WORKER_IMAGE = process.env.BIOALCHEMY_TEST_IMAGE ?? 'localhost/bioalchemy:worker';
 /** The embedded default's variant, with chdb (deploy/image/build.sh all-in-one). */
 export const ALL_IN_ONE_IMAGE = 'localhost/bioalchemy:all-in-one';

@@ -7,9 +7,9 @@ import { FREEFORM_PROMPT, FreeformReply, freeformMessages } from '../../llm/prom
 import { MCQ_PROMPT, McqReply, mcqMessages } from '../../llm/prompts/mcq.js';
 import { INTERROGATIVES, STAGE_GRAMMARS } from '../../llm/providers/local-grammars.js';
 import { LlmConfig } from '../../schemas/llm.js';
-import { LOCAL_MODEL } from '../model-setup.js';
+import { LOCAL_MODEL } from '../setup/model.js';
 
-// The real local model: the unit project's global setup (test/model-setup.ts) fetches it with
+// The real local model: the unit project's global setup (test/setup/model.ts) fetches it with
 // deploy/model.sh, or BIOALCHEMY_LOCAL_MODEL names one. node-llama-cpp is an optional dependency
 // with a prebuilt binary for this platform: here, it must have installed.
 const modelPath = process.env.BIOALCHEMY_LOCAL_MODEL ?? LOCAL_MODEL;

@@ -14,7 +14,7 @@ import type { DeadLetter } from '../../schemas/dead-letter.js';
 import type { LlmCallRecord } from '../../schemas/llm.js';
 import { LlmConfig } from '../../schemas/llm.js';
 import { cli, requestsByOutcome, runUntilIdle, topicValues } from '../e2e/helpers.js';
-import { LOCAL_MODEL } from '../model-setup.js';
+import { LOCAL_MODEL } from '../setup/model.js';
 
 /**
  * A real server users run: llama-cpp-python's OpenAI-compatible server (PyPI sdist, built once by

@@ -13,7 +13,7 @@ import { clickHouseServer, type ServerDatabase } from './clickhouse-server.js';
 // verl's dataset and reward hooks, from the Python suites clients/python/tests/test_{trl,verl}.py,
 // run in the trainer venv against a feeder serving a mix of 25 classified QA. The acked rewards go
 // to a database of this test's own on the ClickHouse server. The venv is deploy/trainer-venv.sh's
-// (CI makes it in a step of its own, .ci/run; this test makes it where it is missing).
+// (the services project's global setup makes it; so does this test, where it is missing).
 const PYTHON = '.deploy/trainer-venv/bin/python';
 
 const Report = z.object({ run: z.string(), acked: z.number().int() });
@@ -27,7 +27,7 @@ describe('real trainers on the feeder of bioalchemy run', () => {
   let feederUrl: string;
 
   beforeAll(async () => {
-    // Cached (under a second) when CI's step or an earlier run made it; cold, 190-270 s and 5.6 GB.
+    // Cached (about a second) when the global setup or an earlier run made it; cold, 190-270 s and 5.6 GB.
     const venv = spawnSync('bash', ['deploy/trainer-venv.sh'], { stdio: ['ignore', 2, 2], timeout: 840_000 });
     expect(venv.status, 'deploy/trainer-venv.sh failed').toBe(0);
     expect(existsSync(PYTHON), `${PYTHON} missing after deploy/trainer-venv.sh`).toBe(true);
