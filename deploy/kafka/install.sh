@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Fetch the Kafka broker class path (deploy/kafka/pom.xml) into <repo>/.deploy/kafka/libs.
+# Fetch the Kafka broker class path (deploy/kafka/pom.xml) into the machine's cache (lib.sh's CACHE_ROOT)/kafka/libs,
+# shared by every clone.
 # Skips the download when the jars for the current pom are already there.
 set -euo pipefail
 LOG_TAG=kafka
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib.sh"
 
 POM="$DEPLOY_DIR/kafka/pom.xml"
-LIBS="$STATE_ROOT/kafka/libs"
+LIBS="$CACHE_ROOT/kafka/libs"
 STAMP="$LIBS/.pom.sha256"
 count_jars() { local n=0 f; for f in "$1"/*.jar; do [[ -e "$f" ]] && n=$((n + 1)); done; echo "$n"; }
 want="$(sha256sum "$POM" | cut -d' ' -f1)"
@@ -23,8 +24,8 @@ fi
 pick_java 17
 log "downloading Kafka jars with Maven (pom: deploy/kafka/pom.xml)"
 t0=$(now_ms)
-mkdir -p "$STATE_ROOT/kafka"
-tmp="$(mktemp -d "$STATE_ROOT/kafka/libs.tmp.XXXXXX")"
+mkdir -p "$STATE_ROOT/kafka" "$CACHE_ROOT/kafka"
+tmp="$(mktemp -d "$CACHE_ROOT/kafka/libs.tmp.XXXXXX")"
 chmod 755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 mvnlog="$STATE_ROOT/kafka/mvn-install.log"

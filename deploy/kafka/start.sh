@@ -32,7 +32,7 @@ LOGFILE="$RUN_DIR/kafka.log"
 PROPS="$RUN_DIR/server.properties"
 LOG4J="$RUN_DIR/log4j2.properties"
 TOOLS_LOG4J="$RUN_DIR/tools-log4j2.properties"
-LIBS="$STATE_ROOT/kafka/libs"
+LIBS="$CACHE_ROOT/kafka/libs"
 compgen -G "$LIBS/kafka_2.13-*.jar" >/dev/null || die "no jars in $LIBS: run deploy/kafka/install.sh first"
 pick_java 17
 CP="$LIBS/*"

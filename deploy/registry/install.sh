@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build a runnable Apicurio Registry 2.1.5.Final (Confluent-compatible API under
-# /apis/ccompat/v6) from Maven Central into <repo>/.deploy/registry/build.
+# /apis/ccompat/v6) from Maven Central into the machine's cache (lib.sh's CACHE_ROOT)/registry/build.
 # See deploy/registry/pom.xml for why a Quarkus build step is needed. Skips the build
 # when the runner jar for the current pom is already there.
 set -euo pipefail
@@ -8,7 +8,7 @@ LOG_TAG=registry
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib.sh"
 
 POM="$DEPLOY_DIR/registry/pom.xml"
-BUILD="$STATE_ROOT/registry/build"
+BUILD="$CACHE_ROOT/registry/build"
 STAMP="$BUILD/.pom.sha256"
 want="$(sha256sum "$POM" | cut -d' ' -f1)"
 

@@ -36,7 +36,7 @@ case "$COMPATIBILITY" in
   *) die "bad --compatibility: $COMPATIBILITY" ;;
 esac
 command -v curl >/dev/null || die "curl not found"
-BUILD="$STATE_ROOT/registry/build"
+BUILD="$CACHE_ROOT/registry/build"
 RUNNER="$(ls "$BUILD"/*-runner.jar 2>/dev/null | head -n1 || true)"
 [[ -n "$RUNNER" ]] || die "no runner jar in $BUILD: run deploy/registry/install.sh first"
 mkdir -p "$DATA_DIR"
