@@ -82,9 +82,9 @@ export class Endpoint {
   private readonly watch = new FaultWatch();
   /** The endpoint's fault: suspected (paused, awaiting a probe's confirmation) or confirmed (reported). */
   private fault: { fault: EndpointFault; confirmed: boolean } | null = null;
-  /** Requests sent so far, any model: a stream cut after a later one was sent may be that one's doing. */
-  private sent = 0;
-  /** Streams cut while a later request was sent, since a reply was last answered. */
+  /** Requests in flight, any model: a stream cut while another is may be that one's doing. */
+  private inFlight = 0;
+  /** Streams cut while another request was in flight, since a reply was last answered. */
   private cutByArrivals = 0;
 
   constructor(
@@ -138,11 +138,14 @@ export class Endpoint {
       attempts++;
       let reply: T;
       const sentAt = this.clock.now();
-      const order = ++this.sent;
+      this.inFlight++;
       try {
         if (signal?.aborted) throw signal.reason;
         reply = await attempt(() => permit.started(this.clock.now() - sentAt));
       } catch (e) {
+        // Another request in flight when this one was cut: the one the server may have cut it for.
+        const company = this.inFlight > 1;
+        this.inFlight--;
         // A failed request's real token use is unknown: the estimate stays charged.
         for (const t of tickets) t.leave(estimate);
         if (!signal?.aborted && overloaded(e)) permit.overloaded();
@@ -154,9 +157,9 @@ export class Endpoint {
           throw signal.reason;
         }
         this.hooks.onRequest?.(outcomeOf(e));
-        if (cut(e) && this.sent > order) {
-          // Another request went out while this one streamed: the server may have ended it for
-          // that one. Not this request's failure, nor evidence of a fault: sent again, uncounted.
+        if (cut(e) && company) {
+          // The server may have ended it for the other: not this request's failure, nor evidence
+          // of a fault. Sent again, uncounted.
           this.cutByArrival(limit, who?.model ?? '');
           this.hooks.onRetry('cut', 0);
           if (probe) this.circuit.failure(true);
@@ -193,6 +196,7 @@ export class Endpoint {
         if (delay > 0) await this.clock.sleep(delay);
         continue;
       }
+      this.inFlight--;
       this.hooks.onRequest?.('answered');
       this.cutByArrivals = 0;
       permit.answered(this.clock.now() - sentAt);
@@ -226,7 +230,7 @@ export class Endpoint {
   }
 
   /**
-   * A stream cut while a later request was sent. Twice with no reply answered between, the server
+   * A stream cut while another request was in flight. Twice with no reply answered between, the server
    * is one that ends the stream in progress whenever another request arrives: llama-cpp-python
    * does by default (llama_cpp/server/app.py, get_event_publisher: with `interrupt_requests`, after
    * each chunk it sends `[DONE]` and stops if a request waits for the model's lock), so with more
@@ -348,7 +352,7 @@ export class Endpoint {
   }
 }
 
-/** Streams cut by later requests before the server is taken to end one whenever another arrives. */
+/** Streams cut with another request in flight before the server is taken to end one whenever another arrives. */
 const CUTS_FOR_ONE_AT_A_TIME = 2;
 
 /** A streamed reply that ended with no finish_reason (the provider's TransientError 'cut'). */
