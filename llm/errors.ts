@@ -100,6 +100,22 @@ export class LlmStoppedError extends RetryableError {
 }
 
 /**
+ * A streamed reply that ended (its `[DONE]`, or the end of its body) before any chunk said how it
+ * finished (finish_reason): cut, never a reply. Sent again; never journaled.
+ */
+export class CutReplyError extends TransientError {
+  constructor(
+    /** The pieces of text that had come. */
+    readonly pieces: number,
+  ) {
+    super(
+      'cut',
+      `the reply's stream ended without a finish_reason after ${pieces} piece(s): cut, not a reply`,
+    );
+  }
+}
+
+/**
  * The endpoint answered 200 with a body that is no chat completion: neither one JSON completion
  * (with `choices`) nor server-sent events of its chunks (an HTML page from a proxy, a truncated
  * body, an event that is not JSON). Retried as a server error is: one such body may be a hiccup,

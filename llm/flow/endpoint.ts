@@ -1,6 +1,6 @@
 import type { EndpointFacts } from '../../schemas/llm.js';
 import type { Clock } from '../clock.js';
-import { TransientError, type TransientReason } from '../errors.js';
+import { CutReplyError, TransientError, type TransientReason } from '../errors.js';
 import { AdaptiveLimit } from './adaptive-limit.js';
 import { type BackoffOptions, backoffMs } from './backoff.js';
 import { Circuit, type CircuitOptions } from './circuit.js';
@@ -157,7 +157,7 @@ export class Endpoint {
           throw signal.reason;
         }
         this.hooks.onRequest?.(outcomeOf(e));
-        if (cut(e) && company) {
+        if (e instanceof CutReplyError && company) {
           // The server may have ended it for the other: not this request's failure, nor evidence
           // of a fault. Sent again, uncounted.
           this.cutByArrival(limit, who?.model ?? '');
@@ -354,11 +354,6 @@ export class Endpoint {
 
 /** Streams cut with another request in flight before the server is taken to end one whenever another arrives. */
 const CUTS_FOR_ONE_AT_A_TIME = 2;
-
-/** A streamed reply that ended with no finish_reason (the provider's TransientError 'cut'). */
-function cut(e: unknown): boolean {
-  return e instanceof TransientError && e.reason === 'cut';
-}
 
 /** A 404 naming the model: the endpoint is there, this model is not. */
 function unknownModel(e: unknown): boolean {

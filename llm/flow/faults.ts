@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import { TransientError, UnreadableReplyError } from '../errors.js';
+import { CutReplyError, TransientError, UnreadableReplyError } from '../errors.js';
 
 /**
  * Whose fault a failed request is: the one place the LLM layer decides it (Kafka Streams' rule: a
@@ -16,16 +16,16 @@ import { TransientError, UnreadableReplyError } from '../errors.js';
  * | 500/501, the same message for 5 distinct inputs, no success  | endpoint   | a refusal of the request shape, not an outage  | llm.baseUrl (see llm check)|
  * | 200 with a body that is no chat completion, the same         | endpoint   | retried until then; the server (or a proxy in  | llm.baseUrl                |
  * | Content-Type for 5 distinct inputs, no success               |            | front of it) answers something else            |                            |
- * | streams cut (no finish_reason) with no other request sent    | endpoint   | retried until then; a server that never says   | llm.stream                 |
- * | since, for 5 distinct inputs, no success                     |            | a reply is complete                            |                            |
+ * | a stream cut (no finish_reason) with no other request in     | endpoint   | retried until then; a server that never says   | llm.stream                 |
+ * | flight, for 5 distinct inputs, no success                    |            | a reply is complete                            |                            |
  * | 429, 408, 409, 502-504, other 5xx, timeouts, connections     | transient  | retried; the circuit pauses a down endpoint    | -                          |
  * | anything thrown that is no HTTP answer (a bug, a bad reply)  | record     | dead letter                                    | -                          |
  *
  * A suspected endpoint fault (from repeats) pauses the stage and is confirmed by the next probe
  * failing the same way; a certain one (401/403/404) is confirmed at once. Only a confirmed fault is
  * reported (the one error `run` logs; `run --until-idle` then stops non-zero). A stream cut while
- * another request was sent is no fault at all: the server ends the stream in progress when another
- * request arrives (endpoint.ts learns it as one slot).
+ * another request was in flight is no fault at all: the server may end the stream in progress
+ * when another request arrives (endpoint.ts learns it as one at a time).
  */
 export type Whose = 'record' | 'endpoint' | 'suspect' | 'transient';
 
@@ -95,11 +95,7 @@ export function whoseAlone(e: unknown): Whose {
  */
 export function endpointIfRepeated(e: unknown): boolean {
   const status = statusOf(e);
-  return (
-    status === 500 ||
-    status === 501 ||
-    (e instanceof TransientError && (e.reason === 'unreadable' || e.reason === 'cut'))
-  );
+  return status === 500 || status === 501 || e instanceof UnreadableReplyError || e instanceof CutReplyError;
 }
 
 /** The config key and the fix for an endpoint fault, from its status and message. */
@@ -132,7 +128,7 @@ export function faultOf(e: unknown, who: RequestIdentity, endpoint: string): End
       configKey: 'llm.baseUrl',
       fix: `${endpoint} answers every request with a body that is no chat completion (neither JSON nor server-sent events of one): point llm.baseUrl at the server's OpenAI-compatible base, not a page or a proxy in front of it`,
     };
-  if (e instanceof TransientError && e.reason === 'cut')
+  if (e instanceof CutReplyError)
     return {
       ...base,
       configKey: 'llm.stream',
@@ -166,7 +162,7 @@ export function faultOf(e: unknown, who: RequestIdentity, endpoint: string): End
  */
 function signatureOf(e: unknown): string {
   if (e instanceof UnreadableReplyError) return `unreadable ${e.contentType}`;
-  if (e instanceof TransientError && e.reason === 'cut') return 'cut';
+  if (e instanceof CutReplyError) return 'cut';
   return `${statusOf(e) ?? '-'} ${serverMessage(e).replace(/\d+/g, 'N')}`;
 }
 

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { Stream } from 'openai/core/streaming';
 import type { Dialect, LlmJournalReply } from '../../schemas/llm.js';
-import { TransientError, UnreadableReplyError } from '../errors.js';
+import { CutReplyError, TransientError, UnreadableReplyError } from '../errors.js';
 import { parseJson } from '../journal/log.js';
 import { splitThinking } from '../reply.js';
 import { type HttpFetch, httpFetch, isEventStreamType } from './http-fetch.js';
@@ -225,9 +225,9 @@ export class OpenAiProvider implements Provider {
 
   /**
    * One request, its body read by what the server sent (its Content-Type), not by what was asked:
-   * servers answer one JSON body to a streamed request (9router in front of a provider that does
-   * not stream: open-sse/handlers/chatCore/jsonToSseHandler.js converts only where it knows) and
-   * events to a whole one (a provider that always streams: sseToJsonHandler.js there). Under a
+   * servers answer one JSON body to a streamed request and events to a whole one (the router
+   * 9router converts either way for its clients because its providers do both:
+   * open-sse/handlers/chatCore/jsonToSseHandler.js and sseToJsonHandler.js). Under a
    * ProgressWatch either way: a streamed request's timeouts measure its progress (a long reply
    * that keeps coming is never timed out, one that does not start or stops is); a whole one has
    * its whole-reply bound alone, which events still bound where the server streams anyway.
@@ -251,7 +251,8 @@ export class OpenAiProvider implements Provider {
                 }
               : {}),
           } as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParams,
-          // The signal aborts a call in flight when the process stops (the reply is then not paid).
+          // The watch's signal gives the request up (a timeout, the process stopping: the reply is
+          // then not paid); the client's own timer, at the same bound, never ends it sooner.
           { signal: watch.signal, timeout: timeoutMs },
         )
         .asResponse();
@@ -321,10 +322,7 @@ export class OpenAiProvider implements Provider {
     if (!finish) {
       // Given up meanwhile (the openai client ends its iteration quietly on an abort): a timeout or the stop.
       if (watch.signal.aborted) throw watch.expired ?? watch.signal.reason;
-      throw new TransientError(
-        'cut',
-        `the reply's stream ended without a finish_reason after ${chunks} piece(s): cut, not a reply`,
-      );
+      throw new CutReplyError(chunks);
     }
     return journalReply({
       ...text,

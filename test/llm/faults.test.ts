@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { TransientError, UnreadableReplyError } from '../../llm/errors.js';
+import { CutReplyError, TransientError, UnreadableReplyError } from '../../llm/errors.js';
 import { Endpoint } from '../../llm/flow/endpoint.js';
 import {
   type EndpointFault,
@@ -42,7 +42,7 @@ describe('the fault table', () => {
     [transient(429, 'rate limited'), 'transient'],
     [new TransientError('connection', 'ECONNREFUSED'), 'transient'],
     [new UnreadableReplyError('text/html', '<html>Sign in</html>'), 'transient'],
-    [new TransientError('cut', 'no finish_reason'), 'transient'],
+    [new CutReplyError(3), 'transient'],
     [new Error('a bug: cannot read properties of undefined'), 'record'],
   ])('%s is the %s fault on its own', (e, whose) => {
     expect(whoseAlone(e)).toBe(whose);
@@ -65,7 +65,7 @@ describe('the fault table', () => {
     [http(400, 'max_tokens is not supported, use max_completion_tokens'), who, 'llm.maxTokens'],
     [transient(500, 'response_format json_schema unsupported'), who, 'llm.baseUrl'],
     [new UnreadableReplyError('text/html', '<html>Sign in</html>'), who, 'llm.baseUrl'],
-    [new TransientError('cut', 'no finish_reason'), who, 'llm.stream'],
+    [new CutReplyError(3), who, 'llm.stream'],
   ])('%s: the key to fix is %s', (e, identity, key) => {
     const fault = faultOf(e, identity, 'http://h/v1');
     expect(fault.configKey).toBe(key);
@@ -302,7 +302,7 @@ describe('streams cut without a finish_reason', () => {
           await new Promise((r) => setImmediate(r));
           if (me.cut) {
             stats.cut++;
-            throw new TransientError('cut', 'the stream ended without a finish_reason');
+            throw new CutReplyError(turn);
           }
         }
         stats.answered++;
@@ -367,8 +367,7 @@ describe('streams cut without a finish_reason', () => {
           stage,
           1,
           async () => {
-            if (!fixed)
-              throw new TransientError('cut', `the stream ended without a finish_reason after ${i} piece(s)`);
+            if (!fixed) throw new CutReplyError(i);
             return { tokens: 1 };
           },
           { ...who, key: `input-${i}` },
