@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import rdkafka from 'node-rdkafka';
+import type { KafkaEndpoint } from './endpoint.js';
 
 /** Kafka topic name -> partitions a task wrote to. */
 export type WrittenPartitions = ReadonlyMap<string, ReadonlySet<number>>;
@@ -30,7 +31,7 @@ export class ReadableWait {
     private readonly committed: rdkafka.KafkaConsumer,
   ) {}
 
-  static async open(brokers: readonly string[]): Promise<ReadableWait> {
+  static async open(endpoint: KafkaEndpoint): Promise<ReadableWait> {
     // librdkafka's offset queries follow the client's isolation level. (Not the runtime's kafkajs
     // admin: a topic it once asked about stays in its metadata, and after `reset` deleted the
     // topic every later admin call failed on it.)
@@ -39,7 +40,7 @@ export class ReadableWait {
         const consumer = new rdkafka.KafkaConsumer(
           {
             'group.id': `bioalchemy-watermarks-${randomUUID()}`,
-            'metadata.broker.list': brokers.join(','),
+            ...endpoint.rdkafka(),
             'enable.auto.commit': false,
             'isolation.level': isolation,
           },
