@@ -7,6 +7,7 @@ import { dlqCommand } from './commands/dlq.js';
 import { evalCommand } from './commands/eval.js';
 import { exportCommand } from './commands/export.js';
 import { ingestCommand } from './commands/ingest.js';
+import { kafkaCommand } from './commands/kafka.js';
 import { llmCommand } from './commands/llm.js';
 import { migrateCommand } from './commands/migrate.js';
 import { mixCommand } from './commands/mix.js';
@@ -84,6 +85,7 @@ Examples:
     dashboardCommand(),
     statusCommand(),
     resetCommand(),
+    kafkaCommand(),
     migrateCommand(),
     dlqCommand(),
     llmCommand(),

@@ -7,6 +7,8 @@ import type { LogRecord, OutgoingRecord } from '../../records.js';
 import { GLOBAL, partitionForKey, partitionKey, TOMBSTONE } from '../../records.js';
 import { PARTITIONS_FIXED, type TopicSpec } from '../../topology.js';
 import type { LogTask, Runtime, StoredValue, TaskSpec } from '../types.js';
+import { explainAccess, KafkaAccessError } from './access-errors.js';
+import { probeKafkajs } from './check.js';
 import { type KafkaUrl, parseKafkaUrl, SESSION_TIMEOUT_MS } from './config.js';
 import type { KafkaConnection } from './connection.js';
 import { KafkaEndpoint } from './endpoint.js';
@@ -151,8 +153,14 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
       names,
       opts,
     );
-    await runtime.admin.connect();
-    await runtime.producer.connect();
+    runtime.log.info({ endpoint }, 'connecting to Kafka');
+    // Refused credentials or certificates fail here in seconds, naming the key to fix; a broker
+    // not up yet does not: the connections below wait for it.
+    await probeKafkajs(endpoint).catch((e: unknown) => {
+      if (e instanceof KafkaAccessError) throw e;
+    });
+    await runtime.admin.connect().catch(rethrowExplained);
+    await runtime.producer.connect().catch(rethrowExplained);
     return runtime;
   }
 
@@ -169,6 +177,10 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
   }
 
   async ensureTopics(topics: readonly TopicSpec[]): Promise<void> {
+    await this.ensureTopicsAs(topics).catch(rethrowExplained);
+  }
+
+  private async ensureTopicsAs(topics: readonly TopicSpec[]): Promise<void> {
     const existing = new Set(await this.admin.listTopics());
     const missing = topics.filter((t) => !existing.has(this.names.topic(t.name)));
     if (missing.length) {
@@ -462,10 +474,10 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
     const global = spec.scope === 'global' || spec.topics.length === 0;
     const state = new ChangelogState(this, spec.group, spec.stores, global ? 1 : partitions);
     await state.ensureTopics();
-    const task =
-      this.url.client === 'kafkajs'
-        ? await KafkajsTask.open(this, spec, state)
-        : await RdkafkaTask.open(this, spec, state);
+    const task = await (this.url.client === 'kafkajs'
+      ? KafkajsTask.open(this, spec, state)
+      : RdkafkaTask.open(this, spec, state)
+    ).catch(rethrowExplained);
     this.tasks.add(task);
     return task;
   }
@@ -598,4 +610,9 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
 
 function byteLength(v: Buffer | string | null | undefined): number {
   return v == null ? 0 : typeof v === 'string' ? Buffer.byteLength(v) : v.length;
+}
+
+/** Rethrows an error, as the access fault it stands for where it is one (see access-errors.ts). */
+function rethrowExplained(e: unknown): never {
+  throw explainAccess(e);
 }
