@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
+import { configCommand } from './commands/config.js';
 import { consumeCommand } from './commands/consume.js';
 import { dashboardCommand } from './commands/dashboard.js';
 import { decontaminateCommand } from './commands/decontaminate.js';
@@ -86,6 +87,7 @@ Examples:
     statusCommand(),
     resetCommand(),
     kafkaCommand(),
+    configCommand(),
     migrateCommand(),
     dlqCommand(),
     llmCommand(),
