@@ -92,19 +92,29 @@ export async function probeRdkafka(endpoint: KafkaEndpoint): Promise<ClusterSeen
 
 /**
  * Checks, with actions that change nothing, that the principal may use what the role's ACLs name:
- * each topic's metadata and config (DESCRIBE, DESCRIBE_CONFIGS), each consumer group's committed
- * offsets (READ), each transactional-id prefix by initialising a producer under it (WRITE; it
+ * each topic's metadata (DESCRIBE), each consumer group's committed offsets (READ), each transactional-id prefix by initialising a producer under it (WRITE; it
  * writes no record). An existing topic the principal may not describe is TOPIC_AUTHORIZATION_FAILED.
  */
 export async function checkAccess(
   endpoint: KafkaEndpoint,
   acls: readonly KafkaAcl[],
 ): Promise<AccessCheck[]> {
+  // kafkajs drops the broker's refusal to find a group's or a transactional id's coordinator
+  // (GROUP_AUTHORIZATION_FAILED becomes "Failed to find group coordinator") and only logs it, at
+  // debug: kept from the log.
+  let coordinatorRefusal: unknown = null;
   const kafka = new Kafka({
     clientId: 'bioalchemy-check',
     ...endpoint.kafkajs(),
-    logLevel: logLevel.NOTHING,
-    retry: { retries: 0 },
+    logLevel: logLevel.DEBUG,
+    logCreator:
+      () =>
+      ({ log }) => {
+        if (log.message === 'Tried to find group coordinator' && accessFault(log.error))
+          coordinatorRefusal = log.error;
+      },
+    // One retry: with none, kafkajs neither looks up a group's coordinator nor makes an idempotent producer.
+    retry: { retries: 1 },
   });
   const admin = kafka.admin();
   await admin.connect().catch((e: unknown) => {
@@ -112,11 +122,12 @@ export async function checkAccess(
   });
   const out: AccessCheck[] = [];
   const check = async (resource: string, action: () => Promise<unknown>) => {
+    coordinatorRefusal = null;
     try {
       await action();
       out.push({ resource, fault: null });
     } catch (e) {
-      const fault = accessFault(e);
+      const fault = accessFault(coordinatorRefusal ?? e);
       if (!fault) throw e;
       out.push({ resource, fault });
     }
