@@ -7,17 +7,20 @@ import { type KafkaUrl, parseKafkaUrl } from '../topology/runtime/kafka/config.j
 import { KafkaEndpoint } from '../topology/runtime/kafka/endpoint.js';
 import { KafkaNames } from '../topology/runtime/kafka/names.js';
 import { configOf, loggerOf } from './context.js';
+import { SUMMARY_READS } from './summary.js';
 import { type GlobalOptions, UsageError } from './usage.js';
 
 export interface KafkaAclsOptions extends GlobalOptions {
   principal: string;
   processors?: string[];
   migrate?: boolean;
+  untilIdle?: boolean;
   json?: boolean;
 }
 
 export interface KafkaCheckOptions extends GlobalOptions {
   processors?: string[];
+  untilIdle?: boolean;
 }
 
 function kafkaUrlOf(config: Config): KafkaUrl {
@@ -35,10 +38,12 @@ function roleAcls(
 ): KafkaAcl[] {
   const topology = pipelineTopology();
   const processors = opts.processors ?? topology.processors.map((p) => p.name);
+  const direct = directTopicAccess(processors);
   try {
     return aclsFor(topology, new KafkaNames(url.app ?? config.app), principal, {
       processors,
-      ...directTopicAccess(processors),
+      reads: [...direct.reads, ...(opts.untilIdle ? Object.values(SUMMARY_READS) : [])],
+      writes: direct.writes,
       creates: 'migrate' in opts && opts.migrate === true,
     });
   } catch (e) {

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
+import { explainAccess } from '../topology/runtime/kafka/access-errors.js';
 import { configCommand } from './commands/config.js';
 import { consumeCommand } from './commands/consume.js';
 import { dashboardCommand } from './commands/dashboard.js';
@@ -135,7 +136,8 @@ export async function main(argv: string[]): Promise<number> {
       // commander has already printed the help or the one-line error.
       return e.code === 'commander.helpDisplayed' || e.code === 'commander.version' ? 0 : 2;
     }
-    process.stderr.write(`bioalchemy: ${(e as Error).message}\n`);
+    // A broker's refusal (credentials, certificates, ACLs), wherever it came from, names what to fix.
+    process.stderr.write(`bioalchemy: ${(explainAccess(e) as Error).message}\n`);
     return e instanceof UsageError ? 2 : e instanceof ExitStatus ? e.status : 1;
   }
 }

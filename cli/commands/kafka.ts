@@ -13,6 +13,10 @@ export function kafkaCommand(): Command {
     .requiredOption('--principal <principal>', 'the principal the role connects as, e.g. User:bioalchemy')
     .option('--processors <names>', 'the processors the role runs (default: all)', list)
     .option('--migrate', 'the role also runs `migrate`: it creates the topics and sets their configs')
+    .option(
+      '--until-idle',
+      'the role runs `run --until-idle`, whose summary reads the dead letters and rejections',
+    )
     .option('--json', 'the ACL bindings as one JSON array')
     .addHelpText(
       'after',
@@ -32,6 +36,7 @@ Examples:
       "connect with the configured security, describe the cluster, and check the access the role's processors need",
     )
     .option('--processors <names>', 'the processors the role runs (default: all)', list)
+    .option('--until-idle', 'the role runs `run --until-idle` (see kafka acls --until-idle)')
     .addHelpText(
       'after',
       `

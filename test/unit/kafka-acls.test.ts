@@ -56,6 +56,7 @@ describe('kafka acls: a role computed from the topology', () => {
         acl('TOPIC', 'prod.dedup-bands-bands-changelog', 'DESCRIBE_CONFIGS'),
         ...describeAll,
         acl('GROUP', 'prod.dedup-bands', 'READ'),
+        acl('GROUP', 'prod.reader.', 'READ', 'PREFIXED'),
         acl('TRANSACTIONAL_ID', 'prod.dedup-bands.', 'WRITE', 'PREFIXED'),
         acl('TRANSACTIONAL_ID', 'prod.dedup-bands.', 'DESCRIBE', 'PREFIXED'),
         acl('CLUSTER', 'kafka-cluster', 'IDEMPOTENT_WRITE'),

@@ -38,7 +38,8 @@ export interface RoleAccess {
  * READ on its inputs and its consumer group; WRITE on its outputs and the dead-letter topic; READ
  * and WRITE on its stores' changelogs (restored at start, written in its transactions), which it
  * creates if missing (CREATE on those names); WRITE and DESCRIBE on its transactional-id prefix.
- * Every process: IDEMPOTENT_WRITE on the cluster (its producers are idempotent), and DESCRIBE and
+ * Every process: READ on its readers' group prefix (see KafkaNames.readerGroup), IDEMPOTENT_WRITE
+ * on the cluster (its producers are idempotent), and DESCRIBE and
  * DESCRIBE_CONFIGS on every topic of the topology (a start checks each one's partitions and
  * cleanup policy). READ and WRITE imply DESCRIBE, so it is not repeated for them.
  */
@@ -85,6 +86,7 @@ export function aclsFor(
   if (role.creates)
     for (const op of ['CREATE', 'ALTER_CONFIGS', 'DESCRIBE_CONFIGS'] as const)
       add('TOPIC', names.prefix, op, true);
+  add('GROUP', names.readerGroupPrefix, 'READ', true);
   add('CLUSTER', 'kafka-cluster', 'IDEMPOTENT_WRITE');
   return [...out.values()].sort(byResource);
 }

@@ -113,8 +113,9 @@ export async function checkAccess(
         if (log.message === 'Tried to find group coordinator' && accessFault(log.error))
           coordinatorRefusal = log.error;
       },
-    // One retry: with none, kafkajs neither looks up a group's coordinator nor makes an idempotent producer.
-    retry: { retries: 1 },
+    // A few retries: with none, kafkajs neither looks up a group's coordinator nor makes an
+    // idempotent producer, and a fresh cluster's coordinators take a moment to load.
+    retry: { retries: 5 },
   });
   const admin = kafka.admin();
   await admin.connect().catch((e: unknown) => {
@@ -140,8 +141,10 @@ export async function checkAccess(
       if (!existing.has(topic)) continue;
       await check(`topic ${topic}`, () => admin.fetchTopicMetadata({ topics: [topic] }));
     }
-    for (const group of unique(acls.filter((a) => a.resourceType === 'GROUP')))
+    for (const acl of acls.filter((a) => a.resourceType === 'GROUP')) {
+      const group = acl.patternType === 'PREFIXED' ? `${acl.name}check` : acl.name;
       await check(`group ${group}`, () => admin.fetchOffsets({ groupId: group }));
+    }
     for (const prefix of unique(acls.filter((a) => a.resourceType === 'TRANSACTIONAL_ID')))
       await check(`transactional id ${prefix}*`, async () => {
         const producer = kafka.producer({ transactionalId: `${prefix}check`, maxInFlightRequests: 1 });

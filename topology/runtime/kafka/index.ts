@@ -587,7 +587,7 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
   /** Waits (up to 5 s, then warns) until read_committed readers reach what a closing task wrote. */
   async untilReadable(written: WrittenPartitions): Promise<void> {
     if (!written.size) return;
-    this.readable ??= ReadableWait.open(this.endpoint);
+    this.readable ??= ReadableWait.open(this.endpoint, this.names);
     if (!(await (await this.readable).until(written, 5_000)))
       this.log.warn(
         { topics: [...written.keys()] },

@@ -26,7 +26,7 @@ export class PartitionReader {
   ) {
     this.consumer = new rdkafka.KafkaConsumer(
       {
-        'group.id': `bioalchemy-reader-${randomUUID()}`,
+        'group.id': names.readerGroup(randomUUID()),
         ...endpoint.rdkafka(),
         'enable.auto.commit': false,
         'enable.partition.eof': true,
