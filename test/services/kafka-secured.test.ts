@@ -85,7 +85,7 @@ function configFor(
 const check = (config: string) => cliAsync(['kafka', 'check', '--config', config], { env });
 
 describe('a secured broker: SASL_SSL, ACLs deny by default', () => {
-  it('kafka check names the key to fix: wrong password, unknown CA, hostname mismatch, missing ACL', async () => {
+  it('kafka check names the key to fix: wrong password, unknown CA, hostname mismatch, mechanism, missing ACL (SASL and mTLS)', async () => {
     const app = `sc${randomUUID().slice(0, 6)}`;
     const cases: [string, object, string | undefined, RegExp][] = [
       [
@@ -111,6 +111,12 @@ describe('a secured broker: SASL_SSL, ACLs deny by default', () => {
         { tls: tls(), sasl: sasl('pipeline', 'PIPELINE_PASSWORD', 'SCRAM-SHA-256') },
         undefined,
         /^bioalchemy: connection\.kafka\.sasl\.mechanism: /m,
+      ],
+      [
+        'mtls-missing-acl',
+        { tls: { caFile: CA, certFile: join(STATE, 'client.pem'), keyFile: join(STATE, 'client.key') } },
+        'localhost:29094',
+        /^bioalchemy: ACL: .*GROUP_AUTHORIZATION_FAILED/m,
       ],
       [
         'missing-acl',
