@@ -76,7 +76,10 @@ describe('secrets in a whole run', () => {
         // run's preflight reads GET /models: fetch refuses a body on a GET.
         body: req.method === 'GET' || req.method === 'HEAD' ? undefined : Buffer.concat(chunks),
       });
-      res.writeHead(upstream.status, { 'content-type': 'application/json' });
+      // The upstream's own Content-Type: the layer reads a body by it (events or one JSON).
+      res.writeHead(upstream.status, {
+        'content-type': upstream.headers.get('content-type') ?? 'application/json',
+      });
       res.end(Buffer.from(await upstream.arrayBuffer()));
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
