@@ -182,6 +182,8 @@ cached_venv() {
     echo "import site; site.addsitedir('$(venv_site "$shared")')"
     for p in "${VENV_PATHS[@]}"; do echo "$p"; done
   } >"$(venv_site "$venv")/bioalchemy-shared.pth"
+  # The shared venv's commands (schemathesis, pytest, ...), where the clone's venv has none of its own.
+  for p in "$shared/bin/"*; do [[ -e "$venv/bin/${p##*/}" ]] || ln -s "$p" "$venv/bin/"; done
   echo "$pth" >"$venv/.shared"
 }
 
