@@ -98,7 +98,7 @@ export class Targets {
             retry: c.retry,
             circuit: c.circuit,
             statedCapacity: () => backend.statedCapacity(),
-            learned: (model) => this.memory.get(name, model),
+            learnedLimit: (model) => this.memory.get(name, model).concurrencyLimit,
           },
           this.clock,
           this.hooks(name),
