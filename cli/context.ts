@@ -4,17 +4,11 @@ import { ingestProcessor } from '../processors/ingest.js';
 import { pipelineTopology } from '../processors/pipeline.js';
 import { Config, loadConfig, type QaWithdrawal } from '../schemas/index.js';
 import { EngineMetrics } from '../topology/metrics.js';
-import { openRuntime, type RuntimeOptions } from '../topology/runtime/open.js';
-import type { Runtime } from '../topology/runtime/types.js';
+import { openRuntime } from '../topology/runtime/open.js';
 import { ProcessorTask } from '../topology/task.js';
 import type { Topology } from '../topology/topology.js';
 import { createLogger } from './log.js';
 import { type GlobalOptions, UsageError } from './usage.js';
-
-/** The configured log, reached with the config's connection (TLS, credentials) where it is Kafka. */
-export function openLog(config: Config, opts: Omit<RuntimeOptions, 'connection'> = {}): Promise<Runtime> {
-  return openRuntime(config.log, { ...opts, connection: config.connection });
-}
 
 /** Every record of a topic of the configured log, in partition then offset order, parsed as JSON. */
 export async function forEachLogValue(
@@ -22,7 +16,7 @@ export async function forEachLogValue(
   topic: string,
   visit: (value: unknown) => void,
 ): Promise<void> {
-  const runtime = await openLog(config);
+  const runtime = await openRuntime(config.log);
   try {
     for (const [partition, end] of (await runtime.endOffsets(topic).catch(() => [])).entries()) {
       for (let from = 0; from < end; ) {
@@ -123,7 +117,7 @@ export async function withIngestTask<T>(
 ): Promise<T> {
   const log = loggerOf(opts);
   const topology = pipelineTopology();
-  const runtime = await openLog(configOf(opts));
+  const runtime = await openRuntime(configOf(opts).log);
   try {
     await runtime.ensureTopics(topology.topics);
     const task = await new ProcessorTask(runtime, topology, ingestProcessor, {

@@ -1,7 +1,8 @@
 import { DLQ_REPLAYED_TOPIC, planReplay, type ReplayFilter, replayOnce } from '../processors/dlq-replay.js';
 import { pipelineTopology } from '../processors/pipeline.js';
 import { DeadLetterCode } from '../schemas/dead-letter.js';
-import { configOf, openLog } from './context.js';
+import { openRuntime } from '../topology/runtime/open.js';
+import { configOf } from './context.js';
 import { type GlobalOptions, UsageError } from './usage.js';
 
 export interface DlqReplayOptions extends GlobalOptions {
@@ -39,7 +40,7 @@ export async function replayDeadLetters(opts: DlqReplayOptions): Promise<void> {
     ...(opts.since === undefined ? {} : { since: time('--since', opts.since) }),
     ...(opts.until === undefined ? {} : { until: time('--until', opts.until) }),
   };
-  const runtime = await openLog(configOf(opts));
+  const runtime = await openRuntime(configOf(opts).log);
   const out: string[] = [];
   try {
     await runtime.ensureTopics([...topology.topics, DLQ_REPLAYED_TOPIC]);

@@ -1,7 +1,8 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { TopicCodecs } from '../topology/codec.js';
-import { configOf, openLog, topologyWith } from './context.js';
+import { openRuntime } from '../topology/runtime/open.js';
+import { configOf, topologyWith } from './context.js';
 import { type GlobalOptions, UsageError } from './usage.js';
 
 export interface ProduceOptions extends GlobalOptions {
@@ -34,7 +35,7 @@ export async function produce(topic: string, opts: ProduceOptions): Promise<void
     records.push({ topic, key: key == null ? null : String(key), value: encoded });
   }
   // All or nothing: one bad line refuses the whole input, so a fixed file can simply be sent again.
-  const runtime = await openLog(configOf(opts));
+  const runtime = await openRuntime(configOf(opts).log);
   try {
     await runtime.ensureTopics(topology.topics);
     await runtime.append(records);

@@ -10,8 +10,7 @@ export interface RewardsOptions extends GlobalOptions {
 }
 
 export async function rewards(opts: RewardsOptions): Promise<void> {
-  const config = configOf(opts);
-  const analytics = await openClickHouse(config.clickhouse, { connection: config.connection.clickhouse });
+  const analytics = await openClickHouse(configOf(opts).clickhouse);
   try {
     const rows = await rewardsOverTime(analytics, {
       every: opts.every,

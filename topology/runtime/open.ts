@@ -1,5 +1,4 @@
 import type { Logger } from 'pino';
-import type { Connection } from '../../schemas/connection.js';
 import { EmbeddedRuntime } from './embedded.js';
 import type { Runtime } from './types.js';
 
@@ -9,8 +8,6 @@ export interface RuntimeOptions {
   /** Kafka only: this process's worker id (see KafkaOptions.worker). */
   readonly worker?: string;
   readonly log?: Logger;
-  /** Kafka only: how the brokers and the registry are reached (config `connection`). */
-  readonly connection?: Pick<Connection, 'kafka' | 'registry'>;
 }
 
 /** The runtime is configuration, never code: `file:DIR` (embedded log) or `kafka://host:port,...`. */

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
   type Compatibility as ClientCompatibility,
-  type ClientConfig,
   RestError,
   SchemaRegistryClient,
 } from '@confluentinc/schemaregistry';
@@ -42,12 +41,12 @@ export interface SubjectCheck {
  * scratch subjects judged by the policy (see underPolicy).
  */
 export async function checkSubjects(
-  registry: ClientConfig,
+  registryUrl: string,
   names: KafkaNames,
   topics: readonly TopicSpec[],
   policy: Compatibility,
 ): Promise<SubjectCheck[]> {
-  const client = new SchemaRegistryClient(registry);
+  const client = new SchemaRegistryClient({ baseURLs: [registryUrl] });
   const held = new Set(await client.getAllSubjects());
   const out: SubjectCheck[] = [];
   for (const t of topics) {

@@ -1,6 +1,5 @@
 import {
   type Compatibility as ClientCompatibility,
-  type ClientConfig,
   JsonDeserializer,
   JsonSerializer,
   RestError,
@@ -79,11 +78,11 @@ export class RegistryWire implements ValueWire {
   private readonly subjects = new Map<string, string>();
 
   constructor(
-    client: ClientConfig,
+    url: string,
     private readonly names: KafkaNames,
     private readonly compatibility: Compatibility,
   ) {
-    this.client = new SchemaRegistryClient(client);
+    this.client = new SchemaRegistryClient({ baseURLs: [url] });
     this.serializer = new JsonSerializer(this.client, SerdeType.VALUE, {
       useLatestVersion: true,
       subjectNameStrategy: (topic) => this.subjects.get(topic) ?? `${topic}-value`,
