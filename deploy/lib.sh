@@ -187,6 +187,14 @@ cached_venv() {
   echo "$pth" >"$venv/.shared"
 }
 
+# pip_install PY REQUIREMENT...: cached_venv's INSTALL where plain pip does.
+pip_install() {
+  local py="$1"
+  shift
+  log "pip install $*"
+  "$py" -m pip install -q --disable-pip-version-check "$@"
+}
+
 # venv_site VENV: the venv's site-packages folder.
 venv_site() {
   local site

@@ -18,13 +18,6 @@ PY
 )
 REQUIREMENTS=("${CLIENT[@]}" pyarrow datasets pytest schemathesis)
 
-install() {
-  local py="$1"
-  shift
-  log "pip install $*"
-  "$py" -m pip install -q --disable-pip-version-check "$@"
-}
-
 VENV_PATHS=("$REPO_ROOT/clients/python")
-cached_venv "$STATE_ROOT/py-venv" install "${REQUIREMENTS[@]}"
+cached_venv "$STATE_ROOT/py-venv" pip_install "${REQUIREMENTS[@]}"
 echo "$PY"

@@ -24,15 +24,8 @@ REQUIREMENTS=(
   pytest==9.2.0
 )
 
-# install PY REQUIREMENT...: one pip call, so one resolver sees all pins.
-install() {
-  local py="$1"
-  shift
-  log "pip install $*"
-  "$py" -m pip install -q --disable-pip-version-check "$@"
-  # Editable: the venv runs the working tree's client, so it is installed once, with the venv.
-  "$py" -m pip install -q --disable-pip-version-check --no-deps -e "$REPO_ROOT/clients/python"
-}
-
-cached_venv "$STATE_ROOT/trainer-venv" install "${REQUIREMENTS[@]}"
+# One pip call (pip_install), so one resolver sees all pins. The client is this clone's, read from
+# its folder, never installed into the shared venv (another clone would run this one's code).
+VENV_PATHS=("$REPO_ROOT/clients/python")
+cached_venv "$STATE_ROOT/trainer-venv" pip_install "${REQUIREMENTS[@]}"
 echo "$PY"

@@ -12,7 +12,6 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 repo="$(cd "$here/../.." && pwd)"
 source "$here/podman.sh"
-source "$repo/deploy/lib.sh"
 NODE_VERSION="${NODE_VERSION:-20.20.2}"
 NPM_VERSION="${NPM_VERSION:-10.8.2}"
 SUITE=bookworm

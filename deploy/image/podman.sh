@@ -5,9 +5,10 @@
 # Installs Debian's podman, runc and mmdebstrap when podman is missing.
 set -euo pipefail
 _here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
-# The layers are the machine's cache (deploy/lib.sh's CACHE_ROOT), not the clone's: a fresh clone
-# (CI's) rebuilds only the layers whose inputs changed.
-_state="${BIOALCHEMY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bioalchemy}/podman"
+source "$_here/../lib.sh"
+# The layers are the machine's cache, not the clone's: a fresh clone (CI's) rebuilds only the
+# layers whose inputs changed.
+_state="$CACHE_ROOT/podman"
 if ! command -v podman >/dev/null || ! command -v runc >/dev/null || ! command -v mmdebstrap >/dev/null; then
   echo "[podman] installing podman, runc, mmdebstrap (Debian)" >&2
   export DEBIAN_FRONTEND=noninteractive

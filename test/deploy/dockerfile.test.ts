@@ -12,7 +12,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
  * replaces main's), so such a pin fails the build the day the next fix is published, with nothing
  * changed here. Continuation lines are joined first, as the shell joins them.
  */
-export function aptVersionPins(text: string): string[] {
+function aptVersionPins(text: string): string[] {
   const joined = text.replace(/\\\n/g, ' ');
   const pins: string[] = [];
   for (const line of joined.split('\n')) {
