@@ -2,6 +2,8 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type ClickHouseClient, createClient } from '@clickhouse/client';
 import { z } from 'zod';
+import type { ClickHouseConnection } from '../schemas/connection.js';
+import { readPem, Secret } from '../topology/secret.js';
 import { applyMigrations } from './migrations.js';
 import { type ClickHouseTarget, parseClickHouseUrl } from './url.js';
 
@@ -36,6 +38,8 @@ export interface OpenOptions {
   readonly waitMs?: number;
   /** Told of each failed try while waiting, with the wait before the next. */
   readonly onWait?: (err: Error, retryInMs: number) => void;
+  /** The server's CA and the password's source (config connection.clickhouse). */
+  readonly connection?: ClickHouseConnection;
 }
 
 /** A store function needs something this server lacks; thrown before any SQL is sent. */
@@ -44,13 +48,13 @@ export class UnsupportedByServerError extends Error {
 }
 
 /**
- * Opens `chdb:DIR` in this process or `http(s)://user@host:port/database` (password from
- * CLICKHOUSE_PASSWORD), checks it answers, and brings its schema up to date.
+ * Opens `chdb:DIR` in this process or `http(s)://user@host:port/database` (password and CA from
+ * connection.clickhouse), checks it answers, and brings its schema up to date.
  */
 export async function openClickHouse(url: string, opts: OpenOptions = {}): Promise<Analytics> {
   const target = parseClickHouseUrl(url);
   const { client, release } =
-    target.backend === 'chdb' ? await openChdb(target.path) : openHttp(target, opts.requestTimeoutMs);
+    target.backend === 'chdb' ? await openChdb(target.path) : openHttp(target, opts);
   const where =
     target.backend === 'chdb'
       ? `chdb:${target.path}`
@@ -135,16 +139,32 @@ interface Opened {
   readonly release: () => Promise<void>;
 }
 
-function openHttp(t: Extract<ClickHouseTarget, { backend: 'http' }>, requestTimeoutMs?: number): Opened {
-  const client = createClient({
+type HttpTarget = Extract<ClickHouseTarget, { backend: 'http' }>;
+
+function openHttp(t: HttpTarget, opts: OpenOptions): Opened {
+  return { client: createClient(httpClientOptions(t, opts)), release: async () => undefined };
+}
+
+/** The HTTP client's options: the password read where connection.clickhouse names it, the CA's text. */
+export function httpClientOptions(
+  t: HttpTarget,
+  opts: Pick<OpenOptions, 'connection' | 'requestTimeoutMs'>,
+  env: NodeJS.ProcessEnv = process.env,
+): NonNullable<Parameters<typeof createClient>[0]> {
+  const { caFile, password } = opts.connection ?? {};
+  if (caFile && !t.origin.startsWith('https:'))
+    throw new Error('connection.clickhouse.caFile: applies to a ClickHouse server over https://');
+  return {
     url: t.origin,
     username: t.username,
-    password: process.env.CLICKHOUSE_PASSWORD ?? '',
+    password: password
+      ? Secret.read(password, 'connection.clickhouse.password', env).reveal()
+      : (env.CLICKHOUSE_PASSWORD ?? ''),
     database: t.database,
     application: 'bioalchemy-stream',
-    ...(requestTimeoutMs ? { request_timeout: requestTimeoutMs } : {}),
-  });
-  return { client, release: async () => undefined };
+    ...(caFile ? { tls: { ca_cert: Buffer.from(readPem(caFile, 'connection.clickhouse.caFile')) } } : {}),
+    ...(opts.requestTimeoutMs ? { request_timeout: opts.requestTimeoutMs } : {}),
+  };
 }
 
 /**

@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { openRuntime } from '../topology/runtime/open.js';
-import { configOf, stopOnSignal, topologyWith } from './context.js';
+import { configOf, openLog, stopOnSignal, topologyWith } from './context.js';
 import type { GlobalOptions } from './usage.js';
 
 export interface ConsumeOptions extends GlobalOptions {
@@ -12,7 +11,7 @@ export interface ConsumeOptions extends GlobalOptions {
 export async function consume(topic: string, opts: ConsumeOptions): Promise<void> {
   const topology = topologyWith(topic);
   const limit = opts.limit ?? Number.POSITIVE_INFINITY;
-  const runtime = await openRuntime(configOf(opts).log);
+  const runtime = await openLog(configOf(opts));
   const signal = stopOnSignal();
   let printed = 0;
   try {

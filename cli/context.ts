@@ -4,11 +4,17 @@ import { ingestProcessor } from '../processors/ingest.js';
 import { pipelineTopology } from '../processors/pipeline.js';
 import { Config, loadConfig, type QaWithdrawal } from '../schemas/index.js';
 import { EngineMetrics } from '../topology/metrics.js';
-import { openRuntime } from '../topology/runtime/open.js';
+import { openRuntime, type RuntimeOptions } from '../topology/runtime/open.js';
+import type { Runtime } from '../topology/runtime/types.js';
 import { ProcessorTask } from '../topology/task.js';
 import type { Topology } from '../topology/topology.js';
 import { createLogger } from './log.js';
 import { type GlobalOptions, UsageError } from './usage.js';
+
+/** The configured log, reached with the config's connection (TLS, credentials) where it is Kafka. */
+export function openLog(config: Config, opts: Omit<RuntimeOptions, 'connection'> = {}): Promise<Runtime> {
+  return openRuntime(config.log, { ...opts, connection: config.connection });
+}
 
 /** Every record of a topic of the configured log, in partition then offset order, parsed as JSON. */
 export async function forEachLogValue(
@@ -16,7 +22,7 @@ export async function forEachLogValue(
   topic: string,
   visit: (value: unknown) => void,
 ): Promise<void> {
-  const runtime = await openRuntime(config.log);
+  const runtime = await openLog(config);
   try {
     for (const [partition, end] of (await runtime.endOffsets(topic).catch(() => [])).entries()) {
       for (let from = 0; from < end; ) {
@@ -117,7 +123,7 @@ export async function withIngestTask<T>(
 ): Promise<T> {
   const log = loggerOf(opts);
   const topology = pipelineTopology();
-  const runtime = await openRuntime(configOf(opts).log);
+  const runtime = await openLog(configOf(opts));
   try {
     await runtime.ensureTopics(topology.topics);
     const task = await new ProcessorTask(runtime, topology, ingestProcessor, {

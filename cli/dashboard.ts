@@ -5,9 +5,8 @@ import type { DashboardServer } from '../server/dashboard.js';
 import { serveDashboard } from '../server/dashboard-service.js';
 import { feederPath } from '../server/index.js';
 import { EngineMetrics } from '../topology/metrics.js';
-import { openRuntime } from '../topology/runtime/open.js';
 import type { Runtime } from '../topology/runtime/types.js';
-import { configOf, loggerOf, stopOnSignal } from './context.js';
+import { configOf, loggerOf, openLog, stopOnSignal } from './context.js';
 import type { GlobalOptions } from './usage.js';
 
 export interface DashboardOptions extends GlobalOptions {
@@ -26,8 +25,10 @@ export async function dashboard(opts: DashboardOptions): Promise<void> {
   let feeder: Feeder | null = null;
   let server: DashboardServer | null = null;
   try {
-    analytics = await openClickHouse(opts.clickhouse ?? config.clickhouse);
-    runtime = await openRuntime(config.log).catch((err) => {
+    analytics = await openClickHouse(opts.clickhouse ?? config.clickhouse, {
+      connection: config.connection.clickhouse,
+    });
+    runtime = await openLog(config).catch((err) => {
       log.warn({ err, log: config.log }, 'the log does not open: no processor or dead-letter panels');
       return null;
     });

@@ -1,8 +1,7 @@
 import { DLQ_REPLAYED_TOPIC, planReplay, type ReplayFilter, replayOnce } from '../processors/dlq-replay.js';
 import { pipelineTopology } from '../processors/pipeline.js';
 import { DeadLetterCode } from '../schemas/dead-letter.js';
-import { openRuntime } from '../topology/runtime/open.js';
-import { configOf } from './context.js';
+import { configOf, openLog } from './context.js';
 import { type GlobalOptions, UsageError } from './usage.js';
 
 export interface DlqReplayOptions extends GlobalOptions {
@@ -40,7 +39,7 @@ export async function replayDeadLetters(opts: DlqReplayOptions): Promise<void> {
     ...(opts.since === undefined ? {} : { since: time('--since', opts.since) }),
     ...(opts.until === undefined ? {} : { until: time('--until', opts.until) }),
   };
-  const runtime = await openRuntime(configOf(opts).log);
+  const runtime = await openLog(configOf(opts));
   const out: string[] = [];
   try {
     await runtime.ensureTopics([...topology.topics, DLQ_REPLAYED_TOPIC]);

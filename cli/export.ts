@@ -13,9 +13,8 @@ import type { Article } from '../schemas/article.js';
 import type { MixState } from '../schemas/mix-state.js';
 import type { ClassifiedQa } from '../schemas/qa.js';
 import type { RolloutItem } from '../schemas/rollout-batch.js';
-import { openRuntime } from '../topology/runtime/open.js';
 import type { Runtime } from '../topology/runtime/types.js';
-import { configOf, withdrawnQaIds } from './context.js';
+import { configOf, openLog, withdrawnQaIds } from './context.js';
 import { type GlobalOptions, UsageError } from './usage.js';
 
 export interface ExportOptions extends GlobalOptions {
@@ -65,7 +64,7 @@ async function whyNoMix(runtime: Runtime): Promise<string> {
 export async function exportSplit(opts: ExportOptions): Promise<void> {
   const config = configOf(opts);
   const withdrawn = await withdrawnQaIds(config);
-  const runtime = await openRuntime(config.log);
+  const runtime = await openLog(config);
   try {
     await runtime.ensureTopics(pipelineTopology().topics);
     let mix: MixState | null = null;

@@ -1,8 +1,7 @@
 import { existsSync } from 'node:fs';
 import { ENDPOINTS_TOPIC, EndpointMemory, Llm, type LlmOptions } from '../llm/index.js';
 import type { Config } from '../schemas/config.js';
-import { openRuntime } from '../topology/runtime/open.js';
-import { configOf } from './context.js';
+import { configOf, openLog } from './context.js';
 import type { GlobalOptions } from './usage.js';
 
 /** With no endpoint configured, the local model: it must be there, or nothing could run. */
@@ -22,7 +21,7 @@ export interface LlmForgetOptions extends GlobalOptions {
 
 /** `bioalchemy llm forget`: what was learned of the endpoints, forgotten: the next start learns afresh. */
 export async function llmForget(opts: LlmForgetOptions): Promise<void> {
-  const runtime = await openRuntime(configOf(opts).log);
+  const runtime = await openLog(configOf(opts));
   try {
     await runtime.ensureTopics([ENDPOINTS_TOPIC]);
     const forgotten = await EndpointMemory.forget(runtime, opts.endpoint);

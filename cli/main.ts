@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
+import { explainAccess } from '../topology/runtime/kafka/access-errors.js';
+import { configCommand } from './commands/config.js';
 import { consumeCommand } from './commands/consume.js';
 import { dashboardCommand } from './commands/dashboard.js';
 import { decontaminateCommand } from './commands/decontaminate.js';
@@ -7,6 +9,7 @@ import { dlqCommand } from './commands/dlq.js';
 import { evalCommand } from './commands/eval.js';
 import { exportCommand } from './commands/export.js';
 import { ingestCommand } from './commands/ingest.js';
+import { kafkaCommand } from './commands/kafka.js';
 import { llmCommand } from './commands/llm.js';
 import { migrateCommand } from './commands/migrate.js';
 import { mixCommand } from './commands/mix.js';
@@ -84,6 +87,8 @@ Examples:
     dashboardCommand(),
     statusCommand(),
     resetCommand(),
+    kafkaCommand(),
+    configCommand(),
     migrateCommand(),
     dlqCommand(),
     llmCommand(),
@@ -131,7 +136,8 @@ export async function main(argv: string[]): Promise<number> {
       // commander has already printed the help or the one-line error.
       return e.code === 'commander.helpDisplayed' || e.code === 'commander.version' ? 0 : 2;
     }
-    process.stderr.write(`bioalchemy: ${(e as Error).message}\n`);
+    // A broker's refusal (credentials, certificates, ACLs), wherever it came from, names what to fix.
+    process.stderr.write(`bioalchemy: ${(explainAccess(e) as Error).message}\n`);
     return e instanceof UsageError ? 2 : e instanceof ExitStatus ? e.status : 1;
   }
 }

@@ -1,14 +1,13 @@
 import { openClickHouse } from '../analytics/clickhouse.js';
 import { pipelineTopology } from '../processors/pipeline.js';
-import { openRuntime } from '../topology/runtime/open.js';
-import { configOf, loggerOf } from './context.js';
+import { configOf, loggerOf, openLog } from './context.js';
 import type { GlobalOptions } from './usage.js';
 
 /** `migrate`: the topics and registry subjects (ensureTopics), then ClickHouse's migrations (opening it). */
 export async function migrate(opts: GlobalOptions): Promise<void> {
   const config = configOf(opts);
   const log = loggerOf(opts);
-  const runtime = await openRuntime(config.log, { log });
+  const runtime = await openLog(config, { log });
   try {
     const { topics } = pipelineTopology();
     await runtime.ensureTopics(topics);
@@ -16,7 +15,10 @@ export async function migrate(opts: GlobalOptions): Promise<void> {
   } finally {
     await runtime.close();
   }
-  const analytics = await openClickHouse(config.clickhouse, { waitMs: 60_000 });
+  const analytics = await openClickHouse(config.clickhouse, {
+    waitMs: 60_000,
+    connection: config.connection.clickhouse,
+  });
   await analytics.close();
   log.info('ClickHouse migrations applied');
   process.stdout.write('migrated\n');

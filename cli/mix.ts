@@ -38,7 +38,7 @@ export async function mix(opts: MixOptions): Promise<void> {
   const taxonomy = loadTaxonomy(config.taxonomy);
   const figures = referenceFigures(reference, alpha);
   const index = new ItemIndex();
-  const analytics = await openClickHouse(config.clickhouse);
+  const analytics = await openClickHouse(config.clickhouse, { connection: config.connection.clickhouse });
   try {
     await forEachQaItem(analytics, (item) => index.add(item));
   } finally {

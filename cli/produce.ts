@@ -1,8 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { TopicCodecs } from '../topology/codec.js';
-import { openRuntime } from '../topology/runtime/open.js';
-import { configOf, topologyWith } from './context.js';
+import { configOf, openLog, topologyWith } from './context.js';
 import { type GlobalOptions, UsageError } from './usage.js';
 
 export interface ProduceOptions extends GlobalOptions {
@@ -35,7 +34,7 @@ export async function produce(topic: string, opts: ProduceOptions): Promise<void
     records.push({ topic, key: key == null ? null : String(key), value: encoded });
   }
   // All or nothing: one bad line refuses the whole input, so a fixed file can simply be sent again.
-  const runtime = await openRuntime(configOf(opts).log);
+  const runtime = await openLog(configOf(opts));
   try {
     await runtime.ensureTopics(topology.topics);
     await runtime.append(records);

@@ -12,7 +12,7 @@ export async function reset(opts: ResetOptions): Promise<void> {
   const config = configOf(opts);
   if (!config.log.startsWith('kafka://'))
     throw new UsageError("reset deletes an app on Kafka: the config's log is not kafka://");
-  const runtime = await KafkaRuntime.open(config.log, { app: opts.app });
+  const runtime = await KafkaRuntime.open(config.log, { app: opts.app, connection: config.connection });
   try {
     const found = await runtime.appResources();
     if (!found.topics.length && !found.groups.length) {

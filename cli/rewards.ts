@@ -10,7 +10,8 @@ export interface RewardsOptions extends GlobalOptions {
 }
 
 export async function rewards(opts: RewardsOptions): Promise<void> {
-  const analytics = await openClickHouse(configOf(opts).clickhouse);
+  const config = configOf(opts);
+  const analytics = await openClickHouse(config.clickhouse, { connection: config.connection.clickhouse });
   try {
     const rows = await rewardsOverTime(analytics, {
       every: opts.every,

@@ -20,9 +20,8 @@ import { serveMetrics } from '../server/probes.js';
 import { Health } from '../topology/health.js';
 import { EngineMetrics } from '../topology/metrics.js';
 import { runTopology } from '../topology/runner.js';
-import { openRuntime } from '../topology/runtime/open.js';
 import { ProcessorTask } from '../topology/task.js';
-import { configOf, loggerOf, stopOnSignal } from './context.js';
+import { configOf, loggerOf, openLog, stopOnSignal } from './context.js';
 import { openLlm } from './llm.js';
 import { type PipelineProcess, serveParent, startPipelineProcess } from './pipeline-process.js';
 import { LlmTally, runSummary } from './summary.js';
@@ -57,7 +56,7 @@ export async function run(opts: RunOptions): Promise<void> {
   // First: a pipeline process whose parent is already gone must exit before it touches the log.
   const stopReporting = opts.pipelineChild ? serveParent({ metrics, log }) : () => {};
   const port = opts.metricsPort ?? config.metricsPort;
-  const runtime = await openRuntime(config.log, { worker, log });
+  const runtime = await openLog(config, { worker, log });
   const known = pipelineTopology().processors.map((p) => p.name);
   const unknown = (opts.processors ?? []).filter((n) => !known.includes(n));
   if (unknown.length) throw new UsageError(`unknown processor "${unknown[0]}" (one of: ${known.join(', ')})`);
@@ -109,6 +108,7 @@ export async function run(opts: RunOptions): Promise<void> {
     if ((only ?? known).some((n) => CLICKHOUSE_PROCESSORS.includes(n)))
       // A service started beside its ClickHouse, or meeting it mid-restart, waits for it a while.
       analytics = await openClickHouse(config.clickhouse, {
+        connection: config.connection.clickhouse,
         waitMs: CLICKHOUSE_WAIT_MS,
         onWait: (err, retryInMs) => log.warn({ err: err.message, retryInMs }, 'ClickHouse not answering yet'),
       });

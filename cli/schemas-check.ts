@@ -2,6 +2,7 @@ import { pipelineTopology } from '../processors/pipeline.js';
 import { parseKafkaUrl } from '../topology/runtime/kafka/config.js';
 import { KafkaNames } from '../topology/runtime/kafka/names.js';
 import { checkSubjects, type SubjectCheck } from '../topology/runtime/kafka/registry-check.js';
+import { registryClientConfig } from '../topology/runtime/kafka/registry-client.js';
 import { configOf } from './context.js';
 import { ExitStatus, type GlobalOptions, UsageError } from './usage.js';
 
@@ -27,7 +28,7 @@ export async function schemasCheck(opts: SchemasCheckOptions): Promise<void> {
   if (!url.registry)
     throw new UsageError(`schemas --check: the log URL names no registry (add registry=http://…)`);
   const checks = await checkSubjects(
-    url.registry,
+    registryClientConfig(url.registry, config.connection.registry),
     new KafkaNames(url.app ?? config.app),
     pipelineTopology().topics,
     url.compatibility,

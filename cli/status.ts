@@ -3,9 +3,8 @@ import { activePause, readPollerStates, stalledMs } from '../processors/poll.js'
 import type { PollerState } from '../schemas/pollers.js';
 import { partitionKey } from '../topology/records.js';
 import { type GroupStatus, KafkaRuntime } from '../topology/runtime/kafka/index.js';
-import { openRuntime } from '../topology/runtime/open.js';
 import type { Runtime } from '../topology/runtime/types.js';
-import { configOf } from './context.js';
+import { configOf, openLog } from './context.js';
 import type { GlobalOptions } from './usage.js';
 
 export interface StatusOptions extends GlobalOptions {
@@ -14,7 +13,7 @@ export interface StatusOptions extends GlobalOptions {
 
 export async function status(opts: StatusOptions): Promise<void> {
   const config = configOf(opts);
-  const runtime = await openRuntime(config.log);
+  const runtime = await openLog(config);
   try {
     const groups = runtime instanceof KafkaRuntime ? await runtime.groups() : await embeddedGroups(runtime);
     const pollers = await readPollerStates(runtime);

@@ -41,6 +41,11 @@ async function counterValues(metric: { get(): Promise<{ values: { labels: object
 }
 
 /**
+ * The topics the summary of `run --until-idle` reads beyond what its processors read: a role that
+ * runs it needs READ on them (`kafka acls --until-idle`).
+ */
+export const SUMMARY_READS = { deadLetters: 'dlq', rejected: 'qa.rejected' } as const;
+/**
  * The summary `run --until-idle` prints: per processor what it took in and what became of it
  * (in = out + rejected + dead letters for grade and the dedup join; one output per input for classify), dead
  * letters by code, what the LLM cost, and the topics' sizes in the log.
@@ -77,7 +82,7 @@ export async function runSummary(opts: {
   const dead = new DeadLetterCounts();
   for (const [partition, from] of opts.dlqFrom.entries()) {
     for (let at = from; ; ) {
-      const records = await opts.runtime.read('dlq', partition, at, 1000);
+      const records = await opts.runtime.read(SUMMARY_READS.deadLetters, partition, at, 1000);
       if (records.length === 0) break;
       for (const r of records) dead.add(r.value);
       at = records[records.length - 1]!.offset + 1;
@@ -96,7 +101,7 @@ export async function runSummary(opts: {
   let rejected = 0;
   for (const [partition, from] of opts.rejectedFrom.entries()) {
     for (let at = from; ; ) {
-      const records = await opts.runtime.read('qa.rejected', partition, at, 1000);
+      const records = await opts.runtime.read(SUMMARY_READS.rejected, partition, at, 1000);
       if (records.length === 0) break;
       for (const r of records) {
         rejected++;

@@ -41,6 +41,19 @@ export const CLICKHOUSE_PROCESSORS: readonly string[] = [
 export const LLM_PROCESSORS: readonly string[] = ['extract', 'grade', 'classify'];
 
 /**
+ * What a process running these processors reads and appends outside their tasks: the LLM stages
+ * read and append the response journal and the endpoint facts, and append their calls' accounting.
+ * With the topology, what `kafka acls` computes a role's ACLs from.
+ */
+export function directTopicAccess(processors: readonly string[]): { reads: string[]; writes: string[] } {
+  if (!processors.some((n) => LLM_PROCESSORS.includes(n))) return { reads: [], writes: [] };
+  return {
+    reads: [JOURNAL_TOPIC.name, ENDPOINTS_TOPIC.name],
+    writes: [JOURNAL_TOPIC.name, ENDPOINTS_TOPIC.name, LLM_CALLS_TOPIC.name],
+  };
+}
+
+/**
  * The pipeline's CPU work: the LLM stages and the dedup between grade and classify. `run` serving
  * the feeder runs them in a process of their own (cli/pipeline-process.ts); they open no ClickHouse.
  */

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { Connection } from './connection.js';
 import { DashboardConfig } from './dashboard.js';
 import { FeederConfig, ServerConfig } from './feeder.js';
 import { LlmConfig } from './llm.js';
@@ -152,6 +153,9 @@ export const Config = z
         error: 'the Schema Registry is set on the log URL: kafka://host:port?registry=http://host:8081',
       })
       .optional(),
+    connection: Connection.default(Connection.parse({})).describe(
+      'TLS and credentials of the Kafka brokers, the Schema Registry and ClickHouse; secrets by name only',
+    ),
     llm: LlmConfig.default(LlmConfig.parse({})).describe(
       'LLM endpoint or local model, per-stage limits and prices, budget',
     ),
@@ -247,7 +251,26 @@ export const Config = z
     feeder: FeederConfig.default(FeederConfig.parse({})).describe('leases, batches, prompt templates'),
     reward: RewardConfig.default({}).describe("the feeder's /v1/reward: rules, and an opt-in verifier model"),
   })
-  .strict();
+  .strict()
+  .superRefine((c, ctx) => {
+    // Every key does something: security for a service the config does not use is a mistake.
+    const kafka = c.log.startsWith('kafka://');
+    const { tls, sasl } = c.connection.kafka;
+    if (!kafka && (tls || sasl))
+      ctx.addIssue({ code: 'custom', path: ['connection', 'kafka'], message: 'applies to a kafka:// log' });
+    if (c.connection.registry && !(kafka && /[?&]registry=/.test(c.log)))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['connection', 'registry'],
+        message: 'applies to the Schema Registry the log URL names (kafka://...?registry=https://...)',
+      });
+    if (c.connection.clickhouse.caFile && !/^https:\/\//i.test(c.clickhouse))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['connection', 'clickhouse', 'caFile'],
+        message: 'applies to a ClickHouse server over https://',
+      });
+  });
 export type Config = z.infer<typeof Config>;
 
 /** Reads and validates a config file; the error names the file and each bad field. */

@@ -46,6 +46,7 @@ export function exportJsonSchemas(dir: string): string[] {
 
 export * from './article.js';
 export * from './config.js';
+export * from './connection.js';
 export * from './dead-letter.js';
 export * from './dedup.js';
 export * from './ids.js';

@@ -7,6 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { Config } from '../../schemas/config.js';
+import { PasswordMechanism } from '../../schemas/connection.js';
 
 export const VALUES_SCHEMA_PATH = fileURLToPath(new URL('./bioalchemy/values.schema.json', import.meta.url));
 
@@ -118,6 +119,27 @@ export function valuesSchema(): Record<string, unknown> {
             ],
           },
           partitions: int(1),
+          tls: {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              enabled: { type: 'boolean' },
+              secretName: { type: 'string' },
+              caKey: { type: 'string' },
+              certKey: { type: 'string' },
+              keyKey: { type: 'string' },
+              verifyHostname: { type: 'boolean' },
+            },
+          },
+          sasl: {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              mechanism: { enum: ['', ...PasswordMechanism.options] },
+              username: { type: 'string' },
+              passwordSecret: secretRef,
+            },
+          },
         },
       },
       clickhouse: {

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { Config } from '../../schemas/config.js';
 
 const COMPOSE = fileURLToPath(new URL('../../deploy/compose/', import.meta.url));
 const GO_TOOL = fileURLToPath(new URL('../../deploy/tools/go-tool.sh', import.meta.url));
@@ -54,7 +55,7 @@ describe('the compose stack (deploy/compose)', () => {
     compose = load(`${COMPOSE}compose.yaml`) as typeof compose;
   }, 300_000);
 
-  it.each(['compose.yaml', 'compose.loopback.yaml'])(
+  it.each(['compose.yaml', 'compose.loopback.yaml', 'compose.secured.yaml'])(
     '%s validates against the Compose Specification',
     (f) => {
       const ok = validate(load(`${COMPOSE}${f}`));
@@ -62,6 +63,19 @@ describe('the compose stack (deploy/compose)', () => {
       expect(ok).toBe(true);
     },
   );
+
+  it('the secured override: the config the project accepts, its secrets by file from compose secrets', () => {
+    const raw = JSON.parse(readFileSync(`${COMPOSE}config/secured.example.json`, 'utf8'));
+    const config = Config.parse(raw);
+    expect(config.connection.kafka.sasl).toMatchObject({ password: { file: '/run/secrets/kafka-password' } });
+    const secured = load(`${COMPOSE}compose.secured.yaml`) as {
+      services: Record<string, { secrets: string[] }>;
+      secrets: Record<string, { file: string }>;
+    };
+    for (const name of ['migrate', 'pipeline', 'serve'])
+      expect(secured.services[name]!.secrets).toEqual(['kafka-ca.pem', 'kafka-password']);
+    expect(`/run/secrets/${Object.keys(secured.secrets)[0]}`).toBe(config.connection.kafka.tls!.caFile);
+  });
 
   it('the schema refuses what is not compose (the check can fail)', () => {
     expect(validate({ services: { x: { image: 'a', restart: 'sometimes', nope: 1 } } })).toBe(false);

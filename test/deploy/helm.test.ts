@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { VALUES_SCHEMA_PATH, valuesSchemaText } from '../../deploy/helm/values-schema.js';
 import { pipelineTopology } from '../../processors/pipeline.js';
+import { Config } from '../../schemas/config.js';
 import { PROBE_PATHS } from '../../server/probes.js';
 
 const CHART = fileURLToPath(new URL('../../deploy/helm/bioalchemy', import.meta.url));
@@ -183,6 +184,22 @@ describe('the Helm chart (deploy/helm/bioalchemy)', () => {
         expect.arrayContaining(['--metrics-port', String(port), '--metrics-host', '0.0.0.0']),
       );
     }
+  });
+
+  it('each ci/ values file renders a config the project itself accepts (the connection included)', () => {
+    for (const values of CI_VALUES) {
+      const docs = parseYamlDocs(templateWith(values).out);
+      for (const d of docs.filter((x) => x.kind === 'ConfigMap' && x.data?.['config.json'])) {
+        const parsed = Config.safeParse(JSON.parse(d.data!['config.json']!));
+        expect(parsed.success, `${values} ${d.metadata.name}: ${parsed.error?.message}`).toBe(true);
+      }
+    }
+    const secured = parseYamlDocs(templateWith('sasl-ssl-values.yaml').out).find(
+      (d) => d.kind === 'ConfigMap',
+    )!;
+    expect(JSON.parse(secured.data!['config.json']!).connection.kafka.sasl.password).toEqual({
+      env: 'KAFKA_SASL_PASSWORD',
+    });
   });
 
   it('a config change changes checksum/config; secrets never reach the ConfigMap', () => {

@@ -75,7 +75,12 @@ describe(`upgrade from ${PREVIOUS.release} (Kafka, Schema Registry)`, () => {
         }
         // A second start (a rolling restart) registers the same schemas again: nothing to refuse.
         await runtime.ensureTopics(topology.topics);
-        const checks = await checkSubjects(SCHEMA_REGISTRY, names, topology.topics, 'BACKWARD');
+        const checks = await checkSubjects(
+          { baseURLs: [SCHEMA_REGISTRY] },
+          names,
+          topology.topics,
+          'BACKWARD',
+        );
         expect(checks.filter((c) => c.verdict !== 'unchanged')).toEqual([]);
         expect(checks.find((c) => c.topic === 'rollout.batches')!.earlier).toEqual([
           `${names.topic('rollout.batches')}-value`,

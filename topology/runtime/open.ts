@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Connection } from '../../schemas/connection.js';
 import { EmbeddedRuntime } from './embedded.js';
 import type { Runtime } from './types.js';
 
@@ -8,6 +9,8 @@ export interface RuntimeOptions {
   /** Kafka only: this process's worker id (see KafkaOptions.worker). */
   readonly worker?: string;
   readonly log?: Logger;
+  /** Kafka only: how the brokers and the registry are reached (config `connection`). */
+  readonly connection?: Pick<Connection, 'kafka' | 'registry'>;
 }
 
 /** The runtime is configuration, never code: `file:DIR` (embedded log) or `kafka://host:port,...`. */

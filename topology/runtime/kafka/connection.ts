@@ -4,6 +4,7 @@ import type { LogRecord, OutgoingRecord } from '../../records.js';
 import type { TopicSpec } from '../../topology.js';
 import type { LogTask } from '../types.js';
 import type { KafkaUrl } from './config.js';
+import type { KafkaEndpoint } from './endpoint.js';
 import type { KafkaNames } from './names.js';
 import type { WrittenPartitions } from './readable.js';
 import type { StampSeal } from './stamp-seal.js';
@@ -17,6 +18,8 @@ import type { ValueWire } from './wire.js';
  */
 export interface KafkaConnection {
   readonly url: KafkaUrl;
+  /** The brokers and how to reach them, for every client a task opens. */
+  readonly endpoint: KafkaEndpoint;
   readonly kafka: kafkajs.Kafka;
   readonly wire: ValueWire;
   /** Seals the stamps of records sent, and keeps only verified stamps of records read. */

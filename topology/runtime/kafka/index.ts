@@ -2,17 +2,22 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import kafkajs from 'kafkajs';
 import pino, { type Logger } from 'pino';
+import type { Connection } from '../../../schemas/connection.js';
 import type { LogRecord, OutgoingRecord } from '../../records.js';
 import { GLOBAL, partitionForKey, partitionKey, TOMBSTONE } from '../../records.js';
 import { PARTITIONS_FIXED, type TopicSpec } from '../../topology.js';
 import type { LogTask, Runtime, StoredValue, TaskSpec } from '../types.js';
+import { explainAccess, KafkaAccessError } from './access-errors.js';
+import { probeKafkajs } from './check.js';
 import { type KafkaUrl, parseKafkaUrl, SESSION_TIMEOUT_MS } from './config.js';
 import type { KafkaConnection } from './connection.js';
+import { KafkaEndpoint } from './endpoint.js';
 import { KafkajsTask } from './kafkajs-task.js';
 import { KafkaNames } from './names.js';
 import { RdkafkaTask } from './rdkafka-task.js';
 import { ReadableWait, type WrittenPartitions } from './readable.js';
 import { PartitionReader } from './reader.js';
+import { registryClientConfig } from './registry-client.js';
 import { STAMP_KEYS_ENV, StampSeal, VALIDATED_AS_HEADER } from './stamp-seal.js';
 import { ChangelogState } from './state.js';
 import { plainJson, RegistryWire, type ValueWire } from './wire.js';
@@ -34,6 +39,8 @@ export interface KafkaOptions {
    * the comma list in BIOALCHEMY_STAMP_KEYS; none means every record read is validated.
    */
   readonly stampKeys?: readonly string[];
+  /** How the brokers and the registry are reached (config `connection`); default: plaintext, no credentials. */
+  readonly connection?: Pick<Connection, 'kafka' | 'registry'>;
 }
 
 /** One member of a consumer group, as `bioalchemy status` shows it. */
@@ -104,6 +111,7 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
 
   private constructor(
     readonly url: KafkaUrl,
+    readonly endpoint: KafkaEndpoint,
     readonly wire: ValueWire,
     readonly names: KafkaNames,
     opts: KafkaOptions,
@@ -120,7 +128,7 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
     else this.log.info(`no ${STAMP_KEYS_ENV}: stamps are not trusted, every record read is validated`);
     this.kafka = new Kafka({
       clientId: 'bioalchemy',
-      brokers: url.brokers,
+      ...endpoint.kafkajs(),
       logLevel: logLevel.NOTHING,
       retry: { retries: 10 },
     });
@@ -131,14 +139,28 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
   static async open(url: string, opts: KafkaOptions = {}): Promise<KafkaRuntime> {
     const parsed = parseKafkaUrl(url);
     const names = new KafkaNames(opts.app ?? parsed.app ?? 'bioalchemy');
+    const endpoint = KafkaEndpoint.of(parsed.brokers, opts.connection?.kafka, { log: opts.log });
+    // Every client the runtime opens is librdkafka's somewhere (the partition reader): a build
+    // without what the connection needs is refused here, at start, naming the config key.
+    endpoint.rdkafka();
+    const registry = opts.connection?.registry;
     const runtime = new KafkaRuntime(
       parsed,
-      parsed.registry ? new RegistryWire(parsed.registry, names, parsed.compatibility) : plainJson,
+      endpoint,
+      parsed.registry
+        ? new RegistryWire(registryClientConfig(parsed.registry, registry), names, parsed.compatibility)
+        : plainJson,
       names,
       opts,
     );
-    await runtime.admin.connect();
-    await runtime.producer.connect();
+    runtime.log.info({ endpoint }, 'connecting to Kafka');
+    // Refused credentials or certificates fail here in seconds, naming the key to fix; a broker
+    // not up yet does not: the connections below wait for it.
+    await probeKafkajs(endpoint).catch((e: unknown) => {
+      if (e instanceof KafkaAccessError) throw e;
+    });
+    await runtime.admin.connect().catch(rethrowExplained);
+    await runtime.producer.connect().catch(rethrowExplained);
     return runtime;
   }
 
@@ -155,6 +177,10 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
   }
 
   async ensureTopics(topics: readonly TopicSpec[]): Promise<void> {
+    await this.ensureTopicsAs(topics).catch(rethrowExplained);
+  }
+
+  private async ensureTopicsAs(topics: readonly TopicSpec[]): Promise<void> {
     const existing = new Set(await this.admin.listTopics());
     const missing = topics.filter((t) => !existing.has(this.names.topic(t.name)));
     if (missing.length) {
@@ -388,7 +414,7 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
   }
 
   private async partitionReader(): Promise<PartitionReader> {
-    this.reader ??= PartitionReader.open(this.url.brokers, this.wire, this.names, this.seal);
+    this.reader ??= PartitionReader.open(this.endpoint, this.wire, this.names, this.seal);
     return this.reader;
   }
 
@@ -398,7 +424,7 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
     each: (records: readonly LogRecord[]) => void,
   ): Promise<void> {
     // A reader of its own: an end-of-partition event left from an earlier read must not end this one.
-    const reader = await PartitionReader.open(this.url.brokers, this.wire, this.names, this.seal);
+    const reader = await PartitionReader.open(this.endpoint, this.wire, this.names, this.seal);
     try {
       await reader.readToEnd(topic, partition, each);
     } finally {
@@ -448,10 +474,10 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
     const global = spec.scope === 'global' || spec.topics.length === 0;
     const state = new ChangelogState(this, spec.group, spec.stores, global ? 1 : partitions);
     await state.ensureTopics();
-    const task =
-      this.url.client === 'kafkajs'
-        ? await KafkajsTask.open(this, spec, state)
-        : await RdkafkaTask.open(this, spec, state);
+    const task = await (this.url.client === 'kafkajs'
+      ? KafkajsTask.open(this, spec, state)
+      : RdkafkaTask.open(this, spec, state)
+    ).catch(rethrowExplained);
     this.tasks.add(task);
     return task;
   }
@@ -561,7 +587,7 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
   /** Waits (up to 5 s, then warns) until read_committed readers reach what a closing task wrote. */
   async untilReadable(written: WrittenPartitions): Promise<void> {
     if (!written.size) return;
-    this.readable ??= ReadableWait.open(this.url.brokers);
+    this.readable ??= ReadableWait.open(this.endpoint, this.names);
     if (!(await (await this.readable).until(written, 5_000)))
       this.log.warn(
         { topics: [...written.keys()] },
@@ -584,4 +610,9 @@ export class KafkaRuntime implements Runtime, KafkaConnection {
 
 function byteLength(v: Buffer | string | null | undefined): number {
   return v == null ? 0 : typeof v === 'string' ? Buffer.byteLength(v) : v.length;
+}
+
+/** Rethrows an error, as the access fault it stands for where it is one (see access-errors.ts). */
+function rethrowExplained(e: unknown): never {
+  throw explainAccess(e);
 }

@@ -40,6 +40,19 @@ export class KafkaNames {
     return this.prefix + name;
   }
 
+  /**
+   * The group id of a reader that joins no group (the partition reader, the readable wait):
+   * librdkafka requires one and asks for its coordinator, so the broker checks READ on it. Under
+   * one prefix, for one prefixed ACL.
+   */
+  readerGroup(suffix: string): string {
+    return `${this.readerGroupPrefix}${suffix}`;
+  }
+
+  get readerGroupPrefix(): string {
+    return `${this.prefix}reader.`;
+  }
+
   /** A transactional id: one per worker of a group (KIP-447), or one per input partition (kafkajs). */
   transactionalId(group: string, suffix: string | number): string {
     return `${this.prefix}${group}.${suffix}`;

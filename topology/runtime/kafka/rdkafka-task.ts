@@ -79,14 +79,14 @@ export class RdkafkaTask implements LogTask {
   private consumer!: rdkafka.KafkaConsumer;
 
   static async open(runtime: KafkaConnection, spec: TaskSpec, state: ChangelogState): Promise<RdkafkaTask> {
-    const brokers = runtime.url.brokers.join(',');
+    const endpoint = runtime.endpoint.rdkafka();
     const { names } = runtime;
     const global = spec.scope === 'global' || spec.topics.length === 0;
     // A global processor has one active member: its workers share one transactional id and one
     // static member id, so the newest fences the one before it.
     const member = global ? 'global' : runtime.worker;
     const producer = new rdkafka.Producer({
-      'metadata.broker.list': brokers,
+      ...endpoint,
       'transactional.id': names.transactionalId(spec.group, member),
       'transaction.timeout.ms': 10_000,
       'enable.idempotence': true,
@@ -102,7 +102,7 @@ export class RdkafkaTask implements LogTask {
         'group.instance.id': `${names.group(spec.group)}.${member}`,
         'session.timeout.ms': SESSION_TIMEOUT_MS,
         'partition.assignment.strategy': 'range',
-        'metadata.broker.list': brokers,
+        ...endpoint,
         'enable.auto.commit': false,
         'enable.auto.offset.store': false,
         'isolation.level': 'read_committed',

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import rdkafka from 'node-rdkafka';
+import type { KafkaEndpoint } from './endpoint.js';
+import type { KafkaNames } from './names.js';
 
 /** Kafka topic name -> partitions a task wrote to. */
 export type WrittenPartitions = ReadonlyMap<string, ReadonlySet<number>>;
@@ -30,7 +32,7 @@ export class ReadableWait {
     private readonly committed: rdkafka.KafkaConsumer,
   ) {}
 
-  static async open(brokers: readonly string[]): Promise<ReadableWait> {
+  static async open(endpoint: KafkaEndpoint, names: KafkaNames): Promise<ReadableWait> {
     // librdkafka's offset queries follow the client's isolation level. (Not the runtime's kafkajs
     // admin: a topic it once asked about stays in its metadata, and after `reset` deleted the
     // topic every later admin call failed on it.)
@@ -38,8 +40,8 @@ export class ReadableWait {
       (['read_uncommitted', 'read_committed'] as const).map(async (isolation) => {
         const consumer = new rdkafka.KafkaConsumer(
           {
-            'group.id': `bioalchemy-watermarks-${randomUUID()}`,
-            'metadata.broker.list': brokers.join(','),
+            'group.id': names.readerGroup(`watermarks-${randomUUID()}`),
+            ...endpoint.rdkafka(),
             'enable.auto.commit': false,
             'isolation.level': isolation,
           },

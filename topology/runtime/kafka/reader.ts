@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import rdkafka from 'node-rdkafka';
 import type { LogRecord } from '../../records.js';
+import type { KafkaEndpoint } from './endpoint.js';
 import type { KafkaNames } from './names.js';
 import type { StampSeal } from './stamp-seal.js';
 import { rdkafkaRecord, type ValueWire } from './wire.js';
@@ -18,15 +19,15 @@ export class PartitionReader {
   private reading: { topic: string; partition: number } | null = null;
 
   private constructor(
-    brokers: string[],
+    endpoint: KafkaEndpoint,
     private readonly wire: ValueWire,
     private readonly names: KafkaNames,
     private readonly seal: StampSeal,
   ) {
     this.consumer = new rdkafka.KafkaConsumer(
       {
-        'group.id': `bioalchemy-reader-${randomUUID()}`,
-        'metadata.broker.list': brokers.join(','),
+        'group.id': names.readerGroup(randomUUID()),
+        ...endpoint.rdkafka(),
         'enable.auto.commit': false,
         'enable.partition.eof': true,
         'isolation.level': 'read_committed',
@@ -44,12 +45,12 @@ export class PartitionReader {
   }
 
   static async open(
-    brokers: string[],
+    endpoint: KafkaEndpoint,
     wire: ValueWire,
     names: KafkaNames,
     seal: StampSeal,
   ): Promise<PartitionReader> {
-    const reader = new PartitionReader(brokers, wire, names, seal);
+    const reader = new PartitionReader(endpoint, wire, names, seal);
     await new Promise<void>((resolve, reject) =>
       reader.consumer.connect({}, (err) => (err ? reject(err) : resolve())),
     );

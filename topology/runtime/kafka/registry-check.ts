@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   type Compatibility as ClientCompatibility,
+  type ClientConfig,
   RestError,
   SchemaRegistryClient,
 } from '@confluentinc/schemaregistry';
@@ -41,12 +42,12 @@ export interface SubjectCheck {
  * scratch subjects judged by the policy (see underPolicy).
  */
 export async function checkSubjects(
-  registryUrl: string,
+  registry: ClientConfig,
   names: KafkaNames,
   topics: readonly TopicSpec[],
   policy: Compatibility,
 ): Promise<SubjectCheck[]> {
-  const client = new SchemaRegistryClient({ baseURLs: [registryUrl] });
+  const client = new SchemaRegistryClient(registry);
   const held = new Set(await client.getAllSubjects());
   const out: SubjectCheck[] = [];
   for (const t of topics) {

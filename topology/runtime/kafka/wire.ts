@@ -1,5 +1,6 @@
 import {
   type Compatibility as ClientCompatibility,
+  type ClientConfig,
   JsonDeserializer,
   JsonSerializer,
   RestError,
@@ -78,11 +79,11 @@ export class RegistryWire implements ValueWire {
   private readonly subjects = new Map<string, string>();
 
   constructor(
-    url: string,
+    client: ClientConfig,
     private readonly names: KafkaNames,
     private readonly compatibility: Compatibility,
   ) {
-    this.client = new SchemaRegistryClient({ baseURLs: [url] });
+    this.client = new SchemaRegistryClient(client);
     this.serializer = new JsonSerializer(this.client, SerdeType.VALUE, {
       useLatestVersion: true,
       subjectNameStrategy: (topic) => this.subjects.get(topic) ?? `${topic}-value`,

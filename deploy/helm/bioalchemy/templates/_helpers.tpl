@@ -64,6 +64,25 @@ app.kubernetes.io/component: {{ .role }}
 {{- if le (int .Values.terminationGracePeriodSeconds) 9 }}
 {{- fail "terminationGracePeriodSeconds must be above the process's own stop bound (9 s)" }}
 {{- end }}
+{{- with .Values.kafka.sasl }}
+{{- if and .mechanism (or (not .username) (not .passwordSecret.name)) }}
+{{- fail "kafka.sasl: a mechanism needs username and passwordSecret.name (an existing Secret)" }}
+{{- end }}
+{{- end }}
+{{- with .Values.kafka.tls }}
+{{- if and (not .enabled) .secretName }}
+{{- fail "kafka.tls.secretName is set but kafka.tls.enabled is false" }}
+{{- end }}
+{{- if ne (empty .certKey) (empty .keyKey) }}
+{{- fail "kafka.tls: a client certificate needs both certKey and keyKey" }}
+{{- end }}
+{{- if and .certKey (not .secretName) }}
+{{- fail "kafka.tls.certKey: the client certificate comes from kafka.tls.secretName, which is empty" }}
+{{- end }}
+{{- end }}
+{{- if and (or .Values.kafka.tls.enabled .Values.kafka.sasl.mechanism) (.Values.config.connection | default dict).kafka }}
+{{- fail "config.connection.kafka: set the connection with kafka.tls and kafka.sasl, not both" }}
+{{- end }}
 {{- range $role, $w := .Values.workers }}
 {{- if and $w.enabled $w.autoscaling.enabled $w.hpa.enabled }}
 {{- fail (printf "workers.%s: autoscaling (KEDA) and hpa cannot both be enabled" $role) }}
@@ -102,15 +121,50 @@ feeder: [mix.state, qa.classified, qa.withdrawn]
 {{- printf "kafka://%s?%s" .Values.kafka.bootstrapServers (join "&" $q) }}
 {{- end }}
 
-{{/* The config file: the user's config with log and clickhouse from the values. */}}
+{{/* Where the Kafka TLS Secret's files are mounted. */}}
+{{- define "bioalchemy.kafkaTlsDir" -}}
+/etc/kafka-tls
+{{- end }}
+
+{{/* The config's connection.kafka from kafka.tls and kafka.sasl: files mounted, the password by env. */}}
+{{- define "bioalchemy.kafkaConnection" -}}
+{{- $kafka := dict }}
+{{- with .Values.kafka.tls }}
+{{- if .enabled }}
+{{- $tls := dict "verifyHostname" .verifyHostname }}
+{{- $dir := include "bioalchemy.kafkaTlsDir" $ }}
+{{- if and .secretName .caKey }}
+{{- $_ := set $tls "caFile" (printf "%s/%s" $dir .caKey) }}
+{{- end }}
+{{- if .certKey }}
+{{- $_ := set $tls "certFile" (printf "%s/%s" $dir .certKey) }}
+{{- $_ = set $tls "keyFile" (printf "%s/%s" $dir .keyKey) }}
+{{- end }}
+{{- $_ := set $kafka "tls" $tls }}
+{{- end }}
+{{- end }}
+{{- with .Values.kafka.sasl }}
+{{- if .mechanism }}
+{{- $_ := set $kafka "sasl" (dict "mechanism" .mechanism "username" .username "password" (dict "env" "KAFKA_SASL_PASSWORD")) }}
+{{- end }}
+{{- end }}
+{{- toRawJson $kafka }}
+{{- end }}
+
+{{/* The config file: the user's config with log, clickhouse and connection.kafka from the values. */}}
 {{- define "bioalchemy.configJson" -}}
 {{- $config := deepCopy .Values.config }}
 {{- $_ := set $config "log" (include "bioalchemy.logUrl" .) }}
 {{- $_ = set $config "clickhouse" .Values.clickhouse.url }}
+{{- if or .Values.kafka.tls.enabled .Values.kafka.sasl.mechanism }}
+{{- $connection := deepCopy (.Values.config.connection | default dict) }}
+{{- $_ = set $connection "kafka" (include "bioalchemy.kafkaConnection" . | fromJson) }}
+{{- $_ = set $config "connection" $connection }}
+{{- end }}
 {{- toRawJson $config }}
 {{- end }}
 
-{{/* Environment variables from Secrets: the LLM key, the ClickHouse password, secretEnv. */}}
+{{/* Environment variables from Secrets: the LLM key, the ClickHouse and Kafka passwords, secretEnv. */}}
 {{- define "bioalchemy.secretEnv" -}}
 {{- if .Values.llm.apiKeySecret.name }}
 - name: {{ default "OPENAI_API_KEY" (.Values.config.llm | default dict).apiKeyEnv }}
@@ -125,6 +179,13 @@ feeder: [mix.state, qa.classified, qa.withdrawn]
     secretKeyRef:
       name: {{ .Values.clickhouse.passwordSecret.name }}
       key: {{ .Values.clickhouse.passwordSecret.key }}
+{{- end }}
+{{- if .Values.kafka.sasl.mechanism }}
+- name: KAFKA_SASL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.kafka.sasl.passwordSecret.name }}
+      key: {{ .Values.kafka.sasl.passwordSecret.key }}
 {{- end }}
 {{- range $env, $ref := .Values.secretEnv }}
 - name: {{ $env }}
@@ -208,4 +269,22 @@ feeder: [mix.state, qa.classified, qa.withdrawn]
 {{- end }}
 {{- end }}
 {{- toJson $urls }}
+{{- end }}
+
+{{/* The Kafka TLS Secret as files: a container's volumeMount and the pod's volume. */}}
+{{- define "bioalchemy.kafkaTlsMount" -}}
+{{- if .Values.kafka.tls.secretName }}
+- name: kafka-tls
+  mountPath: {{ include "bioalchemy.kafkaTlsDir" . }}
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "bioalchemy.kafkaTlsVolume" -}}
+{{- if .Values.kafka.tls.secretName }}
+- name: kafka-tls
+  secret:
+    secretName: {{ .Values.kafka.tls.secretName }}
+    defaultMode: 0440
+{{- end }}
 {{- end }}
