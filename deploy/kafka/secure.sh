@@ -40,7 +40,7 @@ case "$action" in
   *) die "usage: secure.sh up|down [--state-dir DIR]" ;;
 esac
 
-LIBS="$STATE_ROOT/kafka/libs"
+LIBS="$CACHE_ROOT/kafka/libs"
 compgen -G "$LIBS/kafka_2.13-*.jar" >/dev/null || die "no jars in $LIBS: run deploy/kafka/install.sh first"
 pick_java 17
 CP="$LIBS/*"
