@@ -193,7 +193,13 @@ describe('a secured broker: SASL_SSL, ACLs deny by default', () => {
     }, 600_000);
 });
 
-/** Creates the ACL bindings as the admin (a super user). */
+/**
+ * Creates the ACL bindings as the admin (a super user), and returns once the broker enforces them.
+ * CreateAcls is answered when the controller has committed the bindings; the broker's authorizer
+ * applies them when it replays the metadata log, a moment later (longer on a loaded machine), and
+ * a check in that moment is denied. DescribeAcls is answered from that same authorizer, so the
+ * bindings it lists are the ones in force.
+ */
 async function applyAcls(acls: readonly KafkaAcl[]): Promise<void> {
   const endpoint = KafkaEndpoint.of(
     [SASL],
@@ -221,6 +227,38 @@ async function applyAcls(acls: readonly KafkaAcl[]): Promise<void> {
         permissionType: kafkajs.AclPermissionTypes.ALLOW,
       })),
     });
+    const key = (type: number, name: string, pattern: number, principal: string, operation: number) =>
+      `${type} ${name} ${pattern} ${principal} ${operation}`;
+    const wanted = acls.map((a) =>
+      key(
+        kafkajs.AclResourceTypes[a.resourceType],
+        a.name,
+        kafkajs.ResourcePatternTypes[a.patternType],
+        a.principal,
+        kafkajs.AclOperationTypes[a.operation],
+      ),
+    );
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const described = await admin.describeAcls({
+        resourceType: kafkajs.AclResourceTypes.ANY,
+        resourcePatternType: kafkajs.ResourcePatternTypes.ANY,
+        operation: kafkajs.AclOperationTypes.ANY,
+        permissionType: kafkajs.AclPermissionTypes.ALLOW,
+      });
+      const inForce = new Set(
+        described.resources.flatMap((r) =>
+          r.acls.map((b) =>
+            key(r.resourceType, r.resourceName, r.resourcePatternType, b.principal, b.operation),
+          ),
+        ),
+      );
+      const missing = wanted.filter((w) => !inForce.has(w));
+      if (missing.length === 0) return;
+      if (Date.now() > deadline)
+        throw new Error(`ACL bindings not in force after 30 s: ${missing.join(', ')}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
   } finally {
     await admin.disconnect();
   }
