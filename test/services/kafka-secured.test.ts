@@ -61,6 +61,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.stop();
+  // The broker is this file's alone: it would otherwise share the cores with every suite after it.
+  const down = spawnSync('bash', [SECURE, 'down'], { encoding: 'utf8', timeout: 120_000 });
+  if (down.status !== 0) throw new Error(`secure.sh down: ${down.stderr}`);
 });
 
 /** A config file: the log on the secured broker, as `username`, with this TLS and SASL. */
