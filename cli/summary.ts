@@ -125,7 +125,7 @@ export async function runSummary(opts: {
   );
   for (const c of l.concurrency())
     lines.push(
-      `LLM concurrency, ${c.endpoint} ${c.model}: limit ${c.limit} of ${c.bound}${c.stated ? ` (the server states ${c.stated} slots)` : ''}, queueing seen ${c.queueingSeen} times`,
+      `LLM concurrency, ${c.endpoint} ${c.model}: limit ${c.limit} of ${c.bound}${c.oneAtATime ? ' (one at a time: the server ends the stream in progress when another request arrives)' : c.stated ? ` (the server states ${c.stated} slots)` : ''}, queueing seen ${c.queueingSeen} times`,
     );
   const sizes: string[] = [];
   for (const topic of [

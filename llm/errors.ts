@@ -65,8 +65,12 @@ export class LlmRequestError extends Error {
   }
 }
 
-/** Why a request may succeed if sent again. */
-export type TransientReason = 'rate-limit' | 'server-error' | 'timeout' | 'connection';
+/**
+ * Why a request may succeed if sent again. `cut`: a streamed reply ended (its `[DONE]` or the end
+ * of its body) before any finish_reason said it was complete; `unreadable`: the body is no chat
+ * completion in any framing the provider reads.
+ */
+export type TransientReason = 'rate-limit' | 'server-error' | 'timeout' | 'connection' | 'cut' | 'unreadable';
 
 /** Thrown by providers for a failure worth retrying; anything else they throw is final. */
 export class TransientError extends Error {
@@ -92,5 +96,41 @@ export class LlmStoppedError extends RetryableError {
   override readonly name = 'LlmStoppedError';
   constructor(readonly stage: LlmStage) {
     super(`${stage}: call given up: stopping`);
+  }
+}
+
+/**
+ * A streamed reply that ended (its `[DONE]`, or the end of its body) before any chunk said how it
+ * finished (finish_reason): cut, never a reply. Sent again; never journaled.
+ */
+export class CutReplyError extends TransientError {
+  constructor(
+    /** The pieces of text that had come. */
+    readonly pieces: number,
+  ) {
+    super(
+      'cut',
+      `the reply's stream ended without a finish_reason after ${pieces} piece(s): cut, not a reply`,
+    );
+  }
+}
+
+/**
+ * The endpoint answered 200 with a body that is no chat completion: neither one JSON completion
+ * (with `choices`) nor server-sent events of its chunks (an HTML page from a proxy, a truncated
+ * body, an event that is not JSON). Retried as a server error is: one such body may be a hiccup,
+ * the same for every input is the endpoint's fault (flow/faults.ts).
+ */
+export class UnreadableReplyError extends TransientError {
+  constructor(
+    /** As the server labelled the body; '' where it sent none. */
+    readonly contentType: string,
+    body: string,
+  ) {
+    const sample = body.length > 120 ? `${body.slice(0, 120)}…` : body;
+    super(
+      'unreadable',
+      `the reply is no chat completion (Content-Type ${contentType || 'none'}): ${JSON.stringify(sample)}`,
+    );
   }
 }

@@ -134,6 +134,13 @@ export class Llm {
       (endpoint) => ({
         onRetry: (reason) => this.metrics.retries.inc({ endpoint, reason }),
         onRequest: (outcome) => this.requests.set(outcome, (this.requests.get(outcome) ?? 0) + 1),
+        onOneAtATime: (model) => {
+          this.memory.learn(endpoint, model, { interruptsStreams: true });
+          this.log.warn(
+            { endpoint, model },
+            'LLM endpoint ends the reply it is streaming whenever another request arrives (llama-cpp-python does by default: interrupt_requests): sending it one request at a time from now on; `bioalchemy llm forget` forgets this after the server changes',
+          );
+        },
         onFault: (fault) => {
           // The one error a confirmed fault logs (its calls wait; the run's caller decides to stop).
           if (fault)

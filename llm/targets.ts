@@ -98,7 +98,7 @@ export class Targets {
             retry: c.retry,
             circuit: c.circuit,
             statedCapacity: () => backend.statedCapacity(),
-            learnedLimit: (model) => this.memory.get(name, model).concurrencyLimit,
+            learned: (model) => this.memory.get(name, model),
           },
           this.clock,
           this.hooks(name),

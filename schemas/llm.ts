@@ -256,7 +256,8 @@ export type Dialect = z.infer<typeof Dialect>;
 
 /**
  * What the LLM layer learned of one endpoint's model: the fields it refused (its dialect), the
- * context its 400 named, the budget a thinking model needed, and the concurrency its server took.
+ * context its 400 named, the budget a thinking model needed, the concurrency its server took, and
+ * whether it ends a stream when another request arrives.
  * Learned each at the price of a refused request, a cut-off reply or a ramp from 1; kept on the log
  * (llm/endpoint-memory.ts), a restart starts from them and pays none of that again.
  */
@@ -267,6 +268,12 @@ export const EndpointFacts = z
     contextTokens: z.number().int().positive().optional(),
     thinkingBudget: z.number().int().positive().optional(),
     concurrencyLimit: z.number().int().positive().optional(),
+    /**
+     * The server ends the reply it is streaming whenever another request arrives (llama-cpp-python's
+     * `interrupt_requests`, on by default): it is sent one request at a time. Learned from streams
+     * cut while others were sent (llm/flow/endpoint.ts).
+     */
+    interruptsStreams: z.boolean().optional(),
   })
   .strict();
 export type EndpointFacts = z.infer<typeof EndpointFacts>;

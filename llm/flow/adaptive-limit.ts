@@ -60,6 +60,8 @@ export class AdaptiveLimit {
   /** Replies that met a queue over the bound, timeouts and overloads: each lowered the limit. */
   queueingSeen = 0;
   stated: number | undefined;
+  /** The server ends the stream in progress when another request arrives: one request at a time. */
+  oneAtATime = false;
 
   constructor(private readonly max: number) {
     this.limit = Math.min(1, max);
@@ -83,12 +85,23 @@ export class AdaptiveLimit {
     this.slowStart = false;
   }
 
+  /**
+   * The server takes one request at a time whatever it states: another arriving ends the one in
+   * progress (llama-cpp-python's interrupt_requests). The limit and its bound are 1 from now on;
+   * requests in flight finish, and the next waits for all of them.
+   */
+  toOneAtATime(): void {
+    this.oneAtATime = true;
+    this.limit = 1;
+    if (this.slowStart) this.endSlowStart();
+  }
+
   get current(): number {
     return this.limit;
   }
 
   get bound(): number {
-    return Math.min(this.max, this.stated ?? this.max);
+    return this.oneAtATime ? 1 : Math.min(this.max, this.stated ?? this.max);
   }
 
   get sending(): number {

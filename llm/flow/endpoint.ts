@@ -1,15 +1,16 @@
+import type { EndpointFacts } from '../../schemas/llm.js';
 import type { Clock } from '../clock.js';
-import { TransientError, type TransientReason } from '../errors.js';
+import { CutReplyError, TransientError, type TransientReason } from '../errors.js';
 import { AdaptiveLimit } from './adaptive-limit.js';
 import { type BackoffOptions, backoffMs } from './backoff.js';
 import { Circuit, type CircuitOptions } from './circuit.js';
 import {
   type EndpointFault,
+  endpointIfRepeated,
   FaultWatch,
   faultOf,
   REPEATS_FOR_REFUSAL,
   type RequestIdentity,
-  refusalStatus,
   serverMessage,
   statusOf,
   whoseAlone,
@@ -22,8 +23,11 @@ export interface EndpointOptions {
   circuit: CircuitOptions;
   /** The decoding slots the server says it has, if it says (llama-server's /props): asked once. */
   statedCapacity?: () => Promise<number | undefined>;
-  /** The limit a model's server took in an earlier run (EndpointMemory): where a found limit starts. */
-  learnedLimit?: (model: string) => number | undefined;
+  /**
+   * What an earlier run learned of a model's server (EndpointMemory): the limit it took, where a
+   * found limit starts; whether it takes one request at a time.
+   */
+  learned?: (model: string) => EndpointFacts;
 }
 
 /** What the adaptive limit of one model of an endpoint stands at (the run summary, /metrics, llm check). */
@@ -35,6 +39,8 @@ export interface ConcurrencyState {
   /** concurrency (config), or the slots the server states where fewer. */
   bound: number;
   stated: number | undefined;
+  /** The server ends the stream in progress when another request arrives: one at a time. */
+  oneAtATime: boolean;
   queueingSeen: number;
 }
 
@@ -46,6 +52,12 @@ export interface EndpointHooks {
   onFault?(fault: EndpointFault | null): void;
   /** Every request sent, by outcome: "answered", an HTTP status, a transient reason, "aborted". */
   onRequest?(outcome: string): void;
+  /**
+   * The model's server ends the stream in progress whenever another request arrives: it is sent
+   * one request at a time from now on. Told once per model, when it is found (not when an earlier
+   * run's finding is read).
+   */
+  onOneAtATime?(model: string): void;
 }
 
 /** What one attempt must report so the token allowance can be settled. */
@@ -70,6 +82,10 @@ export class Endpoint {
   private readonly watch = new FaultWatch();
   /** The endpoint's fault: suspected (paused, awaiting a probe's confirmation) or confirmed (reported). */
   private fault: { fault: EndpointFault; confirmed: boolean } | null = null;
+  /** Requests in flight, any model: a stream cut while another is may be that one's doing. */
+  private inFlight = 0;
+  /** Streams cut while another request was in flight, since a reply was last answered. */
+  private cutByArrivals = 0;
 
   constructor(
     readonly name: string,
@@ -117,14 +133,19 @@ export class Endpoint {
       const model = who ? this.models.get(who.model) : undefined;
       const modelProbe = model ? await model.gate.pass(signal) : false;
       const tickets: Ticket[] = [await stage.enter(estimate), await this.throttle.enter(estimate)];
-      const permit = await (await this.limitOf(who?.model ?? '')).acquire();
+      const limit = await this.limitOf(who?.model ?? '');
+      const permit = await limit.acquire();
       attempts++;
       let reply: T;
       const sentAt = this.clock.now();
+      this.inFlight++;
       try {
         if (signal?.aborted) throw signal.reason;
         reply = await attempt(() => permit.started(this.clock.now() - sentAt));
       } catch (e) {
+        // Another request in flight when this one was cut: the one the server may have cut it for.
+        const company = this.inFlight > 1;
+        this.inFlight--;
         // A failed request's real token use is unknown: the estimate stays charged.
         for (const t of tickets) t.leave(estimate);
         if (!signal?.aborted && overloaded(e)) permit.overloaded();
@@ -136,6 +157,15 @@ export class Endpoint {
           throw signal.reason;
         }
         this.hooks.onRequest?.(outcomeOf(e));
+        if (e instanceof CutReplyError && company) {
+          // The server may have ended it for the other: not this request's failure, nor evidence
+          // of a fault. Sent again, uncounted.
+          this.cutByArrival(limit, who?.model ?? '');
+          this.hooks.onRetry('cut', 0);
+          if (probe) this.circuit.failure(true);
+          if (modelProbe) model?.gate.failure(true);
+          continue;
+        }
         if (who && unknownModel(e)) {
           // This model's fault, not the endpoint's: its gate pauses the stages that ask for it.
           this.modelFault(e, who, modelProbe);
@@ -166,7 +196,9 @@ export class Endpoint {
         if (delay > 0) await this.clock.sleep(delay);
         continue;
       }
+      this.inFlight--;
       this.hooks.onRequest?.('answered');
+      this.cutByArrivals = 0;
       permit.answered(this.clock.now() - sentAt);
       for (const t of tickets) t.leave(reply.tokens);
       this.watch.success();
@@ -189,11 +221,31 @@ export class Endpoint {
     limit = this.limits.get(model);
     if (limit) return limit;
     limit = new AdaptiveLimit(this.opts.limits.concurrency ?? Number.POSITIVE_INFINITY);
-    const learned = this.opts.learnedLimit?.(model);
+    const learned = this.opts.learned?.(model) ?? {};
     if (slots) limit.state(slots);
-    else if (learned) limit.resume(learned);
+    else if (learned.concurrencyLimit) limit.resume(learned.concurrencyLimit);
+    if (learned.interruptsStreams) limit.toOneAtATime();
     this.limits.set(model, limit);
     return limit;
+  }
+
+  /**
+   * A stream cut while another request was in flight. Twice with no reply answered between, the server
+   * is one that ends the stream in progress whenever another request arrives: llama-cpp-python
+   * does by default (llama_cpp/server/app.py, get_event_publisher: with `interrupt_requests`, after
+   * each chunk it sends `[DONE]` and stops if a request waits for the model's lock), so with more
+   * than one request in flight only the last would ever finish. Sent one at a time, each finishes.
+   * Servers with slots do not: llama-server (tools/server/server-queue.cpp,
+   * server_response_reader::next and stop) polls its client's connection each second and cancels
+   * the task of a client gone, while a new request waits for a free slot; vLLM
+   * (vllm/entrypoints/utils.py, with_cancellation; a StreamingResponse listens itself) aborts the
+   * request of a client that disconnected, while a new one is scheduled beside those running.
+   * Once is not enough: a stream may also end early for its own reasons while others are sent.
+   */
+  private cutByArrival(limit: AdaptiveLimit, model: string): void {
+    if (++this.cutByArrivals < CUTS_FOR_ONE_AT_A_TIME || limit.oneAtATime) return;
+    limit.toOneAtATime();
+    this.hooks.onOneAtATime?.(model);
   }
 
   /** Where each model's adaptive limit stands now. */
@@ -205,6 +257,7 @@ export class Endpoint {
       inFlight: l.sending,
       bound: l.bound,
       stated: l.stated,
+      oneAtATime: l.oneAtATime,
       queueingSeen: l.queueingSeen,
     }));
   }
@@ -263,8 +316,8 @@ export class Endpoint {
       return 'endpoint';
     }
     if (alone === 'transient') {
-      // Only a 500 or 501 can be a refusal; an outage's failures (timeouts, 503s) break the run.
-      if (!refusalStatus(statusOf(e))) {
+      // Only some can be the endpoint's (faults.ts); an outage's failures (timeouts, 503s) break the run.
+      if (!endpointIfRepeated(e)) {
         this.watch.other();
         return 'transient';
       }
@@ -298,6 +351,9 @@ export class Endpoint {
     this.hooks.onFault?.(f.fault);
   }
 }
+
+/** Streams cut with another request in flight before the server is taken to end one whenever another arrives. */
+const CUTS_FOR_ONE_AT_A_TIME = 2;
 
 /** A 404 naming the model: the endpoint is there, this model is not. */
 function unknownModel(e: unknown): boolean {

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import { TransientError } from '../errors.js';
+import { CutReplyError, TransientError, UnreadableReplyError } from '../errors.js';
 
 /**
  * Whose fault a failed request is: the one place the LLM layer decides it (Kafka Streams' rule: a
@@ -14,12 +14,18 @@ import { TransientError } from '../errors.js';
  * | any other 4xx (a parameter, a schema, a content rule)        | suspect    | waits: another input answered -> record; the   | by what the message names  |
  * |                                                              |            | same message for 3 distinct inputs -> endpoint |                            |
  * | 500/501, the same message for 5 distinct inputs, no success  | endpoint   | a refusal of the request shape, not an outage  | llm.baseUrl (see llm check)|
+ * | 200 with a body that is no chat completion, the same         | endpoint   | retried until then; the server (or a proxy in  | llm.baseUrl                |
+ * | Content-Type for 5 distinct inputs, no success               |            | front of it) answers something else            |                            |
+ * | a stream cut (no finish_reason) with no other request in     | endpoint   | retried until then; a server that never says   | llm.stream                 |
+ * | flight, for 5 distinct inputs, no success                    |            | a reply is complete                            |                            |
  * | 429, 408, 409, 502-504, other 5xx, timeouts, connections     | transient  | retried; the circuit pauses a down endpoint    | -                          |
  * | anything thrown that is no HTTP answer (a bug, a bad reply)  | record     | dead letter                                    | -                          |
  *
  * A suspected endpoint fault (from repeats) pauses the stage and is confirmed by the next probe
  * failing the same way; a certain one (401/403/404) is confirmed at once. Only a confirmed fault is
- * reported (the one error `run` logs; `run --until-idle` then stops non-zero).
+ * reported (the one error `run` logs; `run --until-idle` then stops non-zero). A stream cut while
+ * another request was in flight is no fault at all: the server may end the stream in progress
+ * when another request arrives (endpoint.ts learns it as one at a time).
  */
 export type Whose = 'record' | 'endpoint' | 'suspect' | 'transient';
 
@@ -82,9 +88,14 @@ export function whoseAlone(e: unknown): Whose {
   return 'transient';
 }
 
-/** 500 and 501 say the server failed on this request: repeated for every input, the request shape is refused. */
-export function refusalStatus(status: number | undefined): boolean {
-  return status === 500 || status === 501;
+/**
+ * The transient failures that, repeated for REPEATS_FOR_REFUSAL distinct inputs with no success
+ * between, are the endpoint's: a 500 or 501 (the server failed on this request shape), a body that
+ * is no chat completion, a stream cut. An outage's failures (timeouts, 503s) never are.
+ */
+export function endpointIfRepeated(e: unknown): boolean {
+  const status = statusOf(e);
+  return status === 500 || status === 501 || e instanceof UnreadableReplyError || e instanceof CutReplyError;
 }
 
 /** The config key and the fix for an endpoint fault, from its status and message. */
@@ -111,6 +122,18 @@ export function faultOf(e: unknown, who: RequestIdentity, endpoint: string): End
       configKey: 'llm.baseUrl',
       fix: `${endpoint} has no chat completions route: set llm.baseUrl to the server's OpenAI-compatible base (usually ending in /v1)`,
     };
+  if (e instanceof UnreadableReplyError)
+    return {
+      ...base,
+      configKey: 'llm.baseUrl',
+      fix: `${endpoint} answers every request with a body that is no chat completion (neither JSON nor server-sent events of one): point llm.baseUrl at the server's OpenAI-compatible base, not a page or a proxy in front of it`,
+    };
+  if (e instanceof CutReplyError)
+    return {
+      ...base,
+      configKey: 'llm.stream',
+      fix: 'the endpoint ends every streamed reply without a finish_reason, so none is known complete: set llm.stream to false for whole replies',
+    };
   const param = /\b(temperature|max_completion_tokens|max_tokens)\b/i.exec(message)?.[1];
   if (param) {
     const key = /temperature/i.test(param) ? 'temperature' : 'maxTokens';
@@ -133,8 +156,13 @@ export function faultOf(e: unknown, who: RequestIdentity, endpoint: string): End
   };
 }
 
-/** A failure's identity for repeat counting: its status and message, numbers folded. */
+/**
+ * A failure's identity for repeat counting: its status and message, numbers folded. An unreadable
+ * body by its Content-Type (each body quoted differs), a cut by its kind (each says how far it got).
+ */
 function signatureOf(e: unknown): string {
+  if (e instanceof UnreadableReplyError) return `unreadable ${e.contentType}`;
+  if (e instanceof CutReplyError) return 'cut';
   return `${statusOf(e) ?? '-'} ${serverMessage(e).replace(/\d+/g, 'N')}`;
 }
 

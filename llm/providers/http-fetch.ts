@@ -122,11 +122,19 @@ export function httpFetch(): HttpFetch {
   };
 }
 
+/**
+ * Whether a body is server-sent events, by its Content-Type: what the server sent, whatever the
+ * request asked (the provider reads the body by it too).
+ */
+export function isEventStreamType(contentType: string | null | undefined): boolean {
+  return /^\s*text\/event-stream\b/i.test(contentType ?? '');
+}
+
 /** A stream of server-sent events that answers the request (not an error), sent as it is. */
 function isEventStream(res: http.IncomingMessage): boolean {
   return (
     (res.statusCode ?? 0) < 300 &&
-    /^text\/event-stream\b/i.test(res.headers['content-type'] ?? '') &&
+    isEventStreamType(res.headers['content-type']) &&
     !res.headers['content-encoding']
   );
 }

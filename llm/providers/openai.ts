@@ -1,8 +1,10 @@
 import OpenAI from 'openai';
+import { Stream } from 'openai/core/streaming';
 import type { Dialect, LlmJournalReply } from '../../schemas/llm.js';
-import { TransientError } from '../errors.js';
+import { CutReplyError, TransientError, UnreadableReplyError } from '../errors.js';
+import { parseJson } from '../journal/log.js';
 import { splitThinking } from '../reply.js';
-import { type HttpFetch, httpFetch } from './http-fetch.js';
+import { type HttpFetch, httpFetch, isEventStreamType } from './http-fetch.js';
 import { EndpointProgress, ProgressWatch } from './progress.js';
 import type { Provider, ProviderRequest } from './provider.js';
 
@@ -125,6 +127,34 @@ function journalReply(r: {
   };
 }
 
+/**
+ * A server-sent events terminator glued after a whole JSON body (`{...}\n\ndata: [DONE]`), as
+ * 9router sends where it passes a provider's whole reply on with the end of a stream.
+ */
+const GLUED_DONE = /\s*data:\s*\[DONE\]\s*$/;
+
+/**
+ * A whole reply's body: one chat completion as JSON (labelled so or not, an SSE terminator after it
+ * or not). What is none (an HTML page, a cut body, JSON without `choices`) is an UnreadableReplyError.
+ */
+function wholeReply(body: string, contentType: string): LlmJournalReply {
+  const parsed = (parseJson(body) ?? parseJson(body.replace(GLUED_DONE, ''))) as
+    | Partial<OpenAI.Chat.Completions.ChatCompletion>
+    | undefined;
+  const choice = Array.isArray(parsed?.choices) ? parsed.choices[0] : undefined;
+  if (!choice || typeof choice.message !== 'object' || choice.message === null)
+    throw new UnreadableReplyError(contentType, body);
+  const message = choice.message as ServerMessage;
+  return journalReply({
+    content: message.content ?? '',
+    reasoning: message.reasoning_content ?? message.reasoning ?? '',
+    refusal: message.refusal ?? '',
+    model: parsed!.model ?? '',
+    finish: choice.finish_reason,
+    usage: parsed!.usage,
+  });
+}
+
 export interface OpenAiProviderOptions {
   /** Told once per endpoint and model each time the request is resent in another dialect. */
   onDialect?: (model: string, change: string, refusal: string) => void;
@@ -171,7 +201,7 @@ export class OpenAiProvider implements Provider {
     for (let tries = 0; ; tries++) {
       const dialect = this.dialectOf(request.model);
       try {
-        return request.stream ? await this.streamed(request, dialect) : await this.whole(request, dialect);
+        return await this.once(request, dialect);
       } catch (e) {
         const refused =
           e instanceof OpenAI.APIError && e.status !== undefined && [400, 422, 500].includes(e.status)
@@ -193,52 +223,76 @@ export class OpenAiProvider implements Provider {
     }
   }
 
-  /** One whole reply: the client's timeout bounds it from sent to its end. */
-  private async whole(request: ProviderRequest, dialect: Dialect): Promise<LlmJournalReply> {
-    const completion = await this.client.chat.completions.create(
-      body(request, dialect) as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming,
-      // The signal aborts a call in flight when the process stops (the reply is then not paid).
-      { timeout: request.timeoutMs, ...(request.signal ? { signal: request.signal } : {}) },
-    );
-    const choice = completion.choices[0];
-    const message = choice?.message as ServerMessage | undefined;
-    return journalReply({
-      content: message?.content ?? '',
-      reasoning: message?.reasoning_content ?? message?.reasoning ?? '',
-      refusal: message?.refusal ?? '',
-      model: completion.model,
-      finish: choice?.finish_reason,
-      usage: completion.usage,
-    });
-  }
-
   /**
-   * The reply as it is decoded (server-sent events), under a ProgressWatch: a long reply that keeps
-   * coming is never timed out, one that does not start or stops is. Without the usage chunk (a
-   * server that ignores stream_options), tokens are estimated: the prompt's characters / 4, and a
-   * token per chunk (llama.cpp and vLLM send one token per event by default).
+   * One request, its body read by what the server sent (its Content-Type), not by what was asked:
+   * servers answer one JSON body to a streamed request and events to a whole one (the router
+   * 9router converts either way for its clients because its providers do both:
+   * open-sse/handlers/chatCore/jsonToSseHandler.js and sseToJsonHandler.js). Under a
+   * ProgressWatch either way: a streamed request's timeouts measure its progress (a long reply
+   * that keeps coming is never timed out, one that does not start or stops is); a whole one has
+   * its whole-reply bound alone, which events still bound where the server streams anyway.
    */
-  private async streamed(request: ProviderRequest, dialect: Dialect): Promise<LlmJournalReply> {
+  private async once(request: ProviderRequest, dialect: Dialect): Promise<LlmJournalReply> {
+    const timeoutMs = request.timeoutMs;
     const watch = new ProgressWatch(
-      { ...request.stream!, totalMs: request.timeoutMs },
+      { firstChunkMs: timeoutMs, stallMs: timeoutMs, ...request.stream, totalMs: timeoutMs },
       this.progress,
       request.signal,
     );
     try {
-      const stream = await this.client.chat.completions.create(
-        {
-          ...body(request, dialect),
-          stream: true,
-          ...(dialect.streamOptions ? { stream_options: { include_usage: true } } : {}),
-        } as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming,
-        { signal: watch.signal },
-      );
-      const text = { content: '', reasoning: '', refusal: '' };
-      let model = request.model;
-      let finish: string | null | undefined;
-      let usage: OpenAI.Completions.CompletionUsage | undefined;
-      let chunks = 0;
-      let began = false;
+      const response = await this.client.chat.completions
+        .create(
+          {
+            ...body(request, dialect),
+            ...(request.stream
+              ? {
+                  stream: true,
+                  ...(dialect.streamOptions ? { stream_options: { include_usage: true } } : {}),
+                }
+              : {}),
+          } as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParams,
+          // The watch's signal gives the request up (a timeout, the process stopping: the reply is
+          // then not paid); the client's own timer, at the same bound, never ends it sooner.
+          { signal: watch.signal, timeout: timeoutMs },
+        )
+        .asResponse();
+      const contentType = response.headers.get('content-type') ?? '';
+      if (isEventStreamType(contentType)) return await this.events(response, request, watch);
+      return wholeReply(await response.text(), contentType);
+    } catch (e) {
+      throw watch.expired ?? e;
+    } finally {
+      watch.done();
+    }
+  }
+
+  /**
+   * A reply as server-sent events, read as they arrive. It is complete when a chunk says how it
+   * finished (finish_reason): a stream that ends without one, by its `[DONE]` or the end of its
+   * body, was cut, and is no reply. llama-cpp-python's server ends the stream in progress that
+   * way whenever another request waits for its model (llama_cpp/server/app.py,
+   * get_event_publisher: with `interrupt_requests`, True by default in settings.py, after each
+   * chunk it sends `[DONE]` if `llama_outer_lock` is held by a request waiting its turn). Without
+   * the usage chunk (a server that ignores stream_options), tokens are estimated: the prompt's
+   * characters / 4, and a token per chunk (llama.cpp and vLLM send one token per event by default).
+   */
+  private async events(
+    response: Response,
+    request: ProviderRequest,
+    watch: ProgressWatch,
+  ): Promise<LlmJournalReply> {
+    const text = { content: '', reasoning: '', refusal: '' };
+    let model = request.model;
+    let finish: string | null | undefined;
+    let usage: OpenAI.Completions.CompletionUsage | undefined;
+    let chunks = 0;
+    let began = false;
+    const stream = Stream.fromSSEResponse<OpenAI.Chat.Completions.ChatCompletionChunk>(
+      response,
+      new AbortController(),
+      this.client,
+    );
+    try {
       for await (const chunk of stream) {
         watch.progressed();
         if (!began) {
@@ -257,21 +311,29 @@ export class OpenAiProvider implements Provider {
         text.refusal += delta.refusal ?? '';
         if (choice.finish_reason) finish = choice.finish_reason;
       }
-      return journalReply({
-        ...text,
-        model,
-        finish,
-        usage: usage ?? {
-          prompt_tokens: Math.ceil(JSON.stringify(request.messages).length / 4),
-          completion_tokens: chunks,
-          total_tokens: 0,
-        },
-      });
     } catch (e) {
-      throw watch.expired ?? e;
-    } finally {
-      watch.done();
+      // An error event (the server's words), or this request given up: as they are.
+      if (e instanceof OpenAI.APIError || watch.signal.aborted) throw e;
+      if (e instanceof SyntaxError)
+        throw new UnreadableReplyError(response.headers.get('content-type') ?? '', e.message);
+      // The body broke off (the connection reset, the server gone): sent again, as a failed connection.
+      throw new TransientError('connection', `the reply's stream broke off: ${(e as Error).message}`);
     }
+    if (!finish) {
+      // Given up meanwhile (the openai client ends its iteration quietly on an abort): a timeout or the stop.
+      if (watch.signal.aborted) throw watch.expired ?? watch.signal.reason;
+      throw new CutReplyError(chunks);
+    }
+    return journalReply({
+      ...text,
+      model,
+      finish,
+      usage: usage ?? {
+        prompt_tokens: Math.ceil(JSON.stringify(request.messages).length / 4),
+        completion_tokens: chunks,
+        total_tokens: 0,
+      },
+    });
   }
 
   /**

@@ -32,7 +32,8 @@ export class EndpointProgress {
  * is making progress, and the first-chunk timeout waits on; it runs out only after that long with
  * no chunk from the endpoint at all. The signal aborts the request; `expired` says which timeout
  * it was, as a TransientError 'timeout'. The caller's signal (the process stopping) aborts it too,
- * with that signal's reason.
+ * with that signal's reason. A whole reply is watched with every limit at its whole-reply bound:
+ * a server may stream it anyway, and its events then make progress as a stream's do.
  */
 export class ProgressWatch {
   private readonly controller = new AbortController();
@@ -89,7 +90,7 @@ export class ProgressWatch {
   private readonly stop = () => this.controller.abort(this.outer!.reason);
 
   private expire(message: string): void {
-    this.expired = new TransientError('timeout', `streamed reply: ${message}`);
+    this.expired = new TransientError('timeout', `the reply: ${message}`);
     this.controller.abort(this.expired);
   }
 }

@@ -118,6 +118,29 @@ describe('an endpoint that refuses every request: the run stops non-zero, spends
     120_000,
   );
 
+  it('a server whose every reply is no chat completion (a web page, 200): exits non-zero within 60 s naming it, nothing committed, nothing dead-lettered', async () => {
+    const page = await serve({ faults: { rate: 1, kinds: ['unreadable'] } });
+    try {
+      const ws = ingested(page.url);
+      const run = await runUntilIdle(ws.config);
+      expect(run.code).not.toBe(0);
+      expect(run.seconds).toBeLessThan(60);
+      process.stdout.write(
+        `every reply unreadable: run --until-idle exited ${run.code} in ${run.seconds.toFixed(1)} s\n`,
+      );
+      // One clear error: the key to fix, and what came back.
+      expect(run.stderr).toMatch(
+        /^bioalchemy: stopped: .*fix llm\.baseUrl: .*no chat completion.*The server said: the reply is no chat completion \(Content-Type text\/html/m,
+      );
+      expect(run.stderr.match(/^bioalchemy: /gm)).toHaveLength(1);
+      expect(await topicValues(ws.dir, 'dlq')).toEqual([]);
+      expect(await topicValues(ws.dir, 'qa.candidates')).toEqual([]);
+      expect(run.stdout).toMatch(new RegExp(`unreadable ${page.stats().requests}\\b`));
+    } finally {
+      await page.stop();
+    }
+  }, 120_000);
+
   it('SIGTERM with a call in flight to a server that never answers: exits within 10 s, the input uncommitted', async () => {
     const silent = await serve({ latency: { kind: 'fixed', ms: 600_000 } });
     try {

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeadLetter } from '../../schemas/dead-letter.js';
-import type { LlmCallRecord } from '../../schemas/llm.js';
+import type { EndpointFactRecord, LlmCallRecord, LlmJournalReply } from '../../schemas/llm.js';
 import { DIALECTS, type DialectName } from '../llm-server/dialects.js';
 import { pipelineResponder } from '../llm-server/pipeline-responder.js';
 import { type LlmServer, type Stats, start } from '../llm-server/server.js';
-import { ingestAndRun, topicValues, workspace } from './helpers.js';
+import { ingestAndRun, requestsByOutcome, topicValues, workspace } from './helpers.js';
 
 /**
  * The pipeline over the fixture articles against the servers users run, each answering as its
@@ -111,6 +111,14 @@ describe('the pipeline against the LLM servers users run', () => {
       'vllm-reasoning',
       { requestFields: { chat_template_kwargs: { enable_thinking: false } } },
     ],
+    // The body read by what the server sent, whatever was asked (issue 60).
+    ['one JSON body to every request, streamed ones included', 'answers-json', {}],
+    [
+      'events to every request, asked for whole replies (llm.stream false)',
+      'answers-events',
+      { stream: false },
+    ],
+    ['one JSON body with data: [DONE] glued after it', 'json-then-done', {}],
   ] as const) {
     it(`${mode}: at least 90% of the plain classified QA, no dead letter from the reply's shape or a refused parameter`, async () => {
       const o = await run(mode, dialect, llm);
@@ -147,5 +155,52 @@ describe('the pipeline against the LLM servers users run', () => {
     expect(shapeFaults(o)).toBe(0);
     // Refused only until the first overflow was read (the calls already in flight with it).
     expect(o.stats.refusedByDialect['400']).toBeLessThanOrEqual(o.stats.requests / 2);
+  }, 300_000);
+});
+
+describe("the pipeline against llama-cpp-python's default interrupt_requests (issue 60)", () => {
+  it('several passages in flight: the run ends, no cut reply journaled or dead-lettered, the cuts counted, the endpoint learned one at a time and kept', async () => {
+    let repairs = 0;
+    // One slot, as llama-cpp-python serves one request at a time; replies long enough to be
+    // streaming when the next request arrives.
+    const server = await start({
+      dialect: DIALECTS.interrupt,
+      slots: 1,
+      latency: { kind: 'fixed', ms: 60 },
+      responder: (request, context) => {
+        if (request.messages.some((m) => m.role === 'assistant')) repairs++;
+        return pipelineResponder(request, context);
+      },
+    });
+    try {
+      const ws = workspace(server.url);
+      const run = await ingestAndRun(ws.config);
+      const stats = server.stats();
+      process.stdout.write(
+        `llm-dialects interrupt: ${run.seconds.toFixed(1)} s, requests ${stats.requests}, cut ${stats.cut}\n`,
+      );
+      expect(stats.cut).toBeGreaterThan(0);
+      expect(requestsByOutcome(run.stdout).cut).toBe(stats.cut);
+      const dlq = await topicValues<DeadLetter>(ws.dir, 'dlq');
+      expect(dlq.filter((d) => d.code === 'llm-reply-invalid')).toEqual([]);
+      // A cut reply journaled as whole would have been asked to be fixed.
+      expect(repairs).toBe(0);
+      const journaled = (await topicValues<LlmJournalReply | null>(ws.dir, 'llm.journal')).filter(
+        (r) => r !== null,
+      );
+      expect(journaled.length).toBeGreaterThan(0);
+      for (const reply of journaled) expect(() => JSON.parse(reply.content), reply.content).not.toThrow();
+      expect((await topicValues(ws.dir, 'qa.classified')).length).toBeGreaterThan(0);
+      // Learned once, said once, kept for the next run.
+      expect(run.stdout).toMatch(/^LLM concurrency, .*: limit 1 of 1 \(one at a time: /m);
+      expect(
+        run.stderr.match(/ends the reply it is streaming whenever another request arrives/g),
+      ).toHaveLength(1);
+      expect(await topicValues<EndpointFactRecord>(ws.dir, 'llm.endpoints')).toContainEqual(
+        expect.objectContaining({ facts: { interruptsStreams: true } }),
+      );
+    } finally {
+      await server.stop();
+    }
   }, 300_000);
 });

@@ -45,9 +45,35 @@ export const Dialect = z
      * has no such field (llama_cpp/server/types.py, CreateChatCompletionRequest) and ignores it.
      */
     streamsNoUsage: z.boolean().default(false),
+    /**
+     * llama-cpp-python's `interrupt_requests` (llama_cpp/server/settings.py, True by default): its
+     * model sits behind a lock, and get_event_publisher (llama_cpp/server/app.py), after each chunk
+     * it sends, sends `data: [DONE]` and stops when another request holds `llama_outer_lock`, which
+     * a request waiting for the model does (get_llama_proxy): the stream in progress ends with no
+     * finish_reason on any chunk, and the waiting request takes the model. Here: when a request
+     * waits for a slot (the server's `slots`: 1 for llama-cpp-python). A whole reply is not cut.
+     */
+    interruptsStreams: z.boolean().default(false),
+    /**
+     * How the body is framed, whatever the request asked (`stream`): `as-asked` (OpenAI: events to a
+     * streamed request, one JSON body to a whole one); `json`, one JSON body always (a provider that
+     * does not stream: 9router converts such a body for a client that asked for a stream, because
+     * providers send one, open-sse/handlers/chatCore/jsonToSseHandler.js); `events` always (a
+     * provider that always streams, which 9router's sseToJsonHandler.js converts for a whole
+     * request); `json-then-done`, one JSON body labelled application/json with the end of a stream,
+     * `data: [DONE]`, glued after it, as seen from 9router.
+     */
+    framing: z.enum(['as-asked', 'json', 'events', 'json-then-done']).default('as-asked'),
   })
   .strict();
 export type Dialect = z.infer<typeof Dialect>;
+
+/** llama-cpp-python 0.3's server, as DIALECTS['llama-cpp-python'] describes it. */
+const LLAMA_CPP_PYTHON = {
+  llamaCppResponseFormat: true,
+  ignoresMaxCompletionTokens: true,
+  streamsNoUsage: true,
+} as const;
 
 export const DIALECTS = {
   plain: {},
@@ -82,15 +108,18 @@ export const DIALECTS = {
   // examples send {"type": "json_object", "schema": {...}}); json_schema fails the request's
   // validation inside the handler, a 500. It reads max_tokens, not max_completion_tokens.
   // Its streams end with the finish_reason and no usage chunk (seen from the 0.3.36 server deploy/llama-cpp-python.sh builds).
-  'llama-cpp-python': {
-    llamaCppResponseFormat: true,
-    ignoresMaxCompletionTokens: true,
-    streamsNoUsage: true,
-  },
+  'llama-cpp-python': LLAMA_CPP_PYTHON,
   // OpenAI's structured outputs (strict json_schema): "Supported properties" for strings are
   // `pattern` and `format`, no lengths (platform.openai.com/docs/guides/structured-outputs); a schema
   // with one is refused with a 400 naming the keyword and where it is, param "response_format".
   'openai-structured': { refusesStringLengths: true },
+  // llama-cpp-python's server as it runs by default: a request arriving ends the stream in
+  // progress (interruptsStreams above); start the test server with `slots: 1`, as it serves one.
+  interrupt: { ...LLAMA_CPP_PYTHON, interruptsStreams: true },
+  // The framings servers answer with whatever was asked (framing above).
+  'answers-json': { framing: 'json' },
+  'answers-events': { framing: 'events' },
+  'json-then-done': { framing: 'json-then-done' },
   // Ollama's OpenAI endpoint lists max_tokens, not max_completion_tokens, among what it supports
   // (docs/openai.md, /v1/chat/completions).
   ollama: { ignoresMaxCompletionTokens: true },

@@ -9,6 +9,7 @@ export const FaultKind = z.enum([
   'schema-break', // 200 with valid JSON that matches no stage schema
   'bad-request', // 400: a request the endpoint will never accept
   'stall', // streamed: half the reply's events, then silence with the connection open (whole: never answered)
+  'unreadable', // 200 with a body that is no chat completion: a web page, as a proxy or web app in front answers
 ]);
 export type FaultKind = z.infer<typeof FaultKind>;
 

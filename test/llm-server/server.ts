@@ -80,6 +80,8 @@ export interface Stats {
   maxWaiting: number;
   /** Replies decoded after their client had left (timed out, aborted): a slot's work for nobody. */
   decodedForNobody: number;
+  /** Streams the dialect ended with `[DONE]` before their finish_reason (interruptsStreams). */
+  cut: number;
   /** Completion tokens of every reply, thinking included, and of that the thinking. */
   completionTokens: number;
   reasoningTokens: number;
@@ -108,6 +110,7 @@ const emptyStats = (): Stats => ({
   waiting: 0,
   maxWaiting: 0,
   decodedForNobody: 0,
+  cut: 0,
   latencySumMs: 0,
   refusedByDialect: {},
   unbounded: 0,
@@ -180,6 +183,9 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
       case 'stall':
         if (!request.stream) return; // A whole reply that stalls is never answered.
         break;
+      case 'unreadable':
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        return res.end(UNREADABLE_PAGE);
     }
     const delay = drawLatency(latency, random);
     if (slots && !slots.take()) {
@@ -212,8 +218,11 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
     };
     // A client that went away (killed, timed out) has closed its side: the reply could not arrive.
     const gone = () => res.destroyed || req.socket.readableEnded || req.socket.destroyed;
-    let delivered: boolean | 'stalled';
-    if (request.stream) {
+    // Events or one body by the dialect's framing, whatever was asked.
+    const framing = dialect.framing;
+    const streams = framing === 'events' || (framing === 'as-asked' && request.stream === true);
+    let delivered: boolean | 'stalled' | 'cut';
+    if (streams) {
       delivered = await streamReply(res, gone, {
         id,
         model: request.model,
@@ -222,6 +231,8 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
         usage: request.stream_options?.include_usage && !dialect.streamsNoUsage ? usage : undefined,
         delayMs: delay,
         stall: fault === 'stall',
+        // llama-cpp-python's test after each chunk: a request waiting for the model ends this stream.
+        interrupted: () => dialect.interruptsStreams && request.stream === true && (slots?.waiting ?? 0) > 0,
       });
     } else {
       if (delay > 0) await new Promise((r) => setTimeout(r, delay));
@@ -230,6 +241,10 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
     stats.inFlight--;
     slots?.release();
     if (delivered === 'stalled') return;
+    if (delivered === 'cut') {
+      stats.cut++;
+      return;
+    }
     if (!delivered) {
       stats.decodedForNobody++;
       req.socket.destroy();
@@ -242,15 +257,18 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
     if (outcome.message.refusal) stats.refusals++;
     stats.completionTokens += outcome.completionTokens;
     stats.reasoningTokens += outcome.reasoningTokens;
-    if (request.stream) return;
-    json(res, 200, {
+    if (streams) return;
+    const completion = {
       id,
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
       model: request.model,
       choices: [{ index: 0, message: outcome.message, finish_reason: finish, logprobs: null }],
       usage,
-    });
+    };
+    if (framing !== 'json-then-done') return json(res, 200, completion);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(`${JSON.stringify(completion)}\n\ndata: [DONE]\n\n`);
   };
 
   const control = async (req: IncomingMessage, res: ServerResponse) => {
@@ -328,6 +346,13 @@ export async function start(options: ServerOptions = {}): Promise<LlmServer> {
   };
 }
 
+/**
+ * What a web server or proxy in front of the model answers any path with (fault 'unreadable'): its
+ * own page, 200, the same for every request.
+ */
+const UNREADABLE_PAGE =
+  '<!doctype html><html><head><title>Sign in</title></head><body>Sign in to continue</body></html>';
+
 /** Characters per streamed event: fewer events than a real server's token each, the same shape. */
 const STREAM_CHUNK_CHARS = 64;
 /**
@@ -361,8 +386,10 @@ async function streamReply(
     usage: Record<string, unknown> | undefined;
     delayMs: number;
     stall: boolean;
+    /** Checked after each event: true ends the stream there with `[DONE]`. */
+    interrupted: () => boolean;
   },
-): Promise<boolean | 'stalled'> {
+): Promise<boolean | 'stalled' | 'cut'> {
   const deltas: Record<string, unknown>[] = [{ role: 'assistant', content: '' }];
   for (const field of ['reasoning_content', 'reasoning', 'content', 'refusal'] as const) {
     const text = r.message[field];
@@ -393,6 +420,10 @@ async function streamReply(
     if (!res.headersSent)
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     res.write(`data: ${JSON.stringify(event)}\n\n`);
+    if (i < deltas.length && r.interrupted()) {
+      res.end('data: [DONE]\n\n');
+      return 'cut';
+    }
   }
   if (gone()) return false;
   res.end('data: [DONE]\n\n');
@@ -402,7 +433,7 @@ async function streamReply(
 /** Decoding slots taken in arrival order: a freed slot passes straight to the first waiting. */
 class Slots {
   private busy = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly queue: (() => void)[] = [];
 
   constructor(private readonly count: number) {}
 
@@ -413,13 +444,18 @@ class Slots {
     return true;
   }
 
+  /** Requests waiting for a slot now. */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
   /** Resolves when a slot passes to this request. */
   free(): Promise<void> {
-    return new Promise((resolve) => this.waiting.push(resolve));
+    return new Promise((resolve) => this.queue.push(resolve));
   }
 
   release(): void {
-    const next = this.waiting.shift();
+    const next = this.queue.shift();
     if (next) next();
     else this.busy--;
   }

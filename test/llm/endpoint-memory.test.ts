@@ -106,6 +106,37 @@ describe('EndpointMemory', () => {
     }
   }, 60_000);
 
+  it('one at a time, learned from a server that ends a stream when another request arrives, is kept on the log: the next layer sends one at a time and is cut no more', async () => {
+    const folder = dataFolder();
+    // llama-cpp-python's interrupt_requests, one slot (test/llm-server/dialects.ts).
+    const server = await start({
+      dialect: DIALECTS.interrupt,
+      slots: 1,
+      latency: { kind: 'fixed', ms: 150 },
+    });
+    try {
+      const first = await folder.open();
+      const learning = await rig({}, { memory: first.memory }, server);
+      await Promise.all([1, 2, 3, 4].map((i) => learning.llm.complete(mcq(i))));
+      await learning.close();
+      expect(server.stats().cut).toBeGreaterThan(0);
+      expect(await keysOn(first.runtime)).toContain(`${server.url} test-model interruptsStreams`);
+
+      server.resetStats();
+      const next = await rig({}, { memory: (await folder.open()).memory }, server);
+      await Promise.all([5, 6, 7, 8].map((i) => next.llm.complete(mcq(i))));
+      // Bound at 1 by the fact, not only started there by the limit found (which rounds may raise).
+      expect(next.llm.concurrency()).toEqual([
+        expect.objectContaining({ limit: 1, bound: 1, oneAtATime: true }),
+      ]);
+      await next.close();
+      expect(server.stats()).toMatchObject({ cut: 0, answered: 4, maxInFlight: 1 });
+    } finally {
+      await server.stop();
+      await folder.close();
+    }
+  }, 30_000);
+
   it('two workers learning different facts of one model at once both keep theirs through compaction', async () => {
     const folder = dataFolder();
     try {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { TransientError } from '../../llm/errors.js';
+import { CutReplyError, TransientError, UnreadableReplyError } from '../../llm/errors.js';
 import { Endpoint } from '../../llm/flow/endpoint.js';
 import {
   type EndpointFault,
@@ -41,6 +41,8 @@ describe('the fault table', () => {
     [transient(503, 'loading model'), 'transient'],
     [transient(429, 'rate limited'), 'transient'],
     [new TransientError('connection', 'ECONNREFUSED'), 'transient'],
+    [new UnreadableReplyError('text/html', '<html>Sign in</html>'), 'transient'],
+    [new CutReplyError(3), 'transient'],
     [new Error('a bug: cannot read properties of undefined'), 'record'],
   ])('%s is the %s fault on its own', (e, whose) => {
     expect(whoseAlone(e)).toBe(whose);
@@ -62,6 +64,8 @@ describe('the fault table', () => {
     ],
     [http(400, 'max_tokens is not supported, use max_completion_tokens'), who, 'llm.maxTokens'],
     [transient(500, 'response_format json_schema unsupported'), who, 'llm.baseUrl'],
+    [new UnreadableReplyError('text/html', '<html>Sign in</html>'), who, 'llm.baseUrl'],
+    [new CutReplyError(3), who, 'llm.stream'],
   ])('%s: the key to fix is %s', (e, identity, key) => {
     const fault = faultOf(e, identity, 'http://h/v1');
     expect(fault.configKey).toBe(key);
@@ -101,6 +105,8 @@ const endpointFaults = fc.constantFrom(
   () => http(400, "Unsupported value: 'temperature' does not support 0.2"),
   () => http(422, 'json_schema response_format is not supported'),
   () => transient(500, 'internal error: grammar from json_schema failed'),
+  // Each body differs (a cut-off JSON, a page with the time in it): the same Content-Type is the fault.
+  () => new UnreadableReplyError('text/html', `<html>${Math.random()}</html>`),
 );
 
 /** A record's own faults, each of one input. */
@@ -142,7 +148,11 @@ describe('an endpoint fault never fails a call; a record fault never stops the s
           await turns(200);
           expect(settled).toEqual([]);
           expect(faults.filter((f) => f !== null)).toHaveLength(1);
-          expect(e.confirmedFaults().map((f) => f.message)).toEqual([fault().message.replace(/^\d{3} /, '')]);
+          // The first failure's words (numbers folded: two bodies of one page differ in them).
+          const folded = (m: string) => m.replace(/\d+(\.\d+)?/g, 'N');
+          expect(e.confirmedFaults().map((f) => folded(f.message))).toEqual([
+            folded(fault().message.replace(/^\d{3} /, '')),
+          ]);
           const [before, since] = [sent, clock.now()];
           await turns(50);
           // Paused: one probe a probe interval (1 s of virtual time), not every input again.
@@ -269,5 +279,110 @@ describe('an endpoint fault never fails a call; a record fault never stops the s
     await Promise.all(typo);
     expect(typoDone).toBe(4);
     expect(e.confirmedFaults()).toEqual([]);
+  });
+});
+
+describe('streams cut without a finish_reason', () => {
+  /**
+   * A server that ends the reply it is streaming whenever another request arrives (llama-cpp-python's
+   * interrupt_requests): each request streams for three turns of the loop, and one arriving meanwhile
+   * cuts it.
+   */
+  function interrupting() {
+    let streaming: { cut: boolean } | undefined;
+    let inFlight = 0;
+    const stats = { cut: 0, answered: 0, maxInFlight: 0 };
+    const attempt = async () => {
+      if (streaming) streaming.cut = true;
+      const me = { cut: false };
+      streaming = me;
+      stats.maxInFlight = Math.max(stats.maxInFlight, ++inFlight);
+      try {
+        for (let turn = 0; turn < 3; turn++) {
+          await new Promise((r) => setImmediate(r));
+          if (me.cut) {
+            stats.cut++;
+            throw new CutReplyError(turn);
+          }
+        }
+        stats.answered++;
+        return { tokens: 1 };
+      } finally {
+        inFlight--;
+        if (streaming === me) streaming = undefined;
+      }
+    };
+    return { attempt, stats, resetMax: () => (stats.maxInFlight = inFlight) };
+  }
+
+  it('cut while another request is in flight, twice with no reply between: one at a time from then on, told once, every call answered and none failed for it', async () => {
+    const clock = new FastClock();
+    const told: string[] = [];
+    const e = new Endpoint(
+      'http://h/v1',
+      {
+        limits: { concurrency: 8 },
+        // One attempt each: a cut by another request must not use it up.
+        retry: { maxAttempts: 1, baseDelayMs: 10, maxDelayMs: 100 },
+        circuit: { failureThreshold: 8, probeIntervalMs: 1000 },
+      },
+      clock,
+      { onRetry: () => {}, onDown: () => {}, onOneAtATime: (model) => told.push(model) },
+    );
+    const server = interrupting();
+    const stage = new Throttle({}, clock);
+    const call = (i: number) => e.send(stage, 1, server.attempt, { ...who, key: `input-${i}` });
+    await Promise.all(Array.from({ length: 8 }, (_, i) => call(i)));
+    expect(server.stats.answered).toBe(8);
+    expect(server.stats.cut).toBeGreaterThanOrEqual(2);
+    expect(told).toEqual(['gpt-x']);
+    expect(e.concurrency()).toEqual([expect.objectContaining({ limit: 1, bound: 1, oneAtATime: true })]);
+    // From then on, one at a time: no cut.
+    server.resetMax();
+    const cutBefore = server.stats.cut;
+    await Promise.all(Array.from({ length: 4 }, (_, i) => call(100 + i)));
+    expect(server.stats).toMatchObject({ cut: cutBefore, answered: 12, maxInFlight: 1 });
+    expect(told).toEqual(['gpt-x']);
+  });
+
+  it("a stream cut with nothing else in flight, for 5 inputs and no reply between, is the endpoint's fault: llm.stream", async () => {
+    const clock = new FastClock();
+    const faults: (EndpointFault | null)[] = [];
+    const e = new Endpoint(
+      'http://h/v1',
+      {
+        limits: { concurrency: 1 },
+        retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 100 },
+        circuit: { failureThreshold: 8, probeIntervalMs: 1000 },
+      },
+      clock,
+      { onRetry: () => {}, onDown: () => {}, onFault: (f) => faults.push(f) },
+    );
+    const stage = new Throttle({}, clock);
+    let fixed = false;
+    const settled: string[] = [];
+    const calls = Array.from({ length: REPEATS_FOR_REFUSAL + 1 }, (_, i) =>
+      e
+        .send(
+          stage,
+          1,
+          async () => {
+            if (!fixed) throw new CutReplyError(i);
+            return { tokens: 1 };
+          },
+          { ...who, key: `input-${i}` },
+        )
+        .then(
+          () => settled.push('ok'),
+          (err: Error) => settled.push(`failed: ${err.message}`),
+        ),
+    );
+    await turns(200);
+    expect(settled).toEqual([]);
+    expect(faults).toEqual([expect.objectContaining({ configKey: 'llm.stream' })]);
+    expect(e.concurrency()).toEqual([expect.objectContaining({ oneAtATime: false })]);
+    fixed = true;
+    await Promise.all(calls);
+    expect(settled).toEqual(Array(REPEATS_FOR_REFUSAL + 1).fill('ok'));
   });
 });
