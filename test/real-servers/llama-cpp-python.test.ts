@@ -185,14 +185,16 @@ describe('a real llama-cpp-python server through llm.baseUrl', () => {
     };
   }
 
-  it('runs the pipeline over a short article with the minimal config (no concurrency, no token cap): no request timed out, none refused; reported beside the local provider', async () => {
+  it('runs the pipeline over a short article with the minimal config and a reply budget (no concurrency): no request timed out, none refused, no cut taken for a reply; reported beside the local provider', async () => {
     const articles = 1;
-    // The minimal config: the server's one decoding slot is found, and no token cap is set. The
-    // 270M model repeats itself inside a JSON string until max_tokens (the default 1,024: minutes a
-    // reply on 2 cores) unless the reply schema bounds it: the stages' schemas carry maxLength,
-    // which this server's grammar keeps to (llm/json-schema.ts: boundedString).
+    // The minimal config (the server's one decoding slot and its dialect are found), with one key
+    // more: the reply budget the local provider run has too. The 270M model fills a reply's
+    // strings to the schema's maxLength (which this server's grammar keeps to) and an MCQ reply
+    // runs to the default 1,024 tokens; each token costs 0.1-0.5 s here under the grammar, so one
+    // such reply took 5-10 minutes. Cuts do not depend on the budget: the server cuts a stream when
+    // another request arrives, whatever its length.
     const served = await pipeline(
-      { baseUrl, model: 'gemma-3-270m', apiKeyEnv: 'E2E_LLM_KEY' },
+      { baseUrl, model: 'gemma-3-270m', apiKeyEnv: 'E2E_LLM_KEY', maxTokens: MAX_TOKENS },
       articles,
       SHORT_ARTICLE,
     );
