@@ -32,7 +32,7 @@ from bioalchemy_client.reward_rules import (_ALTERNATIVES, _ANAPHORS, _CLAUSE_WO
                                            _HEDGES, _NAME_PARTICLES, _NEGATORS, _NOTES, _REMARK_LABELS, _REMARKS,
                                            _RULES, _SUBORDINATORS)
 from bioalchemy_client.reward_text import (_A, _ANSWER_LABEL, _ANSWER_PHRASE, _S, MARK_CLOSE, MARK_OPEN, Token,
-                                           _is_question, _is_word, after_revision, boxed, drop_footnotes, final_text,
+                                           _is_question, _is_word, _trim, after_revision, boxed, drop_footnotes, final_text,
                                            prepare, sentences_of, tokenize)
 
 
@@ -307,23 +307,37 @@ _ANY_ALNUM = re.compile(r"[A-Za-z0-9]", _A)
 def score(kind: str, ground_truth: str, output: str, options: Sequence[str] = (),
           aliases: Sequence[str] = ()) -> dict:
     """{"score": 0 | 1, "reason": ...} for one output; kind is "mcq" or "free-form"."""
+    return read_answer(kind, ground_truth, output, options=options, aliases=aliases)[0]
+
+
+def _span_of(sentences: List[List[Token]]) -> str:
+    """The sentences of a place as written (tokens keep their text and the space before them)."""
+    return " ".join("".join((" " if i > 0 and t.space else "") + t.text for i, t in enumerate(s))
+                    for s in sentences).strip(" ")
+
+
+def read_answer(kind: str, ground_truth: str, output: str, options: Sequence[str] = (),
+                aliases: Sequence[str] = ()) -> Tuple[dict, Optional[str]]:
+    """The rules' verdict, and the answer span when they leave it undecided (reward/score.ts
+    readAnswer): the only outputs a verifier model may be asked about; None when the verdict stands."""
     prepared = drop_footnotes(prepare(final_text(output)))
     if not _ANY_ALNUM.search(prepared):
-        return {"score": 0, "reason": "empty output"}
+        return {"score": 0, "reason": "empty output"}, None
     grader = (_mcq_grader(ground_truth, list(options)) if kind == "mcq"
               else _free_form_grader(ground_truth, list(aliases)))
     forms = grader.forms + grader.written(prepared) if grader.written else grader.forms
     text = after_revision(anchor(prepared, forms))
     for place in _places_of(text, grader):
         if place.unknown:
-            return {"score": 0, "reason": f"a box without the answer among the {place.where}"}
+            return {"score": 0, "reason": f"a box without the answer among the {place.where}"}, None
         verdict = (_judge_whole_answer(grader, place.sentences, place.whole) if place.whole is not None
                    else _judge(grader, place.sentences, place.where))
         if verdict:
-            return verdict
+            return verdict, None
         if place.decisive:
-            return {"score": 0, "reason": f"no candidate answer in the {place.where}"}
-    return {"score": 0, "reason": "no candidate answer in the final sentence"}
+            return ({"score": 0, "reason": f"no candidate answer in the {place.where}"},
+                    _span_of(place.sentences) or _trim(prepared))
+    return {"score": 0, "reason": "no candidate answer in the final sentence"}, _trim(prepared)
 
 
 def canonical_outputs(answer: str) -> List[str]:
@@ -362,12 +376,6 @@ def _strings(value: Any) -> List[str]:
     if isinstance(value, str):
         return [value]
     return [str(v) for v in list(value)]
-
-
-def undecided(result: dict) -> bool:
-    """The rules found neither the reference nor a conflicting answer (reward/score.ts readAnswer):
-    the only outputs a verifier model may decide. Every other verdict stands."""
-    return str(result.get("reason", "")).startswith("no candidate answer in the ")
 
 
 VERIFIER_URL_ENV = "BIOALCHEMY_REWARD_VERIFIER_URL"
@@ -421,9 +429,9 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, veri
         options = _strings(info.get("options"))
     if not kind:
         kind = "mcq" if re.fullmatch(r"[A-J]", answer.strip(), _A) else "free-form"
-    result = score(str(kind), answer, solution_str, options=options, aliases=aliases)
+    result, undecided = read_answer(str(kind), answer, solution_str, options=options, aliases=aliases)
     url = verifier_url or os.environ.get(VERIFIER_URL_ENV)
-    if url and answer and undecided(result):
+    if url and answer and undecided is not None:
         item = {"kind": str(kind), "ground_truth": answer, "options": options, "aliases": aliases,
                 "output": solution_str}
         question = info.get("question")
