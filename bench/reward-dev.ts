@@ -342,7 +342,8 @@ export async function run(): Promise<string[]> {
     );
     if (pyNow) {
       const same = pyNow.results.filter(
-        (p, k) => p.result.score === now.results[k]!.result.score && p.undecided === now.results[k]!.undecided,
+        (p, k) =>
+          p.result.score === now.results[k]!.result.score && p.undecided === now.results[k]!.undecided,
       ).length;
       lines.push(`TypeScript = Python (score and undecided span) on ${same} of ${rows.length} rows`);
     } else lines.push('Python: not measured (bash deploy/py-venv.sh first)');

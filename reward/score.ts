@@ -1,6 +1,6 @@
 import type { RewardRequestItem, RewardResult } from '../schemas/feeder.js';
 import { anchor } from './anchor.js';
-import { freeFormGrader, type Grader, isVerb, type Mention, mcqGrader } from './graders.js';
+import { freeFormGrader, type Grader, isVerb, type Mention, mcqGrader, type Verdict } from './graders.js';
 import { RULES } from './rules.js';
 import {
   ANSWER_LABEL,
@@ -94,7 +94,18 @@ export function readAnswer(input: Input): RulesReading {
     const verdict = place.whole
       ? judgeWholeAnswer(grader, place.sentences, place.whole)
       : judge(grader, place.sentences, place.where);
+    if (verdict?.undecided)
+      return {
+        result: { score: 0, reason: verdict.reason },
+        undecided: spanOf(place.sentences) || prepared.trim(),
+      };
     if (verdict) return { result: verdict, undecided: null };
+    const another = place.decisive ? grader.another?.(place.sentences) : null;
+    if (another)
+      return {
+        result: { score: 0, reason: `another year (${another}) in the ${place.where}` },
+        undecided: null,
+      };
     if (place.decisive)
       return {
         result: { score: 0, reason: `no candidate answer in the ${place.where}` },
@@ -181,7 +192,7 @@ function candidatesOnly(grader: Grader, tokens: Token[]): boolean {
   );
 }
 
-function judge(grader: Grader, sentences: Token[][], where: string): RewardResult | null {
+function judge(grader: Grader, sentences: Token[][], where: string): Verdict | null {
   const read = sentences.map((s) => readSentence(grader, s));
   const positive = read.flatMap((r) => r.positive);
   if (positive.length > 0) return grader.decide(positive, where);
@@ -330,7 +341,7 @@ function* placesOf(text: string, grader: Grader): Generator<Place> {
  *   what came before in its main clause ("It is not, however, the only one.": doubtsInMainClause),
  *   or names another answer ("It is the AV node.").
  */
-function judgeWholeAnswer(grader: Grader, sentences: Token[][], last: Token[]): RewardResult | null {
+function judgeWholeAnswer(grader: Grader, sentences: Token[][], last: Token[]): Verdict | null {
   const read = sentences.map((s) => readSentence(grader, s));
   const positive = read.flatMap((r) => r.positive);
   const denied = read.some((r) => r.negated > 0);

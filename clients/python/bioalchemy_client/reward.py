@@ -332,8 +332,14 @@ def read_answer(kind: str, ground_truth: str, output: str, options: Sequence[str
             return {"score": 0, "reason": f"a box without the answer among the {place.where}"}, None
         verdict = (_judge_whole_answer(grader, place.sentences, place.whole) if place.whole is not None
                    else _judge(grader, place.sentences, place.where))
+        if verdict and verdict.get("undecided"):
+            return ({"score": 0, "reason": verdict["reason"]},
+                    _span_of(place.sentences) or _trim(prepared))
         if verdict:
             return verdict, None
+        another = grader.another(place.sentences) if place.decisive and grader.another else None
+        if another:
+            return {"score": 0, "reason": f"another year ({another}) in the {place.where}"}, None
         if place.decisive:
             return ({"score": 0, "reason": f"no candidate answer in the {place.where}"},
                     _span_of(place.sentences) or _trim(prepared))
