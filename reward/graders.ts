@@ -516,6 +516,10 @@ function anotherYear(accepted: readonly string[]): ((sentences: Token[][]) => st
   };
 }
 
+/** What a year form inside a date stands for (dateOfYear in freeFormGrader). */
+const ANOTHER_DATE = 'another date';
+const SAME_MONTH = 'same month';
+
 export function freeFormGrader(truth: string, aliases: readonly string[]): Grader {
   const accepted = acceptedForms(truth, aliases);
   // A number is read as one only when every accepted form is a number: a reference written as one
@@ -530,6 +534,8 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
   // A number with names in words ("43", "forty-three"), whichever one the reference names first:
   // a word after it is what it counts ("303 AD" for "three hundred and three / 303").
   const counts = accepted.some((f) => numericForm(f) !== null);
+  // The months the reference itself (not an alias: "2013 / 27 November 2013" asks for the year) dates it to.
+  const months = new Set(tokenize(prepare(truth)).flatMap((t) => (RULES.months.has(t.key) ? [t.key] : [])));
   return {
     text: true,
     wholeAnswer: true,
@@ -540,6 +546,15 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
       const out: Mention[] = [];
       tokens.forEach((t, i) => {
         if (t.kind !== 'form') return;
+        // dateOfYear: a form that is a year, inside a date ("8 November 2013" for 27 November 2013 /
+        // 2013: dates read day first), is that date's year: where the reference dates it to a month,
+        // another month is another date, and its month without the reference's day is undecided.
+        const month = tokens[i - 1];
+        if (months.size > 0 && month?.kind === 'word' && RULES.months.has(month.key)) {
+          const value = months.has(month.key) ? SAME_MONTH : ANOTHER_DATE;
+          out.push({ value, number: null, bound: null, start: i - 1, end: i + 1, listed: null });
+          return;
+        }
         // endsItsPhrase: "kinase" is not the answer in "a kinase inhibitor": the answer ends its
         // phrase, unless a verb follows it (the subject of its sentence: "Barbara McClintock
         // discovered transposition"; or a clause about it: "a type of gin made in Scotland", "a
@@ -577,6 +592,10 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
       return out;
     },
     decide(found, where) {
+      if (found.some((m) => m.value === ANOTHER_DATE))
+        return { score: 0, reason: `another date in the ${where}` };
+      if (found.some((m) => m.value === SAME_MONTH))
+        return { score: 0, reason: `a date in the reference's month in the ${where}`, undecided: true };
       if (found.some((m) => m.listed === 'hedge'))
         return { score: 0, reason: `the answer is one of a hedge in the ${where}` };
       if (found.some((m) => m.listed === 'list'))

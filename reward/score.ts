@@ -339,7 +339,8 @@ function* placesOf(text: string, grader: Grader): Generator<Place> {
  * - takenBack: the final sentence offers an alternative ("Alternatively, ..."), opens a
  *   conclusion with another answer ("So the structure in question is the AV node."), denies or hedges
  *   what came before in its main clause ("It is not, however, the only one.": doubtsInMainClause),
- *   or names another answer ("It is the AV node.").
+ *   or names another answer ("It is the AV node.");
+ * - enumeration: it is one item of a numbered or bulleted list of three or more (undecided).
  */
 function judgeWholeAnswer(grader: Grader, sentences: Token[][], last: Token[]): Verdict | null {
   const read = sentences.map((s) => readSentence(grader, s));
@@ -349,8 +350,21 @@ function judgeWholeAnswer(grader: Grader, sentences: Token[][], last: Token[]): 
     return denied ? { score: 0, reason: 'only negated candidates in the answer' } : null;
   if (denied) return { score: 0, reason: 'the reference is quoted and denied in the answer' };
   if (takesBack(last)) return { score: 0, reason: 'the final sentence takes the answer back' };
+  if (
+    read.some((r, k) => r.positive.length > 0 && isItem(sentences[k]!)) &&
+    sentences.filter(isItem).length >= 3
+  )
+    return { score: 0, reason: 'the answer is one item of an enumeration in the answer', undecided: true };
   return grader.decide(positive, 'answer');
 }
+
+/**
+ * enumeration: a line that opens as an item ("1. Gold", "2) Copper", "- Zinc"). The reference as one
+ * item of three or more, with nothing stated as the answer, is a list the question may or may not
+ * ask for: undecided, as a list in a sentence is.
+ */
+const isItem = (tokens: Token[]) =>
+  (tokens[0]?.kind === 'num' && ['.', ')'].includes(tokens[1]?.key ?? '')) || tokens[0]?.key === '-';
 
 /** takenBack: see judgeWholeAnswer. */
 function takesBack(last: Token[]): boolean {

@@ -242,7 +242,20 @@ def _judge_whole_answer(grader: _Grader, sentences: List[List[Token]], last: Lis
         return {"score": 0, "reason": "the reference is quoted and denied in the answer"}
     if _takes_back(last):
         return {"score": 0, "reason": "the final sentence takes the answer back"}
+    if (any(r[0] and _is_item(s) for r, s in zip(read, sentences))
+            and sum(1 for s in sentences if _is_item(s)) >= 3):
+        return {"score": 0, "reason": "the answer is one item of an enumeration in the answer", "undecided": True}
     return grader.decide(positive, "answer")
+
+
+def _is_item(tokens: List[Token]) -> bool:
+    """enumeration: a line that opens as an item ("1. Gold", "2) Copper", "- Zinc"). The reference as one item
+    of three or more, with nothing stated as the answer, is a list the question may or may not ask for:
+    undecided, as a list in a sentence is."""
+    first = tokens[0] if tokens else None
+    second = tokens[1] if len(tokens) > 1 else None
+    return ((first is not None and first.kind == "num" and second is not None and second.key in (".", ")"))
+            or (first is not None and first.key == "-"))
 
 
 def _takes_back(last: List[Token]) -> bool:

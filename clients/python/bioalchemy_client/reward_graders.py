@@ -532,6 +532,11 @@ def _another_year(accepted: Sequence[str]) -> Optional[Callable[[List[List[Token
     return another
 
 
+# What a year form inside a date stands for (date_of_year in _free_form_grader).
+_ANOTHER_DATE = "another date"
+_SAME_MONTH = "same month"
+
+
 def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
     accepted = accepted_forms(truth, aliases)
     # A number is read as one only when every accepted form is a number: a reference written as one with aliases
@@ -543,6 +548,8 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
     # A number with names in words ("43", "forty-three"), whichever one the reference names first: a word after it
     # is what it counts ("303 AD" for "three hundred and three / 303").
     counts = any(numeric_form(f) is not None for f in accepted)
+    # The months the reference itself (not an alias: "2013 / 27 November 2013" asks for the year) dates it to.
+    months = {t.key for t in tokenize(prepare(truth)) if t.key in _MONTHS}
 
     def written(text):
         return [Form(f, ANSWER) for f in written_forms(text, accepted)]
@@ -551,6 +558,14 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
         out = []
         for i, t in enumerate(tokens):
             if t.kind != "form":
+                continue
+            # date_of_year: a form that is a year, inside a date ("8 November 2013" for 27 November 2013 / 2013:
+            # dates read day first), is that date's year: where the reference dates it to a month, another month
+            # is another date, and its month without the reference's day is undecided.
+            month = _get(tokens, i - 1)
+            if months and month is not None and month.kind == "word" and month.key in _MONTHS:
+                value = _SAME_MONTH if month.key in months else _ANOTHER_DATE
+                out.append(Mention(value, None, None, i - 1, i + 1, None))
                 continue
             # ends_its_phrase: "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase,
             # unless a verb follows it (the subject of its sentence: "Barbara McClintock discovered
@@ -578,6 +593,10 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
         return out
 
     def decide(found, where):
+        if any(m.value == _ANOTHER_DATE for m in found):
+            return {"score": 0, "reason": f"another date in the {where}"}
+        if any(m.value == _SAME_MONTH for m in found):
+            return {"score": 0, "reason": f"a date in the reference's month in the {where}", "undecided": True}
         if any(m.listed == "hedge" for m in found):
             return {"score": 0, "reason": f"the answer is one of a hedge in the {where}"}
         if any(m.listed == "list" for m in found):
