@@ -326,7 +326,9 @@ function* placesOf(text: string, grader: Grader): Generator<Place> {
     .slice(0, end - 1)
     .filter((s) => candidatesOnly(grader, s) && (restated || !restatesOption(grader, s)));
   const whole = grader.wholeAnswer && !stated;
-  yield { where: 'final sentence', sentences: [...alsoNamed, last], decisive: !whole };
+  // The last item of an enumeration is no final answer: the whole answer is read (enumeration).
+  if (!(whole && isItem(last) && sentences.filter(isItem).length >= 3))
+    yield { where: 'final sentence', sentences: [...alsoNamed, last], decisive: !whole };
   if (whole) yield { where: 'answer', sentences, decisive: true, whole: last };
 }
 

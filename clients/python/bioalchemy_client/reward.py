@@ -218,7 +218,9 @@ def _places_of(text: str, grader: _Grader) -> Iterator[_Place]:
     also_named = [s for s in sentences[:end - 1]
                   if _candidates_only(grader, s) and (restated or not _restates_option(grader, s))]
     whole = grader.whole_answer and not stated
-    yield _Place("final sentence", also_named + [last], not whole)
+    # The last item of an enumeration is no final answer: the whole answer is read (enumeration).
+    if not (whole and _is_item(last) and sum(1 for s in sentences if _is_item(s)) >= 3):
+        yield _Place("final sentence", also_named + [last], not whole)
     if whole:
         yield _Place("answer", sentences, True, whole=last)
 
