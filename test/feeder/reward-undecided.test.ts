@@ -34,7 +34,7 @@ const word = fc
 const names = fc.uniqueArray(fc.tuple(word, word), {
   minLength: 3,
   maxLength: 3,
-  selector: ([first, last]) => last[0],
+  selector: ([, last]) => last[0],
 });
 const MONTHS = ['January', 'March', 'April', 'June', 'August', 'October', 'December'];
 const date = fc.record({
