@@ -49,6 +49,10 @@ import {
 //    A free-form answer ends its phrase: "kinase" is not the answer in "a kinase inhibitor", unless
 //    the sentence named the head before ("the largest bee ... is the queen bee": headGiven); the
 //    head, a counted word and the rest of a longer name before "or" go with it as one candidate.
+// 6. undecided (issue 61): what the rules cannot tell scores 0 and is left to a verifier: no
+//    candidate found, a list without a disjunction (hedgeOrList), an enumeration's item, a date in
+//    the reference's month without its day; another year or another month of a dated reference
+//    (anotherYear, dateOfYear) is decided.
 
 type Input = Pick<RewardRequestItem, 'kind' | 'ground_truth' | 'output'> &
   Partial<Pick<RewardRequestItem, 'options' | 'aliases'>>;
