@@ -1,20 +1,24 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { score } from '../reward/index.js';
+import { readAnswer } from '../reward/index.js';
 import type { RewardResult } from '../schemas/feeder.js';
 
-// The reward against people (issue 50), on the development set of /work/shared/reward-dev (real
-// answers labelled by people; its README gives the format): free-form answers (EVOUNA, TriviaQA)
-// and multiple-choice solutions (MR-BEN: chemistry, physics, medicine). Reported per answering
-// system: the reward's precision, recall and F1 in TypeScript and Python, beside "contains" (a
-// golden answer, normalised as SQuAD does, inside the answer normalised the same way) and exact
-// match; the disagreements with people grouped by the reason the reward gives, largest first; and
-// the reward before issue 50 (loaded from git at BEFORE) on the same rows, with the cost per
-// output of both in the same run. No row is copied anywhere: the set is read where it lies.
+// The reward against people (issues 50, 61), on the development set of /work/shared/reward-dev
+// (real answers labelled by people; its README gives the format): free-form answers (EVOUNA,
+// TriviaQA and half of Natural Questions) and multiple-choice solutions (MR-BEN: chemistry,
+// physics, medicine). Reported per set and answering system: the rules alone (precision, recall
+// and F1 in TypeScript and Python); the rules with a perfect verifier on what they leave undecided
+// (readAnswer's undecided: the design's ceiling) and the share of outputs it would be asked
+// about; beside "contains" (a golden answer, normalised as SQuAD does, inside the answer
+// normalised the same way) and exact match; the largest classes of confident refusals people call
+// correct (what even a perfect verifier cannot recover); the disagreements with people grouped by
+// the reason the reward gives, largest first; and the reward before issue 61 (loaded from git at
+// BEFORE) on the same rows, with the cost per output of both in the same run. No row is copied
+// anywhere: the set is read where it lies.
 
-/** The last commit with the reward before issue 50. */
-const BEFORE = '04f217b';
+/** The last commit with the reward before issue 61. */
+const BEFORE = 'c42f84e';
 const ROOT = new URL('..', import.meta.url).pathname;
 const PYTHON = join(ROOT, '.deploy/py-venv/bin/python');
 const DEV = process.env.REWARD_DEV ?? join(ROOT, '../shared/reward-dev');
@@ -47,8 +51,8 @@ const goldenOf = (r: DevRow) => [r.ground_truth, ...r.aliases].map(squad).filter
 const contains = (r: DevRow) => goldenOf(r).some((g) => squad(r.output).includes(g));
 const exactMatch = (r: DevRow) => goldenOf(r).includes(squad(r.output));
 
-function freeFormRows(): DevRow[] {
-  const file = join(DEV, 'evouna/TQ-dev.json');
+/** A free-form set of EVOUNA in its format (TQ-dev.json, NQ-dev.json). */
+function freeFormRows(file: string, set: string): DevRow[] {
   const rows = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>[];
   return rows.flatMap((q) => {
     if (q.improper === true) return [];
@@ -62,7 +66,7 @@ function freeFormRows(): DevRow[] {
       if (typeof judge !== 'boolean' || typeof q[`answer_${system}`] !== 'string') return [];
       return [
         {
-          set: 'free-form, TriviaQA',
+          set,
           system,
           kind: 'free-form' as const,
           ground_truth: golden[0]!,
@@ -124,7 +128,11 @@ function mcqRows(): DevRow[] {
 }
 
 export function devRows(): DevRow[] {
-  return [...freeFormRows(), ...mcqRows()];
+  return [
+    ...freeFormRows(join(DEV, 'evouna/TQ-dev.json'), 'free-form, TriviaQA'),
+    ...freeFormRows(join(DEV, 'evouna/NQ-dev.json'), 'free-form, Natural Questions'),
+    ...mcqRows(),
+  ];
 }
 
 const pct = (a: number, b: number) => (b === 0 ? '—' : `${((100 * a) / b).toFixed(1)}`);
@@ -147,7 +155,13 @@ export const reasonClass = (reason: string): string =>
     .replace(/-?\d[\d.,e+-]*/g, 'N')
     .replace(/^\S+ is not .* \(/, 'N is not the reference (');
 
-type Scorer = (r: DevRow) => RewardResult;
+/** The rules' verdict and the span they leave undecided (null: the verdict stands). */
+interface Reading {
+  readonly result: RewardResult;
+  readonly undecided: string | null;
+}
+
+type Scorer = (r: DevRow) => Reading;
 
 interface Before {
   ts: Scorer;
@@ -168,8 +182,8 @@ async function before(dir: string): Promise<Before | null> {
     execFileSync('tar', ['-x', '-C', dir], { input: tar });
     mkdirSync(join(dir, 'schemas'), { recursive: true });
     symlinkSync(join(ROOT, 'schemas/feeder.ts'), join(dir, 'schemas/feeder.ts'));
-    const mod = (await import(join(dir, 'reward/index.ts'))) as { score: (i: DevRow) => RewardResult };
-    return { ts: (r) => mod.score(r), py: join(dir, 'clients/python') };
+    const mod = (await import(join(dir, 'reward/index.ts'))) as { readAnswer: Scorer };
+    return { ts: (r) => mod.readAnswer(r), py: join(dir, 'clients/python') };
   } catch {
     return null;
   }
@@ -178,14 +192,17 @@ async function before(dir: string): Promise<Before | null> {
 const PYTHON_DEV = `
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from bioalchemy_client import score
+from bioalchemy_client import reward
 items = json.load(sys.stdin)
+# Before issue 61 the package had no read_answer: its score alone, the span not compared.
+read = getattr(reward, "read_answer", None) or (lambda *a, **k: (reward.score(*a, **k), None))
 started = time.perf_counter()
-out = [score(i["kind"], i["ground_truth"], i["output"], options=i["options"], aliases=i["aliases"]) for i in items]
-print(json.dumps({"results": out, "us": (time.perf_counter() - started) * 1e6 / max(1, len(items))}))
+out = [read(i["kind"], i["ground_truth"], i["output"], options=i["options"], aliases=i["aliases"]) for i in items]
+us = (time.perf_counter() - started) * 1e6 / max(1, len(items))
+print(json.dumps({"results": [{"result": r, "undecided": u} for r, u in out], "us": us}))
 `;
 
-function python(pkg: string, rows: readonly DevRow[]): { results: RewardResult[]; us: number } {
+function python(pkg: string, rows: readonly DevRow[]): { results: Reading[]; us: number } {
   const run = spawnSync(PYTHON, ['-c', PYTHON_DEV, pkg], {
     input: JSON.stringify(rows),
     encoding: 'utf8',
@@ -196,9 +213,9 @@ function python(pkg: string, rows: readonly DevRow[]): { results: RewardResult[]
 }
 
 /** Results and microseconds per output, the faster of two passes (the first warms the caches). */
-function timed(scorer: Scorer, rows: readonly DevRow[]): { results: RewardResult[]; us: number } {
+function timed(scorer: Scorer, rows: readonly DevRow[]): { results: Reading[]; us: number } {
   let best = Number.POSITIVE_INFINITY;
-  let results: RewardResult[] = [];
+  let results: Reading[] = [];
   for (let pass = 0; pass < 2; pass++) {
     const started = performance.now();
     results = rows.map(scorer);
@@ -207,14 +224,36 @@ function timed(scorer: Scorer, rows: readonly DevRow[]): { results: RewardResult
   return { results, us: best };
 }
 
-const paidOf = (results: readonly RewardResult[]) => results.map((r) => r.score === 1);
+const paidOf = (results: readonly Reading[]) => results.map((r) => r.result.score === 1);
+
+/** Rules alone, then with a perfect verifier (paid where asked and people say right), and the share asked. */
+function withVerifier(rows: readonly DevRow[], results: readonly Reading[]): string {
+  const paid = paidOf(results);
+  const asked = results.map((r) => r.undecided !== null);
+  const ceiling = rows.map((r, k) => paid[k]! || (asked[k]! && r.label));
+  return `rules ${prf(rows, paid)}; + perfect verifier ${prf(rows, ceiling)}, asked ${pct(asked.filter(Boolean).length, rows.length)}%`;
+}
+
+/** Confident refusals people call correct (a perfect verifier never sees them), by reason class. */
+function confidentRefusals(rows: readonly DevRow[], results: readonly Reading[]): string {
+  const classes = new Map<string, number>();
+  rows.forEach((r, k) => {
+    const { result, undecided } = results[k]!;
+    if (!r.label || result.score === 1 || undecided !== null) return;
+    const c = reasonClass(result.reason);
+    classes.set(c, (classes.get(c) ?? 0) + 1);
+  });
+  const total = [...classes.values()].reduce((a, b) => a + b, 0);
+  const largest = [...classes].sort((a, b) => b[1] - a[1]).slice(0, 5);
+  return `confident refusals people call correct: ${total}; largest: ${largest.map(([c, n]) => `${n} ${c}`).join('; ')}`;
+}
 
 function freeFormLines(
   name: string,
   rows: DevRow[],
-  now: boolean[],
-  was: boolean[] | null,
-  py: boolean[] | null,
+  now: Reading[],
+  was: Reading[] | null,
+  py: Reading[] | null,
 ) {
   const bySystem = [...new Set(rows.map((r) => r.system))];
   const lines = [`${name} (${rows.length} answers): P / R / F1 %`];
@@ -224,14 +263,16 @@ function freeFormLines(
   ];
   for (const [system, at] of groups) {
     const sub = at.map((k) => rows[k]!);
-    const pick = (flags: boolean[]) => at.map((k) => flags[k]!);
+    const pick = (results: Reading[]) => at.map((k) => results[k]!);
     lines.push(
-      `  ${system.padEnd(8)} reward ${prf(sub, pick(now))}` +
-        (py ? `; Python ${prf(sub, pick(py))}` : '') +
-        (was ? `; before ${prf(sub, pick(was))}` : '') +
+      `  ${system.padEnd(8)} ${withVerifier(sub, pick(now))}` +
+        (py ? `; Python rules ${prf(sub, paidOf(pick(py)))}` : '') +
+        (was ? `; before: ${withVerifier(sub, pick(was))}` : '') +
         `; contains ${prf(sub, sub.map(contains))}; exact match ${prf(sub, sub.map(exactMatch))}`,
     );
   }
+  lines.push(`  ${confidentRefusals(rows, now)}`);
+  if (was) lines.push(`  before, ${confidentRefusals(rows, was)}`);
   return lines;
 }
 
@@ -252,13 +293,13 @@ function mcqLines(name: string, rows: DevRow[], now: boolean[], was: boolean[] |
 }
 
 /** The disagreements with people by the class of the reward's reason, largest first. */
-function disagreements(rows: DevRow[], results: RewardResult[]): string[] {
+function disagreements(rows: DevRow[], results: Reading[]): string[] {
   const classes = new Map<string, number>();
   rows.forEach((r, k) => {
-    const paid = results[k]!.score === 1;
+    const paid = results[k]!.result.score === 1;
     const wrong = r.kind === 'mcq' ? (paid && r.differs === true) || (!paid && r.label) : paid !== r.label;
     if (!wrong) return;
-    const key = `${r.kind === 'mcq' ? 'mcq' : 'free-form'} ${paid ? 'paid, people say wrong' : 'not paid, people say right'}: ${reasonClass(results[k]!.reason)}`;
+    const key = `${r.kind === 'mcq' ? 'mcq' : 'free-form'} ${paid ? 'paid, people say wrong' : 'not paid, people say right'}: ${reasonClass(results[k]!.result.reason)}`;
     classes.set(key, (classes.get(key) ?? 0) + 1);
   });
   return [...classes]
@@ -274,7 +315,7 @@ export async function run(): Promise<string[]> {
   const dir = mkdtempSync(join(ROOT, '.cache', 'bench-reward-dev-'));
   try {
     const old = await before(dir);
-    const now = timed((r) => score(r), rows);
+    const now = timed((r) => readAnswer(r), rows);
     const was = old ? timed(old.ts, rows) : null;
     const pyNow = existsSync(PYTHON) ? python(join(ROOT, 'clients/python'), rows) : null;
     const pyWas = pyNow && old ? python(old.py, rows) : null;
@@ -282,11 +323,13 @@ export async function run(): Promise<string[]> {
     for (const set of [...new Set(rows.map((r) => r.set))]) {
       const at = rows.flatMap((r, k) => (r.set === set ? [k] : []));
       const sub = at.map((k) => rows[k]!);
-      const pick = (results: RewardResult[] | undefined) =>
-        results ? paidOf(at.map((k) => results[k]!)) : null;
+      const pick = (results: Reading[] | undefined) => (results ? at.map((k) => results[k]!) : null);
       if (sub[0]!.kind === 'free-form')
         lines.push(...freeFormLines(set, sub, pick(now.results)!, pick(was?.results), pick(pyNow?.results)));
-      else lines.push(...mcqLines(set, sub, pick(now.results)!, pick(was?.results)));
+      else {
+        const paid = (results: Reading[] | undefined) => (results ? paidOf(pick(results)!) : null);
+        lines.push(...mcqLines(set, sub, paid(now.results)!, paid(was?.results)));
+      }
     }
     const mcq = rows.flatMap((r, k) => (r.kind === 'mcq' ? [k] : []));
     lines.push(
@@ -298,8 +341,11 @@ export async function run(): Promise<string[]> {
       ),
     );
     if (pyNow) {
-      const same = pyNow.results.filter((p, k) => p.score === now.results[k]!.score).length;
-      lines.push(`TypeScript = Python on ${same} of ${rows.length} rows`);
+      const same = pyNow.results.filter(
+        (p, k) =>
+          p.result.score === now.results[k]!.result.score && p.undecided === now.results[k]!.undecided,
+      ).length;
+      lines.push(`TypeScript = Python (score and undecided span) on ${same} of ${rows.length} rows`);
     } else lines.push('Python: not measured (bash deploy/py-venv.sh first)');
     const ratio = (a: number, b: number) =>
       `${a.toFixed(0)} µs vs ${b.toFixed(0)} µs = ${(a / b).toFixed(2)}x`;

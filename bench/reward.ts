@@ -191,7 +191,7 @@ function agreement(): string[] {
 }
 
 export async function run(): Promise<string[]> {
-  const agreed = [...agreement(), '### the development set (issue 50)', ...(await againstPeople())];
+  const agreed = [...agreement(), '### the development set (issues 50, 61)', ...(await againstPeople())];
   const lists = items();
   // Inside the checkout, so tsx compiles the old TypeScript as it does the project's.
   mkdirSync(join(ROOT, '.cache'), { recursive: true });

@@ -160,12 +160,24 @@ function occurrence(text: string, at: readonly number[], k: number, p: Pattern):
   // "CD4+" for CD4, "E. coli-derived"), is another term.
   const before = text[start - 1];
   const after = text[last + 1];
-  if (isAlnum(before) || (before === '-' && isAlnum(text[start - 2]))) return null;
+  if ((isAlnum(before) && !camelGlued(text, start)) || (before === '-' && isAlnum(text[start - 2])))
+    return null;
   const cited = citationAfter(text, start, last + 1);
   if (cited > 0) return [start, last + 1 + cited];
   if (isAlnum(after) || after === '+' || after === '-') return null;
   return [start, last + 1];
 }
+
+/**
+ * gluedAfterWord: a capitalised form run into the lower-case word before it, as search-backed
+ * assistants drop the spaces around their links ("was copied wasBuddhism.", "signed byCanada,"):
+ * a case change inside a word opens a new one there. A form that opens in lower case, or after a
+ * capital ("NASA" in "UNASA"), stays inside the word.
+ */
+const camelGlued = (text: string, start: number) =>
+  /[a-z]/.test(text[start - 1] ?? '') &&
+  /[A-Z]/.test(text[start] ?? '') &&
+  /[a-z]/.test(text[start + 1] ?? '');
 
 /**
  * citationDigits: a citation mark run into the word it annotates, as search-backed assistants

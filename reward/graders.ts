@@ -19,8 +19,21 @@ export interface Mention {
   readonly bound: string | null;
   readonly start: number;
   readonly end: number;
-  /** Beside another short item in a list ("increase or decrease"): a hedge. */
-  readonly listed: boolean;
+  /**
+   * Beside another short item: in a hedge, joined by a disjunction ("increase or decrease", "E. coli
+   * and/or S. aureus"), or in a list ("E. coli, S. aureus and B. subtilis"); null: alone.
+   */
+  readonly listed: Listing;
+}
+
+export type Listing = 'hedge' | 'list' | null;
+
+/**
+ * A grader's verdict; `undecided` when the rules cannot tell (a list may be what the question
+ * asks for: "the cast includes A, B and C"): it scores 0 and goes to a verifier when there is one.
+ */
+export interface Verdict extends RewardResult {
+  readonly undecided?: boolean;
 }
 
 export interface Grader {
@@ -31,9 +44,11 @@ export interface Grader {
   /** What the anchor marks before the text is read. */
   readonly forms: readonly Form[];
   mentions(sentence: Token[]): Mention[];
-  decide(found: Mention[], where: string): RewardResult;
+  decide(found: Mention[], where: string): Verdict;
   /** More forms the output itself writes, found in its prepared text (see names.ts). */
   readonly written?: (text: string) => Form[];
+  /** Free-form: another answer of the reference's kind in a place that names none (anotherYear). */
+  readonly another?: (sentences: Token[][]) => string | null;
 }
 
 const isListSeparator = (t: Token | undefined) =>
@@ -92,6 +107,16 @@ function listedBeside(tokens: Token[], start: number, end: number, regionAnswer 
   }
   return false;
 }
+
+/**
+ * hedgeOrList: a listed answer is hedged when its sentence holds a disjunction or a slash ("A or B",
+ * "A, B, or C", "A and/or B"): a policy offering candidates. A list without one ("the cast includes
+ * A, B and C") may be what the question asks for, which the rules cannot tell: undecided.
+ */
+const hedgeOrList = (tokens: Token[]): Listing =>
+  tokens.some((t) => t.key === '/' || (t.kind === 'word' && RULES.disjunctions.has(t.key)))
+    ? 'hedge'
+    : 'list';
 
 /**
  * namesItAgain: the other item is another accepted form of the reference ("Dionysus (or Bacchus)",
@@ -206,7 +231,7 @@ function numberAt(tokens: Token[], i: number): Mention | null {
     bound: boundBefore(tokens, i),
     start: i,
     end,
-    listed: false,
+    listed: null,
   };
 }
 
@@ -254,7 +279,7 @@ export function mcqGrader(truth: string, options: readonly string[]): Grader {
       tokens.forEach((t, i) => {
         const letter = t.kind === 'form' ? t.text : letterAt(tokens, i, words);
         if (letter)
-          out.push({ value: letter, number: null, bound: null, start: i, end: i + 1, listed: false });
+          out.push({ value: letter, number: null, bound: null, start: i, end: i + 1, listed: null });
       });
       return out;
     },
@@ -458,6 +483,43 @@ function headGiven(tokens: Token[], i: number): boolean {
 export const isVerb = (t: Token): boolean =>
   t.kind === 'word' && ((t.key.length > 4 && t.key.endsWith('ed')) || RULES.subjectVerbs.has(t.key));
 
+/**
+ * A year as written: four digits alone ("1917"; not "1,917", "1990s", "19172" or "COVID-2019").
+ */
+const yearAt = (tokens: Token[], i: number) => {
+  const t = tokens[i]!;
+  const next = tokens[i + 1];
+  return (
+    t.kind === 'num' &&
+    !t.attached &&
+    YEAR.test(t.text) &&
+    (next === undefined || next.space || next.kind === 'punct')
+  );
+};
+
+/**
+ * anotherYear: a reference that states one number, a year ("March 1930", "the 1917 revolution"),
+ * is contradicted by a place that names none of its forms and states years, none of them its own
+ * ("It opened in 1931."): an answer of the same kind, decided, not left to a verifier. A range or
+ * a second number in the reference ("1135-1154", "1951-52") leaves other years possible.
+ */
+function anotherYear(accepted: readonly string[]): ((sentences: Token[][]) => string | null) | undefined {
+  const numbers = accepted.flatMap((f) => {
+    const tokens = tokenize(prepare(f));
+    return tokens.flatMap((t, i) => (t.kind !== 'num' ? [] : yearAt(tokens, i) ? [t.text] : ['']));
+  });
+  const years = new Set(numbers);
+  if (years.size !== 1 || years.has('')) return undefined;
+  return (sentences) => {
+    const stated = sentences.flatMap((s) => s.flatMap((t, i) => (yearAt(s, i) ? [t.text] : [])));
+    return stated.length > 0 && !stated.some((y) => years.has(y)) ? stated[0]! : null;
+  };
+}
+
+/** What a year form inside a date stands for (dateOfYear in freeFormGrader). */
+const ANOTHER_DATE = 'another date';
+const SAME_MONTH = 'same month';
+
 export function freeFormGrader(truth: string, aliases: readonly string[]): Grader {
   const accepted = acceptedForms(truth, aliases);
   // A number is read as one only when every accepted form is a number: a reference written as one
@@ -472,15 +534,27 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
   // A number with names in words ("43", "forty-three"), whichever one the reference names first:
   // a word after it is what it counts ("303 AD" for "three hundred and three / 303").
   const counts = accepted.some((f) => numericForm(f) !== null);
+  // The months the reference itself (not an alias: "2013 / 27 November 2013" asks for the year) dates it to.
+  const months = new Set(tokenize(prepare(truth)).flatMap((t) => (RULES.months.has(t.key) ? [t.key] : [])));
   return {
     text: true,
     wholeAnswer: true,
     forms,
     written: (text) => writtenForms(text, accepted).map((f) => ({ text: f, stands: ANSWER })),
+    another: anotherYear(accepted),
     mentions(tokens) {
       const out: Mention[] = [];
       tokens.forEach((t, i) => {
         if (t.kind !== 'form') return;
+        // dateOfYear: a form that is a year, inside a date ("8 November 2013" for 27 November 2013 /
+        // 2013: dates read day first), is that date's year: where the reference dates it to a month,
+        // another month is another date, and its month without the reference's day is undecided.
+        const month = tokens[i - 1];
+        if (months.size > 0 && month?.kind === 'word' && RULES.months.has(month.key)) {
+          const value = months.has(month.key) ? SAME_MONTH : ANOTHER_DATE;
+          out.push({ value, number: null, bound: null, start: i - 1, end: i + 1, listed: null });
+          return;
+        }
         // endsItsPhrase: "kinase" is not the answer in "a kinase inhibitor": the answer ends its
         // phrase, unless a verb follows it (the subject of its sentence: "Barbara McClintock
         // discovered transposition"; or a clause about it: "a type of gin made in Scotland", "a
@@ -512,15 +586,21 @@ export function freeFormGrader(truth: string, aliases: readonly string[]): Grade
           bound: null,
           start: i,
           end,
-          listed: parallel || listedBeside(tokens, i, end, regionAnswer),
+          listed: parallel || listedBeside(tokens, i, end, regionAnswer) ? hedgeOrList(tokens) : null,
         });
       });
       return out;
     },
     decide(found, where) {
-      return found.some((m) => m.listed)
-        ? { score: 0, reason: `the answer is one of a list or a hedge in the ${where}` }
-        : { score: 1, reason: `matches in the ${where}` };
+      if (found.some((m) => m.value === ANOTHER_DATE))
+        return { score: 0, reason: `another date in the ${where}` };
+      if (found.some((m) => m.value === SAME_MONTH))
+        return { score: 0, reason: `a date in the reference's month in the ${where}`, undecided: true };
+      if (found.some((m) => m.listed === 'hedge'))
+        return { score: 0, reason: `the answer is one of a hedge in the ${where}` };
+      if (found.some((m) => m.listed === 'list'))
+        return { score: 0, reason: `the answer is one of a list in the ${where}`, undecided: true };
+      return { score: 1, reason: `matches in the ${where}` };
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { RewardRequestItem, RewardResult } from '../schemas/feeder.js';
 import { anchor } from './anchor.js';
-import { freeFormGrader, type Grader, isVerb, type Mention, mcqGrader } from './graders.js';
+import { freeFormGrader, type Grader, isVerb, type Mention, mcqGrader, type Verdict } from './graders.js';
 import { RULES } from './rules.js';
 import {
   ANSWER_LABEL,
@@ -49,6 +49,10 @@ import {
 //    A free-form answer ends its phrase: "kinase" is not the answer in "a kinase inhibitor", unless
 //    the sentence named the head before ("the largest bee ... is the queen bee": headGiven); the
 //    head, a counted word and the rest of a longer name before "or" go with it as one candidate.
+// 6. undecided (issue 61): what the rules cannot tell scores 0 and is left to a verifier: no
+//    candidate found, a list without a disjunction (hedgeOrList), an enumeration's item, a date in
+//    the reference's month without its day; another year or another month of a dated reference
+//    (anotherYear, dateOfYear) is decided.
 
 type Input = Pick<RewardRequestItem, 'kind' | 'ground_truth' | 'output'> &
   Partial<Pick<RewardRequestItem, 'options' | 'aliases'>>;
@@ -94,7 +98,18 @@ export function readAnswer(input: Input): RulesReading {
     const verdict = place.whole
       ? judgeWholeAnswer(grader, place.sentences, place.whole)
       : judge(grader, place.sentences, place.where);
+    if (verdict?.undecided)
+      return {
+        result: { score: 0, reason: verdict.reason },
+        undecided: spanOf(place.sentences) || prepared.trim(),
+      };
     if (verdict) return { result: verdict, undecided: null };
+    const another = place.decisive ? grader.another?.(place.sentences) : null;
+    if (another)
+      return {
+        result: { score: 0, reason: `another year (${another}) in the ${place.where}` },
+        undecided: null,
+      };
     if (place.decisive)
       return {
         result: { score: 0, reason: `no candidate answer in the ${place.where}` },
@@ -181,7 +196,7 @@ function candidatesOnly(grader: Grader, tokens: Token[]): boolean {
   );
 }
 
-function judge(grader: Grader, sentences: Token[][], where: string): RewardResult | null {
+function judge(grader: Grader, sentences: Token[][], where: string): Verdict | null {
   const read = sentences.map((s) => readSentence(grader, s));
   const positive = read.flatMap((r) => r.positive);
   if (positive.length > 0) return grader.decide(positive, where);
@@ -315,7 +330,9 @@ function* placesOf(text: string, grader: Grader): Generator<Place> {
     .slice(0, end - 1)
     .filter((s) => candidatesOnly(grader, s) && (restated || !restatesOption(grader, s)));
   const whole = grader.wholeAnswer && !stated;
-  yield { where: 'final sentence', sentences: [...alsoNamed, last], decisive: !whole };
+  // The last item of an enumeration is no final answer: the whole answer is read (enumeration).
+  if (!(whole && isItem(last) && sentences.filter(isItem).length >= 3))
+    yield { where: 'final sentence', sentences: [...alsoNamed, last], decisive: !whole };
   if (whole) yield { where: 'answer', sentences, decisive: true, whole: last };
 }
 
@@ -328,9 +345,10 @@ function* placesOf(text: string, grader: Grader): Generator<Place> {
  * - takenBack: the final sentence offers an alternative ("Alternatively, ..."), opens a
  *   conclusion with another answer ("So the structure in question is the AV node."), denies or hedges
  *   what came before in its main clause ("It is not, however, the only one.": doubtsInMainClause),
- *   or names another answer ("It is the AV node.").
+ *   or names another answer ("It is the AV node.");
+ * - enumeration: it is one item of a numbered or bulleted list of three or more (undecided).
  */
-function judgeWholeAnswer(grader: Grader, sentences: Token[][], last: Token[]): RewardResult | null {
+function judgeWholeAnswer(grader: Grader, sentences: Token[][], last: Token[]): Verdict | null {
   const read = sentences.map((s) => readSentence(grader, s));
   const positive = read.flatMap((r) => r.positive);
   const denied = read.some((r) => r.negated > 0);
@@ -338,8 +356,21 @@ function judgeWholeAnswer(grader: Grader, sentences: Token[][], last: Token[]): 
     return denied ? { score: 0, reason: 'only negated candidates in the answer' } : null;
   if (denied) return { score: 0, reason: 'the reference is quoted and denied in the answer' };
   if (takesBack(last)) return { score: 0, reason: 'the final sentence takes the answer back' };
+  if (
+    read.some((r, k) => r.positive.length > 0 && isItem(sentences[k]!)) &&
+    sentences.filter(isItem).length >= 3
+  )
+    return { score: 0, reason: 'the answer is one item of an enumeration in the answer', undecided: true };
   return grader.decide(positive, 'answer');
 }
+
+/**
+ * enumeration: a line that opens as an item ("1. Gold", "2) Copper", "- Zinc"). The reference as one
+ * item of three or more, with nothing stated as the answer, is a list the question may or may not
+ * ask for: undecided, as a list in a sentence is.
+ */
+const isItem = (tokens: Token[]) =>
+  (tokens[0]?.kind === 'num' && ['.', ')'].includes(tokens[1]?.key ?? '')) || tokens[0]?.key === '-';
 
 /** takenBack: see judgeWholeAnswer. */
 function takesBack(last: Token[]): boolean {

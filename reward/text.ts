@@ -19,6 +19,13 @@ const ROMAN: Record<string, number> = { I: 1, II: 2, III: 3, IV: 4, V: 5, VI: 6,
 const TEXT_MACRO =
   /\\(?:text|textit|textrm|textbf|mathrm|mathit|mathbf|emph|mbox|operatorname|ce)\s*\{([^{}]*)\}/g;
 
+// dayFirst: a date is written day, month, year ("April 6, 1917", "6th of April, 1917" = "6 April
+// 1917"), so a reference dated to the month ("April 1917") or the day in either order is found in
+// an answer that writes the date either way, and one to another day or year is not.
+const MONTH = `(${[...RULES.months].map((m) => m[0]!.toUpperCase() + m.slice(1)).join('|')})\\.?`;
+const MONTH_DAY_YEAR = new RegExp(`\\b${MONTH} ([0-9]{1,2})(?:st|nd|rd|th)?,? ([0-9]{4})\\b`, 'g');
+const DAY_OF_MONTH_YEAR = new RegExp(`\\b([0-9]{1,2})(?:st|nd|rd|th)? (?:of )?${MONTH},? ([0-9]{4})\\b`, 'g');
+
 /**
  * Unicode and LaTeX folded to what the tokenizer reads: control characters gone (the anchor's
  * marks use two), accents dropped, Greek letters spelled out (and Latin look-alikes after a
@@ -63,6 +70,7 @@ export function prepare(text: string): string {
     .replace(/\\[,;:! ]/g, ' ');
   s = s.replace(/[*#`]/g, ' ');
   s = s.replace(/(^|[^A-Za-z0-9_])_{1,2}([^_\n]+?)_{1,2}(?![A-Za-z0-9_])/g, '$1$2');
+  s = s.replace(MONTH_DAY_YEAR, '$2 $1 $3').replace(DAY_OF_MONTH_YEAR, '$1 $2 $3');
   return s.replace(/n't\b/gi, ' not');
 }
 

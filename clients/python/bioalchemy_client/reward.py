@@ -32,7 +32,7 @@ from bioalchemy_client.reward_rules import (_ALTERNATIVES, _ANAPHORS, _CLAUSE_WO
                                            _HEDGES, _NAME_PARTICLES, _NEGATORS, _NOTES, _REMARK_LABELS, _REMARKS,
                                            _RULES, _SUBORDINATORS)
 from bioalchemy_client.reward_text import (_A, _ANSWER_LABEL, _ANSWER_PHRASE, _S, MARK_CLOSE, MARK_OPEN, Token,
-                                           _is_question, _is_word, after_revision, boxed, drop_footnotes, final_text,
+                                           _is_question, _is_word, _trim, after_revision, boxed, drop_footnotes, final_text,
                                            prepare, sentences_of, tokenize)
 
 
@@ -218,7 +218,9 @@ def _places_of(text: str, grader: _Grader) -> Iterator[_Place]:
     also_named = [s for s in sentences[:end - 1]
                   if _candidates_only(grader, s) and (restated or not _restates_option(grader, s))]
     whole = grader.whole_answer and not stated
-    yield _Place("final sentence", also_named + [last], not whole)
+    # The last item of an enumeration is no final answer: the whole answer is read (enumeration).
+    if not (whole and _is_item(last) and sum(1 for s in sentences if _is_item(s)) >= 3):
+        yield _Place("final sentence", also_named + [last], not whole)
     if whole:
         yield _Place("answer", sentences, True, whole=last)
 
@@ -242,7 +244,20 @@ def _judge_whole_answer(grader: _Grader, sentences: List[List[Token]], last: Lis
         return {"score": 0, "reason": "the reference is quoted and denied in the answer"}
     if _takes_back(last):
         return {"score": 0, "reason": "the final sentence takes the answer back"}
+    if (any(r[0] and _is_item(s) for r, s in zip(read, sentences))
+            and sum(1 for s in sentences if _is_item(s)) >= 3):
+        return {"score": 0, "reason": "the answer is one item of an enumeration in the answer", "undecided": True}
     return grader.decide(positive, "answer")
+
+
+def _is_item(tokens: List[Token]) -> bool:
+    """enumeration: a line that opens as an item ("1. Gold", "2) Copper", "- Zinc"). The reference as one item
+    of three or more, with nothing stated as the answer, is a list the question may or may not ask for:
+    undecided, as a list in a sentence is."""
+    first = tokens[0] if tokens else None
+    second = tokens[1] if len(tokens) > 1 else None
+    return ((first is not None and first.kind == "num" and second is not None and second.key in (".", ")"))
+            or (first is not None and first.key == "-"))
 
 
 def _takes_back(last: List[Token]) -> bool:
@@ -307,23 +322,43 @@ _ANY_ALNUM = re.compile(r"[A-Za-z0-9]", _A)
 def score(kind: str, ground_truth: str, output: str, options: Sequence[str] = (),
           aliases: Sequence[str] = ()) -> dict:
     """{"score": 0 | 1, "reason": ...} for one output; kind is "mcq" or "free-form"."""
+    return read_answer(kind, ground_truth, output, options=options, aliases=aliases)[0]
+
+
+def _span_of(sentences: List[List[Token]]) -> str:
+    """The sentences of a place as written (tokens keep their text and the space before them)."""
+    return " ".join("".join((" " if i > 0 and t.space else "") + t.text for i, t in enumerate(s))
+                    for s in sentences).strip(" ")
+
+
+def read_answer(kind: str, ground_truth: str, output: str, options: Sequence[str] = (),
+                aliases: Sequence[str] = ()) -> Tuple[dict, Optional[str]]:
+    """The rules' verdict, and the answer span when they leave it undecided (reward/score.ts
+    readAnswer): the only outputs a verifier model may be asked about; None when the verdict stands."""
     prepared = drop_footnotes(prepare(final_text(output)))
     if not _ANY_ALNUM.search(prepared):
-        return {"score": 0, "reason": "empty output"}
+        return {"score": 0, "reason": "empty output"}, None
     grader = (_mcq_grader(ground_truth, list(options)) if kind == "mcq"
               else _free_form_grader(ground_truth, list(aliases)))
     forms = grader.forms + grader.written(prepared) if grader.written else grader.forms
     text = after_revision(anchor(prepared, forms))
     for place in _places_of(text, grader):
         if place.unknown:
-            return {"score": 0, "reason": f"a box without the answer among the {place.where}"}
+            return {"score": 0, "reason": f"a box without the answer among the {place.where}"}, None
         verdict = (_judge_whole_answer(grader, place.sentences, place.whole) if place.whole is not None
                    else _judge(grader, place.sentences, place.where))
+        if verdict and verdict.get("undecided"):
+            return ({"score": 0, "reason": verdict["reason"]},
+                    _span_of(place.sentences) or _trim(prepared))
         if verdict:
-            return verdict
+            return verdict, None
+        another = grader.another(place.sentences) if place.decisive and grader.another else None
+        if another:
+            return {"score": 0, "reason": f"another year ({another}) in the {place.where}"}, None
         if place.decisive:
-            return {"score": 0, "reason": f"no candidate answer in the {place.where}"}
-    return {"score": 0, "reason": "no candidate answer in the final sentence"}
+            return ({"score": 0, "reason": f"no candidate answer in the {place.where}"},
+                    _span_of(place.sentences) or _trim(prepared))
+    return {"score": 0, "reason": "no candidate answer in the final sentence"}, _trim(prepared)
 
 
 def canonical_outputs(answer: str) -> List[str]:
@@ -362,12 +397,6 @@ def _strings(value: Any) -> List[str]:
     if isinstance(value, str):
         return [value]
     return [str(v) for v in list(value)]
-
-
-def undecided(result: dict) -> bool:
-    """The rules found neither the reference nor a conflicting answer (reward/score.ts readAnswer):
-    the only outputs a verifier model may decide. Every other verdict stands."""
-    return str(result.get("reason", "")).startswith("no candidate answer in the ")
 
 
 VERIFIER_URL_ENV = "BIOALCHEMY_REWARD_VERIFIER_URL"
@@ -421,9 +450,9 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, veri
         options = _strings(info.get("options"))
     if not kind:
         kind = "mcq" if re.fullmatch(r"[A-J]", answer.strip(), _A) else "free-form"
-    result = score(str(kind), answer, solution_str, options=options, aliases=aliases)
+    result, undecided = read_answer(str(kind), answer, solution_str, options=options, aliases=aliases)
     url = verifier_url or os.environ.get(VERIFIER_URL_ENV)
-    if url and answer and undecided(result):
+    if url and answer and undecided is not None:
         item = {"kind": str(kind), "ground_truth": answer, "options": options, "aliases": aliases,
                 "output": solution_str}
         question = info.get("question")

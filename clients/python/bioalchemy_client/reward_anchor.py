@@ -148,7 +148,7 @@ def _occurrence(text: str, at: List[int], k: int, p: _Pattern) -> Optional[Tuple
     # for CD4, "E. coli-derived"), is another term.
     before = _at(text, start - 1)
     after = _at(text, last + 1)
-    if _is_alnum(before) or (before == "-" and _is_alnum(_at(text, start - 2))):
+    if (_is_alnum(before) and not _camel_glued(text, start)) or (before == "-" and _is_alnum(_at(text, start - 2))):
         return None
     cited = _citation_after(text, start, last + 1)
     if cited > 0:
@@ -175,6 +175,15 @@ def _loose_punctuation(text: str, frm: int, to: int, raw: str) -> bool:
 
 _CITATION = re.compile(r"([0-9]{1,2})(?:[.,;:](?![0-9A-Za-z])|\Z|(?=\n))")
 _FOUR_LETTERS_END = re.compile(r"[A-Za-z]{4}\Z")
+
+
+def _camel_glued(text: str, start: int) -> bool:
+    """glued_after_word: a capitalised form run into the lower-case word before it, as search-backed
+    assistants drop the spaces around their links ("was copied wasBuddhism.", "signed byCanada,"): a case
+    change inside a word opens a new one there. A form that opens in lower case, or after a capital ("NASA" in
+    "UNASA"), stays inside the word."""
+    return ("a" <= _at(text, start - 1) <= "z" and "A" <= _at(text, start) <= "Z"
+            and "a" <= _at(text, start + 1) <= "z")
 
 
 def _citation_after(text: str, start: int, end: int) -> int:

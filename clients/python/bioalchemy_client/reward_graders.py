@@ -26,16 +26,22 @@ class Mention(NamedTuple):
     bound: Optional[str]  # "<", "at least", ...: the number is a bound, not a value
     start: int
     end: int
-    listed: bool  # beside another short item in a list ("increase or decrease"): a hedge
+    # beside another short item: "hedge" when a disjunction joins them ("increase or decrease", "E. coli and/or
+    # S. aureus"), "list" otherwise ("E. coli, S. aureus and B. subtilis"); None: alone
+    listed: Optional[str]
 
 
 class _Grader(NamedTuple):
     text: bool  # free-form text: a box that names nothing known is another answer, not an empty one
     forms: List[Form]  # what the anchor marks before the text is read
     mentions: Callable[[List[Token]], List[Mention]]
+    # the verdict; "undecided": True when the rules cannot tell (a list may be what the question asks for): it
+    # scores 0 and goes to a verifier when there is one
     decide: Callable[[List[Mention], str], dict]
     written: Optional[Callable[[str], List[Form]]] = None  # more forms the output itself writes (reward_names.py)
     whole_answer: bool = False  # free-form: when the final sentence names no candidate, the whole answer is read
+    # free-form: another answer of the reference's kind in a place that names none (_another_year)
+    another: Optional[Callable[[List[List[Token]]], Optional[str]]] = None
 
 
 def _is_list_separator(t: Optional[Token]) -> bool:
@@ -229,7 +235,7 @@ def _number_at(tokens: List[Token], i: int) -> Optional[Mention]:
         if tokens[end - 1].key in ("%", "percent", "cent"):
             percent = True
         units += 1
-    return Mention(key, (value, percent), _bound_before(tokens, i), i, end, False)
+    return Mention(key, (value, percent), _bound_before(tokens, i), i, end, None)
 
 
 _LOWER_START = re.compile(r"[a-z]", _A)
@@ -280,7 +286,7 @@ def _mcq_grader(truth: str, options: Sequence[str]) -> _Grader:
         for i, t in enumerate(tokens):
             letter = t.text if t.kind == "form" else letter_at(tokens, i, words)
             if letter:
-                out.append(Mention(letter, None, None, i, i + 1, False))
+                out.append(Mention(letter, None, None, i, i + 1, None))
         return out
 
     def decide(found, where):
@@ -491,6 +497,46 @@ def is_verb(t: Token) -> bool:
     return t.kind == "word" and ((len(t.key) > 4 and t.key.endswith("ed")) or t.key in _SUBJECT_VERBS)
 
 
+def _hedge_or_list(tokens: List[Token]) -> str:
+    """hedge_or_list: a listed answer is hedged when its sentence holds a disjunction or a slash ("A or B", "A, B,
+    or C", "A and/or B"): a policy offering candidates. A list without one ("the cast includes A, B and C") may be
+    what the question asks for, which the rules cannot tell: undecided."""
+    return "hedge" if any(t.key == "/" or (t.kind == "word" and t.key in _DISJUNCTIONS) for t in tokens) else "list"
+
+
+def _year_at(tokens: List[Token], i: int) -> bool:
+    """A year as written: four digits alone ("1917"; not "1,917", "1990s", "19172" or "COVID-2019")."""
+    t = tokens[i]
+    nxt = _get(tokens, i + 1)
+    return (t.kind == "num" and not t.attached and _YEAR_KEY.match(t.text) is not None
+            and (nxt is None or nxt.space or nxt.kind == "punct"))
+
+
+def _another_year(accepted: Sequence[str]) -> Optional[Callable[[List[List[Token]]], Optional[str]]]:
+    """another_year: a reference that states one number, a year ("March 1930", "the 1917 revolution"), is
+    contradicted by a place that names none of its forms and states years, none of them its own ("It opened in
+    1931."): an answer of the same kind, decided, not left to a verifier. A range or a second number in the
+    reference ("1135-1154", "1951-52") leaves other years possible."""
+    numbers = []
+    for f in accepted:
+        tokens = tokenize(prepare(f))
+        numbers += [t.text if _year_at(tokens, i) else "" for i, t in enumerate(tokens) if t.kind == "num"]
+    years = set(numbers)
+    if len(years) != 1 or "" in years:
+        return None
+
+    def another(sentences):
+        stated = [t.text for s in sentences for i, t in enumerate(s) if _year_at(s, i)]
+        return stated[0] if stated and not any(y in years for y in stated) else None
+
+    return another
+
+
+# What a year form inside a date stands for (date_of_year in _free_form_grader).
+_ANOTHER_DATE = "another date"
+_SAME_MONTH = "same month"
+
+
 def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
     accepted = accepted_forms(truth, aliases)
     # A number is read as one only when every accepted form is a number: a reference written as one with aliases
@@ -502,6 +548,8 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
     # A number with names in words ("43", "forty-three"), whichever one the reference names first: a word after it
     # is what it counts ("303 AD" for "three hundred and three / 303").
     counts = any(numeric_form(f) is not None for f in accepted)
+    # The months the reference itself (not an alias: "2013 / 27 November 2013" asks for the year) dates it to.
+    months = {t.key for t in tokenize(prepare(truth)) if t.key in _MONTHS}
 
     def written(text):
         return [Form(f, ANSWER) for f in written_forms(text, accepted)]
@@ -510,6 +558,14 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
         out = []
         for i, t in enumerate(tokens):
             if t.kind != "form":
+                continue
+            # date_of_year: a form that is a year, inside a date ("8 November 2013" for 27 November 2013 / 2013:
+            # dates read day first), is that date's year: where the reference dates it to a month, another month
+            # is another date, and its month without the reference's day is undecided.
+            month = _get(tokens, i - 1)
+            if months and month is not None and month.kind == "word" and month.key in _MONTHS:
+                value = _SAME_MONTH if month.key in months else _ANOTHER_DATE
+                out.append(Mention(value, None, None, i - 1, i + 1, None))
                 continue
             # ends_its_phrase: "kinase" is not the answer in "a kinase inhibitor": the answer ends its phrase,
             # unless a verb follows it (the subject of its sentence: "Barbara McClintock discovered
@@ -532,12 +588,19 @@ def _free_form_grader(truth: str, aliases: Sequence[str]) -> _Grader:
                 if not counts and not _head_given(tokens, i):
                     continue
                 end = i + 2
-            out.append(Mention(ANSWER, None, None, i, end, parallel or _listed_beside(tokens, i, end, region_answer)))
+            listed = parallel or _listed_beside(tokens, i, end, region_answer)
+            out.append(Mention(ANSWER, None, None, i, end, _hedge_or_list(tokens) if listed else None))
         return out
 
     def decide(found, where):
-        if any(m.listed for m in found):
-            return {"score": 0, "reason": f"the answer is one of a list or a hedge in the {where}"}
+        if any(m.value == _ANOTHER_DATE for m in found):
+            return {"score": 0, "reason": f"another date in the {where}"}
+        if any(m.value == _SAME_MONTH for m in found):
+            return {"score": 0, "reason": f"a date in the reference's month in the {where}", "undecided": True}
+        if any(m.listed == "hedge" for m in found):
+            return {"score": 0, "reason": f"the answer is one of a hedge in the {where}"}
+        if any(m.listed == "list" for m in found):
+            return {"score": 0, "reason": f"the answer is one of a list in the {where}", "undecided": True}
         return {"score": 1, "reason": f"matches in the {where}"}
 
-    return _Grader(True, forms, mentions, decide, written, whole_answer=True)
+    return _Grader(True, forms, mentions, decide, written, whole_answer=True, another=_another_year(accepted))

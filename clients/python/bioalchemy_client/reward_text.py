@@ -12,7 +12,7 @@ import re
 import unicodedata
 from typing import List, NamedTuple, Optional, Sequence
 
-from bioalchemy_client.reward_rules import _ANSWER_LABELS, _GREEK, _GREEK_LOOKALIKES, _NUMBER_WORDS, _REVISIONS, _UNITS
+from bioalchemy_client.reward_rules import _ANSWER_LABELS, _GREEK, _GREEK_LOOKALIKES, _NUMBER_WORDS, _REVISIONS, _RULES, _UNITS
 
 _A = re.ASCII
 
@@ -86,6 +86,13 @@ _MARKDOWN = re.compile(r"[*#`]", _A)
 _UNDERSCORES = re.compile(r"(^|[^A-Za-z0-9_])_{1,2}([^_\n]+?)_{1,2}(?![A-Za-z0-9_])", _A)
 _NOT = re.compile(r"n't\b", re.I | _A)
 
+# day_first: a date is written day, month, year ("April 6, 1917", "6th of April, 1917" = "6 April 1917"), so
+# a reference dated to the month ("April 1917") or the day in either order is found in an answer that writes
+# the date either way, and one to another day or year is not.
+_MONTH = "(" + "|".join(m[0].upper() + m[1:] for m in _RULES["months"].split(" ")) + r")\.?"
+_MONTH_DAY_YEAR = re.compile(r"\b" + _MONTH + r" ([0-9]{1,2})(?:st|nd|rd|th)?,? ([0-9]{4})\b", _A)
+_DAY_OF_MONTH_YEAR = re.compile(r"\b([0-9]{1,2})(?:st|nd|rd|th)? (?:of )?" + _MONTH + r",? ([0-9]{4})\b", _A)
+
 
 def prepare(text: str) -> str:
     """Unicode and LaTeX folded to what the tokenizer reads: control characters gone (the anchor's marks
@@ -116,6 +123,7 @@ def prepare(text: str) -> str:
     s = _LATEX_SPACE.sub(" ", s)
     s = _MARKDOWN.sub(" ", s)
     s = _UNDERSCORES.sub(r"\1\2", s)
+    s = _DAY_OF_MONTH_YEAR.sub(r"\1 \2 \3", _MONTH_DAY_YEAR.sub(r"\2 \1 \3", s))
     return _NOT.sub(" not", s)
 
 

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from bioalchemy_client.reward import compute_score, score, undecided
+from bioalchemy_client.reward import compute_score, read_answer
 
 GT = {"answer": "adjacent to the epidermis", "kind": "free-form", "options": [], "aliases": []}
 BY_MEANING = "Looking at the tissue layers, the hypodermis lies directly beneath the epidermis."
@@ -43,9 +43,9 @@ def feeder():
 
 
 def test_undecided_is_the_rules_no_candidate_state():
-    assert undecided(score("free-form", GT["answer"], BY_MEANING))
-    assert not undecided(score("free-form", GT["answer"], "The answer is adjacent to the epidermis."))
-    assert not undecided(score("free-form", GT["answer"], ""))
+    assert read_answer("free-form", GT["answer"], BY_MEANING)[1] == BY_MEANING
+    assert read_answer("free-form", GT["answer"], "The answer is adjacent to the epidermis.")[1] is None
+    assert read_answer("free-form", GT["answer"], "")[1] is None
 
 
 def test_default_is_local_and_unchanged(monkeypatch):
