@@ -91,6 +91,35 @@ export async function probeRdkafka(endpoint: KafkaEndpoint): Promise<ClusterSeen
 }
 
 /**
+ * How long a group's coordinator may take to settle. On a fresh cluster the first group request
+ * creates the offsets topic and its coordinator loads it: until then the broker answers
+ * NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS, which kafkajs' admin passes on to OffsetFetch's
+ * caller rather than retrying (seen here: a check on a newly formatted broker failed with "This is
+ * not the correct coordinator for this group").
+ */
+const COORDINATOR_SETTLE_MS = 30_000;
+
+/**
+ * The error, or one it wraps (kafkajs' retrier keeps it as originalError, its non-retriable
+ * errors as cause), says the coordinator is moving: by its protocol error type or kafkajs' words.
+ */
+function coordinatorMoving(e: unknown): boolean {
+  for (let error = e as Record<string, unknown> | null | undefined, depth = 0; error && depth < 5; depth++) {
+    if (
+      ['NOT_COORDINATOR', 'COORDINATOR_NOT_AVAILABLE', 'COORDINATOR_LOAD_IN_PROGRESS'].includes(
+        String(error.type),
+      ) ||
+      /not the correct coordinator|coordinator is not available|coordinator is loading/i.test(
+        String(error.message),
+      )
+    )
+      return true;
+    error = (error.originalError ?? error.cause) as Record<string, unknown> | undefined;
+  }
+  return false;
+}
+
+/**
  * Checks, with actions that change nothing, that the principal may use what the role's ACLs name:
  * each topic's metadata (DESCRIBE), each consumer group's committed offsets (READ), each transactional-id prefix by initialising a producer under it (WRITE; it
  * writes no record). An existing topic the principal may not describe is TOPIC_AUTHORIZATION_FAILED.
@@ -123,14 +152,23 @@ export async function checkAccess(
   });
   const out: AccessCheck[] = [];
   const check = async (resource: string, action: () => Promise<unknown>) => {
-    coordinatorRefusal = null;
-    try {
-      await action();
-      out.push({ resource, fault: null });
-    } catch (e) {
-      const fault = accessFault(coordinatorRefusal ?? e);
-      if (!fault) throw e;
-      out.push({ resource, fault });
+    const deadline = Date.now() + COORDINATOR_SETTLE_MS;
+    for (;;) {
+      coordinatorRefusal = null;
+      try {
+        await action();
+        out.push({ resource, fault: null });
+        return;
+      } catch (e) {
+        if (coordinatorMoving(e) && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 250));
+          continue;
+        }
+        const fault = accessFault(coordinatorRefusal ?? e);
+        if (!fault) throw e;
+        out.push({ resource, fault });
+        return;
+      }
     }
   };
   try {
