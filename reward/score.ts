@@ -331,7 +331,7 @@ function* placesOf(text: string, grader: Grader): Generator<Place> {
     .filter((s) => candidatesOnly(grader, s) && (restated || !restatesOption(grader, s)));
   const whole = grader.wholeAnswer && !stated;
   // The last item of an enumeration is no final answer: the whole answer is read (enumeration).
-  if (!(whole && isItem(last) && sentences.filter(isItem).length >= 3))
+  if (!(whole && isItem(last) && isEnumeration(sentences)))
     yield { where: 'final sentence', sentences: [...alsoNamed, last], decisive: !whole };
   if (whole) yield { where: 'answer', sentences, decisive: true, whole: last };
 }
@@ -356,10 +356,7 @@ function judgeWholeAnswer(grader: Grader, sentences: Token[][], last: Token[]): 
     return denied ? { score: 0, reason: 'only negated candidates in the answer' } : null;
   if (denied) return { score: 0, reason: 'the reference is quoted and denied in the answer' };
   if (takesBack(last)) return { score: 0, reason: 'the final sentence takes the answer back' };
-  if (
-    read.some((r, k) => r.positive.length > 0 && isItem(sentences[k]!)) &&
-    sentences.filter(isItem).length >= 3
-  )
+  if (read.some((r, k) => r.positive.length > 0 && isItem(sentences[k]!)) && isEnumeration(sentences))
     return { score: 0, reason: 'the answer is one item of an enumeration in the answer', undecided: true };
   return grader.decide(positive, 'answer');
 }
@@ -371,6 +368,9 @@ function judgeWholeAnswer(grader: Grader, sentences: Token[][], last: Token[]): 
  */
 const isItem = (tokens: Token[]) =>
   (tokens[0]?.kind === 'num' && ['.', ')'].includes(tokens[1]?.key ?? '')) || tokens[0]?.key === '-';
+
+/** Three or more items: a list, where one or two numbered lines are steps of an answer. */
+const isEnumeration = (sentences: Token[][]) => sentences.filter(isItem).length >= 3;
 
 /** takenBack: see judgeWholeAnswer. */
 function takesBack(last: Token[]): boolean {

@@ -219,7 +219,7 @@ def _places_of(text: str, grader: _Grader) -> Iterator[_Place]:
                   if _candidates_only(grader, s) and (restated or not _restates_option(grader, s))]
     whole = grader.whole_answer and not stated
     # The last item of an enumeration is no final answer: the whole answer is read (enumeration).
-    if not (whole and _is_item(last) and sum(1 for s in sentences if _is_item(s)) >= 3):
+    if not (whole and _is_item(last) and _is_enumeration(sentences)):
         yield _Place("final sentence", also_named + [last], not whole)
     if whole:
         yield _Place("answer", sentences, True, whole=last)
@@ -245,9 +245,14 @@ def _judge_whole_answer(grader: _Grader, sentences: List[List[Token]], last: Lis
     if _takes_back(last):
         return {"score": 0, "reason": "the final sentence takes the answer back"}
     if (any(r[0] and _is_item(s) for r, s in zip(read, sentences))
-            and sum(1 for s in sentences if _is_item(s)) >= 3):
+            and _is_enumeration(sentences)):
         return {"score": 0, "reason": "the answer is one item of an enumeration in the answer", "undecided": True}
     return grader.decide(positive, "answer")
+
+
+def _is_enumeration(sentences: List[List[Token]]) -> bool:
+    """Three or more items: a list, where one or two numbered lines are steps of an answer."""
+    return sum(1 for s in sentences if _is_item(s)) >= 3
 
 
 def _is_item(tokens: List[Token]) -> bool:
